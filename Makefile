@@ -1,0 +1,40 @@
+# Set-up and entry points. Every target installs what it needs into .venv first.
+#   make demo   - fit the two-moons demo, print test accuracy, write figures/
+#   make test   - the whole test suite (fast + slow tiers, notebooks, benchmark smoke runs)
+SHELL := /bin/bash
+VENV  := .venv
+PY    := $(VENV)/bin/python
+# Re-install when the package metadata changes.
+STAMP  = $(VENV)/.installed-$(1)-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+.PHONY: demo test test-fast bench clean venv
+
+$(VENV)/bin/python:
+	@interp="$$(bash tools/find_python.sh)" || exit 1; \
+	echo "creating $(VENV) with $$interp"; \
+	"$$interp" -m venv $(VENV) && $(PY) -m pip install --quiet --upgrade pip
+
+$(call STAMP,run): $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e .
+	@touch $@
+
+$(call STAMP,test): $(VENV)/bin/python
+	$(PY) -m pip install --quiet -e ".[test,bench,notebooks]"
+	@touch $@ $(call STAMP,run)
+
+venv: $(call STAMP,test)
+
+demo: $(call STAMP,run)
+	$(PY) -m pymc_bnn demo --out figures
+
+test: $(call STAMP,test)
+	$(PY) -m pytest
+
+test-fast: $(call STAMP,test)
+	$(PY) -m pytest -m "not slow"
+
+bench: $(call STAMP,test)
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) figures .pytest_cache

@@ -1,0 +1,5 @@
+import sys
+
+from pymc_bnn.cli import main
+
+sys.exit(main())

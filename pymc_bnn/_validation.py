@@ -1,0 +1,126 @@
+"""Input and parameter checks shared by the functional layer and the estimator.
+
+Everything a user passes in is checked here, before any PyTensor graph is built, so
+that bad input gives a short error naming the problem rather than a deep traceback.
+Inputs are copied, never modified in place.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "check_choice",
+    "check_hidden_layer_sizes",
+    "check_model_inputs",
+    "check_positive_int",
+    "check_positive_float",
+]
+
+
+def check_choice(name: str, value, options: Sequence[str]) -> str:
+    """Return ``value`` if it is one of ``options``, else raise a ValueError listing them."""
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{name} must be one of {sorted(options)}; got {value!r}.")
+    return value
+
+
+def check_positive_int(name: str, value, *, allow_none: bool = False, minimum: int = 1):
+    """Return ``value`` as int if it is an integer >= ``minimum`` (or None when allowed)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}.")
+    return int(value)
+
+
+def check_positive_float(name: str, value) -> float:
+    """Return ``value`` as float if it is a finite real number > 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
+        np.isfinite(value) and value > 0
+    ):
+        raise ValueError(f"{name} must be a finite number > 0; got {value!r}.")
+    return float(value)
+
+
+def check_hidden_layer_sizes(value) -> tuple[int, ...]:
+    """Return hidden layer sizes as a tuple of positive ints (an int means one layer)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = (value,)
+    try:
+        sizes = tuple(value)
+    except TypeError:
+        raise ValueError(
+            f"hidden_layer_sizes must be a sequence of positive integers; got {value!r}."
+        ) from None
+    for s in sizes:
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 1:
+            raise ValueError(
+                f"hidden_layer_sizes must be a sequence of positive integers; got {value!r}."
+            )
+    return tuple(int(s) for s in sizes)
+
+
+def check_model_inputs(
+    X,
+    y,
+    *,
+    hidden_layer_sizes,
+    activation,
+    prior_sigma,
+    n_classes,
+    batch_size,
+):
+    """Validate the arguments of :func:`pymc_bnn.model.build_model`.
+
+    Returns
+    -------
+    X : float64 array of shape (n_rows, n_features), a copy
+    y : int64 array of shape (n_rows,), a copy
+    spec : NetworkSpec
+    """
+    from pymc_bnn.model import ACTIVATIONS, NetworkSpec
+
+    X = np.array(X, dtype=np.float64, copy=True)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (n_rows, n_features); got shape {X.shape}.")
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"X must have at least one row and one column; got shape {X.shape}.")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("X contains NaN or infinity.")
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"y must be 1-D with one entry per row of X ({X.shape[0]}); got shape {y.shape}."
+        )
+    if not np.issubdtype(y.dtype, np.integer):
+        if np.issubdtype(y.dtype, np.number) and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+            y = y.astype(np.int64)
+        else:
+            raise ValueError("y must hold integer class codes 0 .. n_classes - 1.")
+    y = np.array(y, dtype=np.int64, copy=True)
+    if y.min() < 0:
+        raise ValueError("y must hold integer class codes 0 .. n_classes - 1; found a negative.")
+    if n_classes is None:
+        n_classes = max(int(y.max()) + 1, 2)
+    n_classes = check_positive_int("n_classes", n_classes, minimum=2)
+    if y.max() >= n_classes:
+        raise ValueError(f"y holds class code {int(y.max())} but n_classes is {n_classes}.")
+    batch_size = check_positive_int("batch_size", batch_size, allow_none=True)
+    if batch_size is not None and batch_size > X.shape[0]:
+        raise ValueError(
+            f"batch_size ({batch_size}) cannot exceed the number of rows ({X.shape[0]})."
+        )
+    spec = NetworkSpec(
+        n_features=int(X.shape[1]),
+        hidden_layer_sizes=check_hidden_layer_sizes(hidden_layer_sizes),
+        n_classes=n_classes,
+        activation=check_choice("activation", activation, list(ACTIVATIONS)),
+        prior_sigma=check_positive_float("prior_sigma", prior_sigma),
+        n_rows=int(X.shape[0]),
+        batch_size=batch_size,
+    )
+    return X, y, spec

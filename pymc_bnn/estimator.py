@@ -1,0 +1,305 @@
+"""scikit-learn estimator on top of the functional layer (model -> inference -> predictive)."""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from pymc_bnn.inference import METHODS, NUTS_SAMPLERS, fit
+from pymc_bnn.model import ACTIVATIONS, build_model
+from pymc_bnn.predictive import from_idata, posterior_draws, predictive
+
+__all__ = ["BayesianMLPClassifier"]
+
+#: Largest sparse input (in cells) densified; anything larger raises.
+MAX_DENSE_CELLS = 50_000_000
+
+
+def _hidden_layer_sizes_ok(value) -> bool:
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        return value >= 1
+    try:
+        sizes = tuple(value)
+    except TypeError:
+        return False
+    return all(isinstance(s, Integral) and not isinstance(s, bool) and s >= 1 for s in sizes)
+
+
+class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
+    """Bayesian multi-layer perceptron classifier (PyMC).
+
+    Weights and biases carry Normal(0, ``prior_sigma``) priors; the posterior is fit by
+    mean-field ADVI, full-rank ADVI or NUTS. Predictions average the class
+    probabilities over ``n_draws`` posterior draws, and
+    :meth:`predict_uncertainty` reports how unsure the network is at each point.
+
+    Parameters
+    ----------
+    hidden_layer_sizes : int or tuple of int, default (5, 5)
+        Units per hidden layer; ``()`` gives Bayesian logistic / softmax regression.
+    activation : {"tanh", "relu", "logistic"}, default "tanh"
+    prior_sigma : float, default 1.0
+        Standard deviation of the weight and bias priors.
+    inference : {"advi", "fullrank_advi", "nuts"}, default "advi"
+    n_iter : int, optional
+        Optimisation steps (VI). None: 10,000 for ADVI, 20,000 for full-rank ADVI.
+    learning_rate : float, optional
+        Adam step size (VI). None: 0.01 for ADVI, 0.003 for full-rank ADVI.
+    batch_size : int, optional
+        Rows per ADVI step (``pm.Minibatch``); None trains on all rows. Capped at the
+        number of rows.
+    n_draws : int, default 500
+        Posterior draws used for prediction (VI); draws per chain (NUTS).
+    tune : int, default 1000
+        NUTS tuning steps per chain.
+    chains : int, default 2
+        NUTS chains.
+    nuts_sampler : {"numpyro", "nutpie", "pymc"}, optional
+        NUTS backend; None picks the fastest installed.
+    random_state : int, RandomState instance or None
+        Seeds the initial weights, minibatch order, ADVI noise, NUTS and the
+        prediction draws: the same int gives identical predictions.
+    progressbar : bool, default False
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when fit on a DataFrame with string column names.
+    loss_curve_ : ndarray of shape (n_steps,)
+        Negative ELBO per step in full-data units (VI; empty for NUTS).
+    approx_ : pymc Approximation or None
+        The variational approximation (VI; None for NUTS).
+    idata_ : xarray.DataTree
+        Posterior draws used for prediction (every method).
+    posterior_ : Posterior
+        The full result of :func:`pymc_bnn.fit`.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_moons
+    >>> from pymc_bnn import BayesianMLPClassifier
+    >>> X, y = make_moons(200, noise=0.2, random_state=0)
+    >>> clf = BayesianMLPClassifier(n_iter=2000, random_state=0).fit(X, y)
+    >>> clf.predict_proba(X[:3]).shape
+    (3, 2)
+    """
+
+    _parameter_constraints: dict = {
+        "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
+        "activation": [StrOptions(set(ACTIVATIONS))],
+        "prior_sigma": [Interval(Real, 0, None, closed="neither")],
+        "inference": [StrOptions(set(METHODS))],
+        "n_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
+        "n_draws": [Interval(Integral, 1, None, closed="left")],
+        "tune": [Interval(Integral, 0, None, closed="left")],
+        "chains": [Interval(Integral, 1, None, closed="left")],
+        "nuts_sampler": [StrOptions(set(NUTS_SAMPLERS)), None],
+        "random_state": ["random_state"],
+        "progressbar": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        hidden_layer_sizes=(5, 5),
+        activation="tanh",
+        *,
+        prior_sigma=1.0,
+        inference="advi",
+        n_iter=None,
+        learning_rate=None,
+        batch_size=None,
+        n_draws=500,
+        tune=1000,
+        chains=2,
+        nuts_sampler=None,
+        random_state=None,
+        progressbar=False,
+    ):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.prior_sigma = prior_sigma
+        self.inference = inference
+        self.n_iter = n_iter
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.n_draws = n_draws
+        self.tune = tune
+        self.chains = chains
+        self.nuts_sampler = nuts_sampler
+        self.random_state = random_state
+        self.progressbar = progressbar
+
+    # ------------------------------------------------------------------ helpers
+    def _validate_X(self, X, *, reset: bool, y=None):
+        kwargs = dict(
+            accept_sparse=["csr", "csc", "coo"],
+            dtype=[np.float64, np.float32],
+            ensure_all_finite=True,
+        )
+        if y is None:
+            X = validate_data(self, X, reset=reset, **kwargs)
+        else:
+            X, y = validate_data(self, X, y, reset=reset, **kwargs)
+        if sp.issparse(X):
+            if X.shape[0] * X.shape[1] > MAX_DENSE_CELLS:
+                raise ValueError(
+                    f"Sparse X of shape {X.shape} is too large to densify "
+                    f"(> {MAX_DENSE_CELLS:,} cells); the network needs dense inputs."
+                )
+            X = X.toarray()
+        X = np.asarray(X, dtype=np.float64)
+        return X if y is None else (X, y)
+
+    def _seeds(self) -> dict[str, int]:
+        """One seed per stage, all from ``random_state`` (DESIGN.md: split per stage)."""
+        root = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        children = np.random.SeedSequence(root).spawn(3)
+        names = ("init", "fit", "predict")
+        return {n: int(c.generate_state(1)[0] >> 1) for n, c in zip(names, children)}
+
+    # ---------------------------------------------------------------------- fit
+    def fit(self, X, y):
+        """Fit the posterior over the network weights.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels of any type (strings, ints, bools).
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        if not _hidden_layer_sizes_ok(self.hidden_layer_sizes):
+            raise ValueError(
+                "hidden_layer_sizes must be a positive int or a sequence of positive ints; "
+                f"got {self.hidden_layer_sizes!r}."
+            )
+        X, y = self._validate_X(X, reset=True, y=y)
+        check_classification_targets(y)
+        classes, y_codes = np.unique(y, return_inverse=True)
+        if classes.shape[0] < 2:
+            raise ValueError(
+                "BayesianMLPClassifier needs samples of at least 2 classes in the data; "
+                f"got only one class: {classes[0]!r}."
+            )
+        seeds = self._seeds()
+        batch_size = self.batch_size
+        if batch_size is not None:
+            batch_size = min(int(batch_size), X.shape[0])
+        model = build_model(
+            X,
+            y_codes,
+            hidden_layer_sizes=self.hidden_layer_sizes,
+            activation=self.activation,
+            prior_sigma=self.prior_sigma,
+            n_classes=classes.shape[0],
+            batch_size=None if self.inference == "nuts" else batch_size,
+            random_state=seeds["init"],
+        )
+        posterior = fit(
+            model,
+            method=self.inference,
+            n_iter=self.n_iter,
+            learning_rate=self.learning_rate,
+            draws=self.n_draws,
+            tune=self.tune,
+            chains=self.chains,
+            nuts_sampler=self.nuts_sampler,
+            random_seed=seeds["fit"],
+            progressbar=self.progressbar,
+        )
+        self.classes_ = classes
+        self.posterior_ = posterior
+        self.approx_ = posterior.approx
+        self.loss_curve_ = posterior.loss
+        self.idata_ = posterior_draws(
+            posterior, n_draws=self.n_draws, random_seed=seeds["predict"]
+        )
+        self.predictive_ = from_idata(posterior.spec, self.idata_)
+        return self
+
+    # ------------------------------------------------------------------ predict
+    def _check_X(self, X):
+        check_is_fitted(self)
+        return self._validate_X(X, reset=False)
+
+    def predict_proba(self, X):
+        """Posterior predictive class probabilities.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Mean over posterior draws, columns in ``classes_`` order.
+        """
+        return self.predictive_.mean_proba(self._check_X(X))
+
+    def predict(self, X):
+        """Most probable class under the posterior predictive.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+            Values from ``classes_``.
+        """
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
+
+    def predict_uncertainty(self, X) -> dict[str, np.ndarray]:
+        """Per-point summaries of the posterior predictive.
+
+        Returns
+        -------
+        dict with ``mean`` and ``std`` of shape (n_samples, n_classes), and
+        ``entropy`` (total uncertainty, nats) and ``mutual_info`` (epistemic part)
+        of shape (n_samples,). See :func:`pymc_bnn.predictive.summarize_proba`.
+        """
+        return self.predictive_.summary(self._check_X(X))
+
+    def sample_proba(self, X, n_draws=None):
+        """Class-probability draws.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        n_draws : int, optional
+            None: the draws used by ``predict_proba``. VI: otherwise that many fresh
+            draws, seeded from ``random_state``. NUTS: that many draws thinned from
+            the chains.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_draws, n_samples, n_classes)
+        """
+        X = self._check_X(X)
+        if n_draws is None:
+            pred = self.predictive_
+        elif self.posterior_.is_variational:
+            pred = predictive(self.posterior_, n_draws=n_draws,
+                              random_seed=self._seeds()["predict"])
+        else:
+            pred = from_idata(self.posterior_.spec, self.idata_, n_draws=n_draws)
+        return pred.sample_proba(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.non_deterministic = self.random_state is None
+        return tags

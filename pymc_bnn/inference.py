@@ -1,0 +1,284 @@
+"""Fit a model from :func:`pymc_bnn.model.build_model` by ADVI, full-rank ADVI or NUTS.
+
+All three go through PyMC's own machinery (``pm.ADVI`` / ``pm.FullRankADVI`` with
+Adam, ``pm.sample`` with the fastest installed NUTS backend). This module adds the
+defaults that converge on small BNNs, seeding, a NaN guard with bounded restarts,
+an optional convergence stop, and an immutable result.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pymc as pm
+
+from pymc_bnn._validation import (
+    check_choice,
+    check_positive_float,
+    check_positive_int,
+)
+from pymc_bnn.model import NetworkSpec, network_spec
+
+__all__ = ["METHODS", "NUTS_SAMPLERS", "VI_DEFAULTS", "Posterior", "default_nuts_sampler", "fit"]
+
+#: Inference methods accepted by :func:`fit`.
+METHODS = ("advi", "fullrank_advi", "nuts")
+#: NUTS implementations PyMC can drive, fastest first (measured on moons, 2 chains x
+#: 2000 steps on 2 cores: numpyro 48 s, nutpie 120 s, PyMC 135 s).
+NUTS_SAMPLERS = ("numpyro", "nutpie", "pymc")
+_NUTS_MODULES = {"numpyro": ("numpyro", "jax"), "nutpie": ("nutpie",), "pymc": ()}
+#: Default (n_iter, learning_rate) per VI method. Full-rank ADVI's gradient on the
+#: Cholesky factor is much noisier: at 0.01 it wanders (moons: -ELBO ~250, 85%); at
+#: 0.003 for 20k steps it reaches ~130 and 96%.
+VI_DEFAULTS = {"advi": (10_000, 0.01), "fullrank_advi": (20_000, 0.003)}
+
+
+@dataclass(frozen=True)
+class Posterior:
+    """Result of :func:`fit`: an immutable record of one fitted posterior.
+
+    Attributes
+    ----------
+    method : str
+        ``"advi"``, ``"fullrank_advi"`` or ``"nuts"``.
+    spec : NetworkSpec
+        Architecture of the fitted network.
+    seed : int
+        The seed that was used (init jitter, minibatch order, ADVI noise, NUTS).
+    approx : pymc Approximation or None
+        The variational approximation (VI methods only).
+    idata : xarray.DataTree or None
+        Posterior draws from NUTS (``None`` for VI; draw from ``approx`` instead).
+    loss : ndarray of shape (n_steps,)
+        Negative ELBO per optimisation step, always in full-data units (a minibatch
+        run reports its ``total_size``-scaled estimate of the full-data value). Empty
+        for NUTS. Read-only.
+    learning_rate : float or None
+        Adam learning rate of the run that produced ``approx`` (after any restart).
+    nuts_sampler : str or None
+        NUTS backend used.
+    """
+
+    method: str
+    spec: NetworkSpec
+    seed: int
+    approx: object | None = None
+    idata: object | None = None
+    loss: np.ndarray = field(default_factory=lambda: np.empty(0))
+    learning_rate: float | None = None
+    nuts_sampler: str | None = None
+
+    @property
+    def is_variational(self) -> bool:
+        """Whether this posterior is a variational approximation."""
+        return self.approx is not None
+
+    @property
+    def n_stored_draws(self) -> int | None:
+        """Number of stored MCMC draws (chains x draws), or None for VI (unlimited)."""
+        if self.idata is None:
+            return None
+        post = self.idata.posterior
+        return int(post.sizes["chain"] * post.sizes["draw"])
+
+
+def default_nuts_sampler() -> str:
+    """Return the fastest NUTS backend that is installed (see :data:`NUTS_SAMPLERS`)."""
+    for name in NUTS_SAMPLERS:
+        if all(importlib.util.find_spec(mod) is not None for mod in _NUTS_MODULES[name]):
+            return name
+    return "pymc"  # pragma: no cover - "pymc" needs no extra module
+
+
+def _check_nuts_sampler(name: str | None) -> str:
+    if name is None:
+        return default_nuts_sampler()
+    check_choice("nuts_sampler", name, NUTS_SAMPLERS)
+    missing = [m for m in _NUTS_MODULES[name] if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ImportError(
+            f"nuts_sampler={name!r} needs {', '.join(missing)}, which is not installed. "
+            f"Install it with: pip install 'pymc_bnn[{'bench' if name == 'numpyro' else name}]'"
+            f" (or pip install {' '.join(missing)}), or choose another of {list(NUTS_SAMPLERS)}."
+        )
+    return name
+
+
+def _set_initial_spread(approx, init_sigma: float) -> None:
+    """Start every variational standard deviation at ``init_sigma``.
+
+    PyMC starts mean-field ADVI at sigma = softplus(0) ~ 0.69 and full-rank ADVI at
+    the identity. For a BNN under N(0, 1) priors such wide starting noise drives the
+    hidden units to the prior before the means have learned anything (measured on
+    moons: final -ELBO ~184 and 84% accuracy, against ~119 and 96% from 0.1).
+    """
+    for group in approx.groups:
+        params = group.params_dict
+        if "rho" in params:
+            rho = np.full(group.ddim, np.log(np.expm1(init_sigma)))
+            params["rho"].set_value(rho.astype(params["rho"].dtype))
+        elif "L_tril" in params:
+            n = group.ddim
+            L = (init_sigma * np.eye(n))[np.tril_indices(n)]
+            params["L_tril"].set_value(L.astype(params["L_tril"].dtype))
+
+
+def _fit_vi(model, spec, *, method, n_iter, learning_rate, init_sigma, tol, seed,
+            progressbar, backend, callbacks):
+    inference_cls = pm.ADVI if method == "advi" else pm.FullRankADVI
+    with model:
+        inference = inference_cls(random_seed=seed)
+    approx = inference.approx
+    _set_initial_spread(approx, init_sigma)
+    # Report and optimise the full-data ELBO whatever the batch size: Adam is
+    # invariant to the constant factor, and loss curves stay comparable.
+    approx.scale_cost_to_minibatch = False
+    cbs = list(callbacks)
+    if tol is not None:
+        cbs.append(pm.callbacks.CheckParametersConvergence(every=100, tolerance=tol))
+    with model:
+        inference.fit(
+            n=n_iter,
+            obj_optimizer=pm.adam(learning_rate=learning_rate),
+            callbacks=cbs,
+            progressbar=progressbar,
+            backend=backend,
+        )
+    loss = np.asarray(inference.hist, dtype=np.float64)
+    return approx, loss
+
+
+def _params_finite(approx) -> bool:
+    return all(np.all(np.isfinite(p.get_value())) for p in approx.params)
+
+
+def fit(
+    model: pm.Model,
+    *,
+    method: str = "advi",
+    n_iter: int | None = None,
+    learning_rate: float | None = None,
+    init_sigma: float = 0.1,
+    tol: float | None = None,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 2,
+    nuts_sampler: str | None = None,
+    random_seed: int | None = None,
+    progressbar: bool = False,
+    backend: str | None = None,
+    max_restarts: int = 2,
+    callbacks: Sequence = (),
+) -> Posterior:
+    """Fit the posterior of a Bayesian MLP.
+
+    Parameters
+    ----------
+    model : pm.Model
+        A model from :func:`pymc_bnn.build_model`.
+    method : {"advi", "fullrank_advi", "nuts"}, default "advi"
+    n_iter : int, optional
+        Optimisation steps (VI). Default 10,000 (ADVI) or 20,000 (full-rank ADVI).
+    learning_rate : float, optional
+        Adam step size (VI). Default 0.01 (ADVI) or 0.003 (full-rank ADVI). PyMC's
+        default optimiser (adagrad_window) stalls at 86-92% test accuracy on the
+        moons benchmark; Adam at these rates reaches ~96%.
+    init_sigma : float, default 0.1
+        Starting standard deviation of every variational factor (VI).
+    tol : float, optional
+        If set, stop early once the relative change of the variational parameters
+        over 100 steps falls below ``tol`` (PyMC's ``CheckParametersConvergence``).
+    draws, tune, chains : int
+        NUTS draws and tuning steps per chain, and number of chains.
+    nuts_sampler : {"numpyro", "nutpie", "pymc"}, optional
+        NUTS backend; default the fastest installed (:func:`default_nuts_sampler`).
+    random_seed : int, optional
+        Seed of everything random in the fit.
+    progressbar : bool, default False
+    backend : str, optional
+        PyTensor backend for the VI step function ("numba", "c", "jax"); default
+        PyTensor's own default.
+    max_restarts : int, default 2
+        If the ELBO becomes NaN, restart from scratch with a 10x smaller learning rate
+        (with a warning) at most this many times, then raise ``FloatingPointError``.
+    callbacks : sequence of callables
+        Extra PyMC VI callbacks ``f(approx, losses, i)``.
+
+    Returns
+    -------
+    Posterior
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_bnn import build_model, fit
+    >>> X = np.random.default_rng(0).normal(size=(40, 2)); y = (X[:, 0] > 0).astype(int)
+    >>> post = fit(build_model(X, y, hidden_layer_sizes=(3,)), n_iter=200, random_seed=0)
+    >>> post.loss.shape
+    (200,)
+    """
+    spec = network_spec(model)
+    method = check_choice("method", method, METHODS)
+    default_n_iter, default_lr = VI_DEFAULTS.get(method, (1, 1.0))
+    n_iter = check_positive_int("n_iter", default_n_iter if n_iter is None else n_iter)
+    learning_rate = check_positive_float(
+        "learning_rate", default_lr if learning_rate is None else learning_rate
+    )
+    init_sigma = check_positive_float("init_sigma", init_sigma)
+    if tol is not None:
+        tol = check_positive_float("tol", tol)
+    draws = check_positive_int("draws", draws)
+    tune = check_positive_int("tune", tune, minimum=0)
+    chains = check_positive_int("chains", chains)
+    max_restarts = check_positive_int("max_restarts", max_restarts, minimum=0)
+    if random_seed is None:
+        random_seed = int(np.random.SeedSequence().generate_state(1)[0] >> 1)
+    seed = int(random_seed)
+
+    if method == "nuts":
+        sampler = _check_nuts_sampler(nuts_sampler)
+        with model:
+            idata = pm.sample(
+                draws=draws,
+                tune=tune,
+                chains=chains,
+                nuts_sampler=sampler,
+                random_seed=seed,
+                progressbar=progressbar,
+                compute_convergence_checks=False,
+            )
+        return Posterior(method=method, spec=spec, seed=seed, idata=idata, nuts_sampler=sampler)
+
+    lr = learning_rate
+    for attempt in range(max_restarts + 1):
+        try:
+            approx, loss = _fit_vi(
+                model, spec, method=method, n_iter=n_iter, learning_rate=lr,
+                init_sigma=init_sigma, tol=tol, seed=seed, progressbar=progressbar,
+                backend=backend, callbacks=callbacks,
+            )
+            if _params_finite(approx):
+                break
+            reason = "the variational parameters became NaN or infinite"
+        except FloatingPointError:
+            reason = "the ELBO became NaN"
+        if attempt == max_restarts:
+            raise FloatingPointError(
+                f"{method} diverged: {reason} (learning rates tried down to {lr:g}). "
+                "Standardise the features (e.g. sklearn's StandardScaler), lower "
+                "learning_rate, or use a smaller prior_sigma."
+            )
+        warnings.warn(
+            f"{method} diverged ({reason}) at learning_rate={lr:g}; restarting with "
+            f"learning_rate={lr / 10:g}.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        lr /= 10
+    loss.setflags(write=False)
+    return Posterior(method=method, spec=spec, seed=seed, approx=approx, loss=loss,
+                     learning_rate=lr)

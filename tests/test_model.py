@@ -1,0 +1,148 @@
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+
+from pymc_bnn import build_model, forward, network_spec
+from reference import numpy_forward_proba
+
+
+def test_variables_shapes_and_likelihood(tiny):
+    X, y = tiny
+    model = build_model(X, y, hidden_layer_sizes=(4, 3), random_state=0)
+    spec = network_spec(model)
+    assert spec.layer_shapes == [(2, 4), (4, 3), (3, 1)]
+    shapes = {v.name: tuple(model.initial_point()[v.name].shape) for v in model.free_RVs}
+    assert shapes == {"w0": (2, 4), "b0": (4,), "w1": (4, 3), "b1": (3,), "w2": (3, 1), "b2": (1,)}
+    assert isinstance(model["y_obs"].owner.op, type(pm.Bernoulli.dist(0.5).owner.op))
+    # data live in pm.Data containers
+    assert {"X", "y"} <= set(model.named_vars) and model["X"] in model.data_vars
+
+
+def test_multiclass_uses_categorical_with_one_logit_per_class(tiny):
+    X, _ = tiny
+    y = np.arange(40) % 3
+    model = build_model(X, y, hidden_layer_sizes=(4,), random_state=0)
+    assert network_spec(model).n_outputs == 3
+    assert model.initial_point()["w1"].shape == (4, 3)
+    assert "categorical" in str(model["y_obs"].owner.op).lower()
+
+
+def test_initial_values_are_seeded_distinct_and_unsaturated(tiny):
+    X, y = tiny
+    a = build_model(X, y, random_state=1).initial_point()
+    b = build_model(X, y, random_state=1).initial_point()
+    c = build_model(X, y, random_state=2).initial_point()
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert not np.array_equal(a["w0"], c["w0"])
+    # no two hidden units start identical (symmetric start)
+    assert np.unique(a["w0"].round(8), axis=1).shape[1] == a["w0"].shape[1]
+    # first-layer pre-activations are of order one: tanh not saturated
+    pre = X @ a["w0"] + a["b0"]
+    assert np.mean(np.abs(np.tanh(pre)) > 0.99) < 0.2
+
+
+def test_forward_batched_equals_per_draw_numpy():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(7, 3))
+    weights = [(rng.normal(size=(4, 3, 5)), rng.normal(size=(4, 5))),
+               (rng.normal(size=(4, 5, 2)), rng.normal(size=(4, 2)))]
+    for activation in ("tanh", "relu", "logistic"):
+        logits = forward(pt.as_tensor(X), [(pt.as_tensor(W), pt.as_tensor(b)) for W, b in weights],
+                         activation=activation).eval()
+        assert logits.shape == (4, 7, 2)
+        expected = numpy_forward_proba(X, weights, activation)
+        e = np.exp(logits - logits.max(-1, keepdims=True))
+        np.testing.assert_allclose(e / e.sum(-1, keepdims=True), expected, rtol=1e-10)
+
+
+def test_minibatch_slices_x_and_y_together_with_total_size():
+    n = 200
+    X = np.arange(n, dtype=float)[:, None] * np.ones((1, 2))
+    y = np.arange(n) % 2
+    model = build_model(X, y, batch_size=16, random_state=0)
+    from pytensor.graph.traversal import ancestors
+
+    value = model.rvs_to_values[model["y_obs"]]
+    mb_nodes = {v.owner for v in ancestors([value])
+                if v.owner is not None and type(v.owner.op).__name__ == "MinibatchOp"}
+    assert len(mb_nodes) == 1, "the likelihood must see a pm.Minibatch slice"
+    (node,) = mb_nodes
+    # the rows that reach the likelihood: a batch of 16, X and y from the same rows
+    f = pm.compile([], list(node.outputs[:2]), random_seed=0)
+    X_mb, y_mb = f()
+    assert X_mb.shape == (16, 2) and y_mb.shape == (16,)
+    np.testing.assert_array_equal(X_mb[:, 0].astype(int) % 2, y_mb)
+    X_mb2, _ = f()
+    assert not np.array_equal(X_mb, X_mb2), "successive steps must see different rows"
+    assert model["y_obs"].owner.inputs[-1].data == n  # total_size
+    assert network_spec(model).n_rows == n
+
+
+def test_minibatch_loglik_is_unbiased_for_full_data(moons):
+    """The total_size-scaled minibatch log-likelihood estimates the full-data one.
+
+    At a fixed weight point, 3000 independent minibatches of 50 rows: their mean must
+    be within 4 standard errors of the full-data log-likelihood (a false alarm has
+    probability ~6e-5).
+    """
+    X_train, _, y_train, _ = moons
+    full = build_model(X_train, y_train, random_state=0)
+    mb = build_model(X_train, y_train, batch_size=50, random_state=0)
+    point = full.initial_point()
+    full_ll = full.compile_logp(vars=[full["y_obs"]])(point)
+    f = mb.compile_logp(vars=[mb["y_obs"]])
+    draws = np.array([f(point) for _ in range(3000)])
+    se = draws.std() / np.sqrt(draws.size)
+    assert abs(draws.mean() - full_ll) < 4 * se
+    assert draws.std() > 0  # really random batches
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"activation": "sigmoidal"}, "activation must be one of"),
+        ({"hidden_layer_sizes": (5, 0)}, "hidden_layer_sizes"),
+        ({"prior_sigma": -1.0}, "prior_sigma"),
+        ({"prior_sigma": float("nan")}, "prior_sigma"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"batch_size": 1000}, "cannot exceed"),
+        ({"n_classes": 1}, "n_classes"),
+    ],
+)
+def test_bad_parameters_raise_clear_errors(tiny, kwargs, match):
+    X, y = tiny
+    with pytest.raises(ValueError, match=match):
+        build_model(X, y, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "X, y, match",
+    [
+        (np.ones(5), np.zeros(5, int), "2-D"),
+        (np.full((4, 2), np.nan), np.zeros(4, int), "NaN"),
+        (np.ones((4, 2)), np.zeros(3, int), "one entry per row"),
+        (np.ones((4, 2)), np.array([0.5, 1, 0, 1]), "integer class codes"),
+        (np.ones((4, 2)), np.array([-1, 1, 0, 1]), "negative"),
+    ],
+)
+def test_bad_data_raise_clear_errors(X, y, match):
+    with pytest.raises(ValueError, match=match):
+        build_model(X, y)
+
+
+def test_inputs_are_not_mutated(tiny):
+    X, y = tiny
+    X0, y0 = X.copy(), y.copy()
+    model = build_model(X, y, random_state=0)
+    assert np.array_equal(X, X0) and np.array_equal(y, y0)
+    model["X"].set_value(np.zeros_like(X))
+    assert np.array_equal(X, X0), "the model's data container must not alias the input"
+
+
+def test_network_spec_rejects_foreign_models():
+    with pm.Model() as m:
+        pm.Normal("x")
+    with pytest.raises(ValueError, match="not built by pymc_bnn.build_model"):
+        network_spec(m)
