@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from pymc_bnn.inference import METHODS, NUTS_SAMPLERS, fit
 from pymc_bnn.model import ACTIVATIONS, build_model
-from pymc_bnn.predictive import from_idata, posterior_draws, predictive
+from pymc_bnn.predictive import from_idata, posterior_draws, posterior_predictive
 
 __all__ = ["BayesianMLPClassifier"]
 
@@ -292,7 +292,7 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
         if n_draws is None:
             pred = self.predictive_
         elif self.posterior_.is_variational:
-            pred = predictive(self.posterior_, n_draws=n_draws,
+            pred = posterior_predictive(self.posterior_, n_draws=n_draws,
                               random_seed=self._seeds()["predict"])
         else:
             pred = from_idata(self.posterior_.spec, self.idata_, n_draws=n_draws)

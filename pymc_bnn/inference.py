@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pymc as pm
+from pymc.variational.callbacks import CheckParametersConvergence
 
 from pymc_bnn._validation import (
     check_choice,
@@ -139,7 +140,7 @@ def _fit_vi(model, spec, *, method, n_iter, learning_rate, init_sigma, tol, seed
     approx.scale_cost_to_minibatch = False
     cbs = list(callbacks)
     if tol is not None:
-        cbs.append(pm.callbacks.CheckParametersConvergence(every=100, tolerance=tol))
+        cbs.append(CheckParametersConvergence(every=100, tolerance=tol))
     with model:
         inference.fit(
             n=n_iter,

@@ -1,16 +1,43 @@
-"""Figures of a fitted classifier: uncertainty maps over the input plane, loss curves.
+"""Figures of fitted classifiers: uncertainty maps, loss curves, reliability diagrams.
 
-Every function takes an optional ``ax``, draws on it, and returns it; none calls
-``plt.show()``.
+Every function takes an optional ``ax`` (a sequence of Axes for :func:`compare_maps`),
+draws on it, and returns it (or its Figure); none calls ``plt.show()``. Maps have
+labelled axes and a colour bar.
+
+The maps work for any fitted 2-feature classifier: a
+:class:`pymc_bnn.BayesianMLPClassifier` (through ``predict_uncertainty``) or, for
+``kind="mean"`` and ``kind="entropy"``, any estimator with ``predict_proba`` (e.g.
+scikit-learn's ``MLPClassifier``, whose "entropy" is that of its one softmax output).
+
+Examples
+--------
+>>> import matplotlib
+>>> matplotlib.use("Agg")
+>>> from pymc_bnn import BayesianMLPClassifier
+>>> from pymc_bnn.cli import moons_split
+>>> from pymc_bnn.plotting import uncertainty_map
+>>> X_train, X_test, y_train, y_test = moons_split()
+>>> clf = BayesianMLPClassifier(n_iter=2000, random_state=0).fit(X_train, y_train)
+>>> ax = uncertainty_map(clf, kind="std", X=X_test, y=y_test, resolution=40)
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
-__all__ = ["KINDS", "grid_2d", "loss_curve", "uncertainty_map"]
+__all__ = [
+    "KINDS",
+    "calibration_table",
+    "compare_maps",
+    "grid_2d",
+    "loss_curve",
+    "reliability_diagram",
+    "uncertainty_map",
+]
 
 #: What an uncertainty map can show, with its colour-bar label.
 KINDS = {
@@ -20,14 +47,32 @@ KINDS = {
     "mutual_info": "mutual information (nats)",
 }
 
+#: Kinds that need posterior draws (``predict_uncertainty``), not only ``predict_proba``.
+_BAYESIAN_KINDS = ("std", "mutual_info")
+_N_LEVELS = 21
+
 
 def grid_2d(lims=(-3.0, 3.0), resolution: int = 100):
     """A square grid over ``lims`` in both coordinates.
+
+    Parameters
+    ----------
+    lims : (float, float)
+        Lower and upper limit of both coordinates.
+    resolution : int
+        Grid points per axis.
 
     Returns
     -------
     xx, yy : arrays of shape (resolution, resolution)
     points : array of shape (resolution**2, 2)
+        ``np.column_stack([xx.ravel(), yy.ravel()])``.
+
+    Examples
+    --------
+    >>> xx, yy, points = grid_2d((-1, 1), 5)
+    >>> xx.shape, points.shape
+    ((5, 5), (25, 2))
     """
     lo, hi = lims
     axis = np.linspace(lo, hi, resolution)
@@ -39,6 +84,106 @@ def _cmap(kind: str):
     if kind == "mean":
         return sns.diverging_palette(250, 12, s=85, l=25, as_cmap=True)
     return sns.cubehelix_palette(light=1, as_cmap=True)
+
+
+def _class_str(c) -> str:
+    """A class label for a figure: ``1`` rather than numpy's ``np.int64(1)``."""
+    c = c.item() if isinstance(c, np.generic) else c
+    return repr(c) if isinstance(c, str) else str(c)
+
+
+def _check_kind(kind) -> str:
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise ValueError(f"kind must be one of {sorted(KINDS)}; got {kind!r}.")
+    return kind
+
+
+def _check_2d_classifier(clf, kind: str) -> None:
+    n_features = getattr(clf, "n_features_in_", 2)
+    if n_features != 2:
+        raise ValueError(
+            f"an uncertainty map needs a classifier fit on 2 features; "
+            f"{type(clf).__name__} has n_features_in_={n_features}."
+        )
+    if not hasattr(clf, "predict_uncertainty"):
+        if kind in _BAYESIAN_KINDS:
+            raise ValueError(
+                f"kind={kind!r} needs posterior draws, i.e. a classifier with "
+                f"predict_uncertainty (such as pymc_bnn.BayesianMLPClassifier); "
+                f"{type(clf).__name__} has only predict_proba: use kind='mean' or 'entropy'."
+            )
+        if not hasattr(clf, "predict_proba"):
+            raise ValueError(
+                f"an uncertainty map needs a classifier with predict_uncertainty or "
+                f"predict_proba; {type(clf).__name__} has neither."
+            )
+
+
+def _map_values(clf, points: np.ndarray, kind: str, class_index: int | None):
+    """Values of ``kind`` at ``points`` and their colour-bar label.
+
+    Returns
+    -------
+    values : array of shape (n_points,)
+    label : str
+    n_classes : int
+    """
+    if hasattr(clf, "predict_uncertainty"):
+        summary = clf.predict_uncertainty(points)
+        label = KINDS[kind]
+    else:  # a point-estimate classifier: its probabilities are the "mean"
+        mean = np.asarray(clf.predict_proba(points), dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            plogp = np.where(mean > 0, mean * np.log(mean), 0.0)
+        summary = {"mean": mean, "entropy": -plogp.sum(axis=1)}
+        label = {"mean": "predicted P(class)", "entropy": "softmax entropy (nats)"}[kind]
+    n_classes = summary["mean"].shape[1]
+    if kind in ("mean", "std"):
+        if class_index is None and n_classes > 2:
+            col = summary["mean"].argmax(axis=1)
+            values = np.take_along_axis(summary[kind], col[:, None], axis=1)[:, 0]
+            label = label.replace("P(class)", "max-class P")
+        else:
+            k = 1 if class_index is None else class_index
+            if not -n_classes <= k < n_classes:
+                raise ValueError(
+                    f"class_index must be in [0, {n_classes - 1}]; got {class_index!r}."
+                )
+            values = summary[kind][:, k]
+            label = label.replace("P(class)", f"P(y = {_class_str(clf.classes_[k])})")
+    else:
+        values = summary[kind]
+    return np.asarray(values, dtype=float), label, n_classes
+
+
+def _levels(kind: str, n_classes: int, vmax: float | None, values) -> np.ndarray:
+    if vmax is None:
+        if kind == "mean" and n_classes == 2:
+            vmax = 1.0
+        else:
+            vmax = float(np.nanmax(values))
+    return np.linspace(0.0, max(float(vmax), 1e-12), _N_LEVELS)
+
+
+def _scatter(ax, X, y, *, legend: bool = True) -> None:
+    X = np.asarray(X)
+    if X.ndim != 2 or X.shape[1] != 2:
+        raise ValueError(f"X to overlay must have shape (n_points, 2); got {X.shape}.")
+    hue = None if y is None else np.asarray(y)
+    palette = None
+    if hue is not None:
+        palette = sns.color_palette("colorblind", n_colors=len(np.unique(hue)))
+    sns.scatterplot(x=X[:, 0], y=X[:, 1], hue=hue, palette=palette, s=14,
+                    edgecolor="white", linewidth=0.3, ax=ax, legend=legend and y is not None)
+    if legend and y is not None and ax.get_legend() is not None:
+        ax.get_legend().set_title("class")
+
+
+def _draw_map(ax, xx, yy, Z, *, kind, levels, lims, title):
+    cs = ax.contourf(xx, yy, Z, levels=levels, cmap=_cmap(kind), extend="max")
+    ax.set(xlim=lims, ylim=lims, xlabel="$x_1$", ylabel="$x_2$", title=title)
+    ax.set_aspect("equal")
+    return cs
 
 
 def uncertainty_map(
@@ -53,69 +198,160 @@ def uncertainty_map(
     ax=None,
     colorbar: bool = True,
     title: str | None = None,
+    vmax: float | None = None,
 ):
-    """Map of the posterior predictive of a fitted 2-feature classifier.
+    """Map of the (posterior) predictive of a fitted 2-feature classifier.
 
     Parameters
     ----------
-    clf : fitted estimator with ``predict_uncertainty`` and ``classes_``
-        e.g. :class:`pymc_bnn.BayesianMLPClassifier` fit on 2 features.
+    clf : fitted classifier on 2 features
+        With ``predict_uncertainty`` and ``classes_`` (e.g.
+        :class:`pymc_bnn.BayesianMLPClassifier`) for every ``kind``; any classifier with
+        ``predict_proba`` for ``kind="mean"`` or ``"entropy"``.
     kind : {"mean", "std", "entropy", "mutual_info"}
         ``mean``/``std``: of the probability of class ``classes_[class_index]``
         (default: the second class of a binary problem; for more classes, the
-        largest class probability and its std).
-    X, y : arrays, optional
-        Points to overlay, coloured by label.
+        largest class probability and its std). ``entropy``: total predictive
+        uncertainty; ``mutual_info``: its epistemic part (nats).
+    X : array of shape (n_points, 2), optional
+        Points to overlay.
+    y : array of shape (n_points,), optional
+        Their labels (colours the points).
     lims : (float, float)
         Range of both axes.
     resolution : int
-        Grid points per axis.
+        Grid points per axis (the classifier is evaluated at ``resolution**2`` points).
+    class_index : int, optional
+        Column of ``classes_`` shown by ``mean``/``std``.
     ax : matplotlib Axes, optional
+        Drawn on if given, else a new figure is made.
+    colorbar : bool, default True
+    title : str, optional
+        Default: the colour-bar label.
+    vmax : float, optional
+        Top of the colour scale (default: 1 for a binary mean, else the map's maximum).
+        Pass the same value to several maps to compare them on one scale.
 
     Returns
     -------
     matplotlib Axes
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind``, a classifier not fit on 2 features, or ``std`` /
+        ``mutual_info`` asked of a classifier without ``predict_uncertainty``.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {sorted(KINDS)}; got {kind!r}.")
-    if getattr(clf, "n_features_in_", 2) != 2:
-        raise ValueError(
-            f"an uncertainty map needs a classifier of 2 features; got {clf.n_features_in_}."
-        )
+    kind = _check_kind(kind)
+    _check_2d_classifier(clf, kind)
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 5))
     xx, yy, points = grid_2d(lims, resolution)
-    summary = clf.predict_uncertainty(points)
-    n_classes = summary["mean"].shape[1]
-    label = KINDS[kind]
-    if kind in ("mean", "std"):
-        if class_index is None and n_classes > 2:
-            col = summary["mean"].argmax(axis=1)
-            values = np.take_along_axis(summary[kind], col[:, None], axis=1)[:, 0]
-            label = label.replace("P(class)", "max-class P")
-        else:
-            k = 1 if class_index is None else class_index
-            values = summary[kind][:, k]
-            label = label.replace("P(class)", f"P(y = {clf.classes_[k]!r})")
-    else:
-        values = summary[kind]
-    Z = values.reshape(xx.shape)
-    if kind == "mean" and n_classes == 2:
-        levels = np.linspace(0.0, 1.0, 21)
-    else:
-        levels = np.linspace(0.0, max(float(Z.max()), 1e-12), 21)
-    cs = ax.contourf(xx, yy, Z, levels=levels, cmap=_cmap(kind))
+    values, label, n_classes = _map_values(clf, points, kind, class_index)
+    levels = _levels(kind, n_classes, vmax, values)
+    cs = _draw_map(ax, xx, yy, values.reshape(xx.shape), kind=kind, levels=levels, lims=lims,
+                   title=title if title is not None else label)
     if colorbar:
         ax.figure.colorbar(cs, ax=ax, label=label)
     if X is not None:
-        X = np.asarray(X)
-        hue = None if y is None else np.asarray(y)
-        palette = sns.color_palette("colorblind", n_colors=len(np.unique(hue))) if hue is not None else None
-        sns.scatterplot(x=X[:, 0], y=X[:, 1], hue=hue, palette=palette, s=14,
-                        edgecolor="white", linewidth=0.3, ax=ax, legend=y is not None)
-    ax.set(xlim=lims, ylim=lims, xlabel="$x_1$", ylabel="$x_2$",
-           title=title if title is not None else label)
+        _scatter(ax, X, y)
     return ax
+
+
+def compare_maps(
+    classifiers: Mapping[str, object],
+    *,
+    kind: str = "std",
+    X=None,
+    y=None,
+    lims=(-3.0, 3.0),
+    resolution: int = 100,
+    class_index: int | None = None,
+    share_scale: bool = True,
+    ax: Sequence | None = None,
+    panel_size: float = 4.0,
+    suptitle: str | None = None,
+):
+    """One uncertainty map per classifier, side by side, on a shared colour scale.
+
+    Parameters
+    ----------
+    classifiers : dict of str -> fitted 2-feature classifier
+        Panel title -> classifier (see :func:`uncertainty_map` for what each ``kind``
+        needs), drawn left to right in the dict's order.
+    kind : {"mean", "std", "entropy", "mutual_info"}, default "std"
+    X : array of shape (n_points, 2), optional
+        Points overlaid on every panel.
+    y : array of shape (n_points,), optional
+        Their labels.
+    lims, resolution, class_index
+        As in :func:`uncertainty_map`.
+    share_scale : bool, default True
+        One colour scale (``0`` to the largest value over all panels) and one colour
+        bar for all panels, so that colours mean the same everywhere; False gives each
+        panel its own scale and colour bar.
+    ax : sequence of matplotlib Axes, optional
+        One Axes per classifier (e.g. a row from ``plt.subplots``); default: a new
+        figure with one row of panels.
+    panel_size : float
+        Width of one panel in inches (new figure only).
+    suptitle : str, optional
+
+    Returns
+    -------
+    matplotlib Figure
+        Its first ``len(classifiers)`` axes are the maps, in order.
+
+    Raises
+    ------
+    ValueError
+        For an empty ``classifiers``, an unknown ``kind``, a classifier not fit on 2
+        features, or ``len(ax) != len(classifiers)``.
+
+    Examples
+    --------
+    >>> fig = compare_maps({"ADVI": advi_clf, "NUTS": nuts_clf}, kind="std")  # doctest: +SKIP
+    """
+    kind = _check_kind(kind)
+    if not isinstance(classifiers, Mapping) or len(classifiers) == 0:
+        raise ValueError("classifiers must be a non-empty dict of name -> fitted classifier.")
+    for clf in classifiers.values():
+        _check_2d_classifier(clf, kind)
+    n = len(classifiers)
+    if ax is None:
+        fig, axes = plt.subplots(1, n, figsize=(panel_size * n + 1.2, panel_size),
+                                 sharex=True, sharey=True, squeeze=False,
+                                 layout="constrained")
+        axes = list(axes[0])
+    else:
+        axes = list(np.ravel(np.asarray(ax, dtype=object)))
+        if len(axes) != n:
+            raise ValueError(f"ax must hold one Axes per classifier ({n}); got {len(axes)}.")
+        fig = axes[0].figure
+
+    xx, yy, points = grid_2d(lims, resolution)
+    maps = [_map_values(clf, points, kind, class_index) for clf in classifiers.values()]
+    labels = {label for _, label, _ in maps}
+    shared_label = labels.pop() if len(labels) == 1 else KINDS[kind]
+    vmax = None
+    if share_scale:
+        all_binary_mean = kind == "mean" and all(k == 2 for _, _, k in maps)
+        vmax = 1.0 if all_binary_mean else max(float(np.nanmax(v)) for v, _, _ in maps)
+    for i, (a, name, (values, label, n_classes)) in enumerate(zip(axes, classifiers, maps)):
+        levels = _levels(kind, n_classes, vmax if share_scale else None, values)
+        cs = _draw_map(a, xx, yy, values.reshape(xx.shape), kind=kind, levels=levels,
+                       lims=lims, title=name)
+        if not share_scale:
+            fig.colorbar(cs, ax=a, label=label)
+        if X is not None:
+            _scatter(a, X, y, legend=i == 0)
+        if i > 0:
+            a.set_ylabel("")
+    if share_scale:
+        fig.colorbar(cs, ax=axes, label=shared_label, shrink=0.9)
+    if suptitle is not None:
+        fig.suptitle(suptitle)
+    return fig
 
 
 def loss_curve(loss, *, window: int = 200, ax=None, label: str | None = None):
@@ -125,8 +361,10 @@ def loss_curve(loss, *, window: int = 200, ax=None, label: str | None = None):
     ----------
     loss : array of shape (n_steps,)
     window : int
-        Width of the running mean.
+        Width of the running mean (drawn only if ``n_steps >= window > 1``).
     ax : matplotlib Axes, optional
+    label : str, optional
+        Legend label of this curve (call again on the same ``ax`` to overlay runs).
 
     Returns
     -------
@@ -136,13 +374,201 @@ def loss_curve(loss, *, window: int = 200, ax=None, label: str | None = None):
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
     steps = np.arange(1, loss.size + 1)
-    raw = ax.plot(steps, loss, alpha=0.3, lw=0.7, label=None if label is None else f"{label} (raw)")
+    raw = ax.plot(steps, loss, alpha=0.3, lw=0.7, gid="pymc_bnn-loss-raw",
+                  label=None if label is None else f"{label} (raw)")
     if loss.size >= window > 1:
         smooth = np.convolve(loss, np.ones(window) / window, mode="valid")
         ax.plot(steps[window - 1 :], smooth, color=raw[0].get_color(), lw=1.8,
                 label=f"{label or 'loss'} ({window}-step mean)")
-    lo, hi = np.nanpercentile(loss, [0.5, 99.0]) if loss.size else (0, 1)
+    # y range: the bulk of every raw curve on this ax (several runs may share it)
+    ranges = []
+    for line in ax.lines:
+        if line.get_gid() == "pymc_bnn-loss-raw":
+            values = np.asarray(line.get_ydata(), dtype=float)
+            values = values[np.isfinite(values)]
+            if values.size:
+                ranges.append(np.percentile(values, [0.5, 99.0]))
+    lo, hi = (min(r[0] for r in ranges), max(r[1] for r in ranges)) if ranges else (0.0, 1.0)
+    pad = 0.05 * (hi - lo) if hi > lo else 1.0
     ax.set(xlabel="optimisation step", ylabel="negative ELBO (full-data units)",
-           ylim=(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo)))
-    ax.legend()
+           ylim=(lo - pad, hi + pad))
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend()
+    return ax
+
+
+def _check_proba(y_true, proba, classes):
+    y_true = np.asarray(y_true)
+    proba = np.asarray(proba, dtype=float)
+    if proba.ndim == 1:
+        proba = np.column_stack([1.0 - proba, proba])
+    if proba.ndim != 2 or y_true.ndim != 1 or proba.shape[0] != y_true.shape[0]:
+        raise ValueError(
+            "proba must have shape (n_samples, n_classes) or (n_samples,) and y_true shape "
+            f"(n_samples,); got {proba.shape} and {y_true.shape}."
+        )
+    if y_true.size == 0:
+        raise ValueError("y_true and proba are empty.")
+    if not np.all(np.isfinite(proba)) or proba.min() < 0 or proba.max() > 1:
+        raise ValueError("proba must hold probabilities in [0, 1].")
+    classes = np.unique(y_true) if classes is None else np.asarray(classes)
+    if classes.shape[0] != proba.shape[1]:
+        raise ValueError(
+            f"proba has {proba.shape[1]} columns but there are {classes.shape[0]} classes "
+            f"{list(classes)}; pass classes= (e.g. clf.classes_) in proba's column order."
+        )
+    order = np.argsort(classes, kind="stable")
+    pos = np.minimum(np.searchsorted(classes[order], y_true), classes.size - 1)
+    unknown = classes[order][pos] != y_true
+    if np.any(unknown):
+        raise ValueError(
+            f"y_true holds labels not in classes {list(classes)}: "
+            f"{list(np.unique(y_true[unknown]))}."
+        )
+    return order[pos], proba, classes
+
+
+def calibration_table(y_true, proba, *, n_bins: int = 10, classes=None,
+                      confidence: str = "auto") -> dict:
+    """Binned calibration of predicted probabilities (the numbers of a reliability diagram).
+
+    Parameters
+    ----------
+    y_true : array of shape (n_samples,)
+        True labels.
+    proba : array of shape (n_samples, n_classes), or (n_samples,) for binary
+        Predicted class probabilities, columns in ``classes`` order (a 1-D array is the
+        probability of the second class).
+    n_bins : int, default 10
+        Equal-width bins over [0, 1]; bin ``i`` is ``[i / n_bins, (i + 1) / n_bins)``,
+        the last one closed.
+    classes : array of shape (n_classes,), optional
+        Labels of ``proba``'s columns; default ``np.unique(y_true)``.
+    confidence : {"auto", "positive", "top"}
+        ``positive``: bin the probability of the second class and report the fraction
+        of samples of that class (binary only). ``top``: bin the top-class probability
+        (the confidence) and report the fraction of correct top-class predictions.
+        ``auto``: ``positive`` for two classes, ``top`` for more.
+
+    Returns
+    -------
+    dict with
+        ``edges`` (n_bins + 1,): bin edges;
+        ``count`` (n_bins,): samples per bin;
+        ``mean_confidence`` (n_bins,): mean binned probability per bin (NaN if empty);
+        ``frequency`` (n_bins,): observed frequency per bin (NaN if empty);
+        ``ece``: expected calibration error, ``sum(count / n * |frequency - mean_confidence|)``;
+        ``confidence``: ``"positive"`` or ``"top"``; ``positive_class``: the class whose
+        probability is binned (``positive`` only, else None).
+
+    Examples
+    --------
+    >>> t = calibration_table([0, 1, 1, 0], [0.1, 0.8, 0.6, 0.3], n_bins=2)
+    >>> t["count"].tolist(), t["frequency"].tolist()
+    ([2, 2], [0.0, 1.0])
+    """
+    from pymc_bnn._validation import check_choice, check_positive_int
+
+    n_bins = check_positive_int("n_bins", n_bins)
+    confidence = check_choice("confidence", confidence, ("auto", "positive", "top"))
+    codes, proba, classes = _check_proba(y_true, proba, classes)
+    n_classes = proba.shape[1]
+    if confidence == "auto":
+        confidence = "positive" if n_classes == 2 else "top"
+    if confidence == "positive":
+        if n_classes != 2:
+            raise ValueError(
+                f"confidence='positive' needs 2 classes; got {n_classes}. Use 'top'."
+            )
+        p, hit, positive = proba[:, 1], (codes == 1).astype(float), classes[1]
+    else:
+        p = proba.max(axis=1)
+        hit, positive = (proba.argmax(axis=1) == codes).astype(float), None
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    idx = np.searchsorted(edges[1:-1], p, side="right")
+    count = np.bincount(idx, minlength=n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_conf = np.bincount(idx, weights=p, minlength=n_bins) / count
+        freq = np.bincount(idx, weights=hit, minlength=n_bins) / count
+    filled = count > 0
+    ece = float(np.sum(count[filled] / p.size * np.abs(freq[filled] - mean_conf[filled])))
+    return {"edges": edges, "count": count, "mean_confidence": mean_conf, "frequency": freq,
+            "ece": ece, "confidence": confidence, "positive_class": positive}
+
+
+def reliability_diagram(
+    y_true,
+    proba,
+    *,
+    n_bins: int = 10,
+    ax=None,
+    classes=None,
+    confidence: str = "auto",
+    label: str | None = None,
+    show_counts: bool = True,
+):
+    """Reliability (calibration) diagram: observed frequency against predicted probability.
+
+    Points on the diagonal are perfectly calibrated; below it the model is
+    over-confident. Grey bars (right axis) show how many samples fall in each bin.
+    Binary problems bin the probability of the second class; multi-class problems
+    bin the top-class probability (confidence) against the top-class accuracy (see
+    :func:`calibration_table`, which returns the plotted numbers).
+
+    Parameters
+    ----------
+    y_true : array of shape (n_samples,)
+    proba : array of shape (n_samples, n_classes), or (n_samples,) for binary
+        E.g. ``clf.predict_proba(X_test)``.
+    n_bins : int, default 10
+    ax : matplotlib Axes, optional
+    classes : array of shape (n_classes,), optional
+        Labels of ``proba``'s columns (e.g. ``clf.classes_``); default ``np.unique(y_true)``.
+    confidence : {"auto", "positive", "top"}
+        See :func:`calibration_table`.
+    label : str, optional
+        Legend label (the expected calibration error is appended). Call again on the
+        same ``ax`` to overlay models.
+    show_counts : bool, default True
+        Draw the per-bin sample counts as bars on a right-hand axis.
+
+    Returns
+    -------
+    matplotlib Axes
+        The calibration axes (the counts live on a twin axes).
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> ax = reliability_diagram([0, 1, 1, 0], [0.1, 0.8, 0.6, 0.3], n_bins=5)
+    """
+    table = calibration_table(y_true, proba, n_bins=n_bins, classes=classes,
+                              confidence=confidence)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 5))
+    if not any(line.get_gid() == "pymc_bnn-diagonal" for line in ax.lines):
+        ax.plot([0, 1], [0, 1], ls="--", color="0.45", lw=1, label="perfect calibration",
+                gid="pymc_bnn-diagonal")
+    filled = table["count"] > 0
+    name = f"{label} " if label else ""
+    ax.plot(table["mean_confidence"][filled], table["frequency"][filled], marker="o", lw=1.6,
+            label=f"{name}(ECE {table['ece']:.3f})", zorder=3)
+    if table["confidence"] == "positive":
+        c = _class_str(table["positive_class"])
+        xlabel, ylabel = f"predicted P(y = {c})", f"observed frequency of y = {c}"
+    else:
+        xlabel, ylabel = "confidence (top-class probability)", "accuracy of the top class"
+    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel=xlabel, ylabel=ylabel,
+           title=ax.get_title() or "Reliability diagram")
+    if show_counts:
+        twin = ax.twinx()
+        width = np.diff(table["edges"])
+        twin.bar(table["edges"][:-1], table["count"], width=width, align="edge",
+                 color="0.6", alpha=0.35, edgecolor="0.4", lw=0.5, zorder=0)
+        twin.set(ylim=(0, 3.0 * max(int(table["count"].max()), 1)),
+                 ylabel="samples per bin (bars)")
+        ax.set_zorder(twin.get_zorder() + 1)
+        ax.patch.set_visible(False)
+    ax.legend(loc="upper left")
     return ax

@@ -31,7 +31,7 @@ __all__ = [
     "PosteriorPredictive",
     "from_idata",
     "posterior_draws",
-    "predictive",
+    "posterior_predictive",
     "summarize_proba",
 ]
 
@@ -244,7 +244,7 @@ def posterior_draws(posterior, *, n_draws: int = 500, random_seed: int | None = 
     return posterior.idata
 
 
-def predictive(posterior, *, n_draws: int | None = 500, random_seed: int | None = None
+def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: int | None = None
                ) -> PosteriorPredictive:
     """Weight draws from a fitted posterior, ready for fast prediction.
 
@@ -265,10 +265,10 @@ def predictive(posterior, *, n_draws: int | None = 500, random_seed: int | None 
     Examples
     --------
     >>> import numpy as np
-    >>> from pymc_bnn import build_model, fit, predictive
+    >>> from pymc_bnn import build_model, fit, posterior_predictive
     >>> X = np.random.default_rng(0).normal(size=(40, 2)); y = (X[:, 0] > 0).astype(int)
     >>> post = fit(build_model(X, y, hidden_layer_sizes=(3,)), n_iter=200, random_seed=0)
-    >>> predictive(post, n_draws=50, random_seed=1).sample_proba(X).shape
+    >>> posterior_predictive(post, n_draws=50, random_seed=1).sample_proba(X).shape
     (50, 40, 2)
     """
     if posterior.is_variational:

@@ -11,7 +11,7 @@ def test_public_api_is_pinned():
         "fit",
         "forward",
         "network_spec",
-        "predictive",
+        "posterior_predictive",
         "summarize_proba",
     ]
     for name in pymc_bnn.__all__:

@@ -1,0 +1,146 @@
+import arviz as az
+import numpy as np
+import pytensor
+import pytest
+
+import pymc_bnn.predictive as P
+from pymc_bnn import NetworkSpec, posterior_predictive, summarize_proba
+from reference import numpy_forward_proba
+
+
+def _spec(hidden=(4, 3), n_classes=2, n_features=2, activation="tanh"):
+    return NetworkSpec(n_features=n_features, hidden_layer_sizes=hidden, n_classes=n_classes,
+                       activation=activation, prior_sigma=1.0, n_rows=10, batch_size=None)
+
+
+def _idata(spec, n_chains=2, n_draws=25, seed=0):
+    rng = np.random.default_rng(seed)
+    post = {}
+    for (w, b), (fi, fo) in zip(spec.weight_names, spec.layer_shapes):
+        post[w] = rng.normal(size=(n_chains, n_draws, fi, fo))
+        post[b] = rng.normal(size=(n_chains, n_draws, fo))
+    return az.from_dict({"posterior": post})
+
+
+@pytest.mark.parametrize("n_classes, activation", [(2, "tanh"), (3, "relu"), (4, "logistic")])
+def test_compiled_predictive_equals_numpy_loop_over_mcmc_draws(n_classes, activation):
+    spec = _spec(n_classes=n_classes, activation=activation)
+    pred = P.from_idata(spec, _idata(spec))
+    X = np.random.default_rng(1).normal(size=(33, 2))
+    expected = numpy_forward_proba(X, pred.weights, activation)
+    proba = pred.sample_proba(X)
+    assert proba.shape == (50, 33, n_classes)
+    np.testing.assert_allclose(proba, expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(proba.sum(-1), 1.0)
+
+
+def test_compiled_predictive_equals_numpy_loop_over_vi_draws(advi_clf, moons):
+    _, X_test, _, _ = moons
+    pred = advi_clf.predictive_
+    expected = numpy_forward_proba(X_test, pred.weights)
+    np.testing.assert_allclose(advi_clf.sample_proba(X_test), expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(advi_clf.predict_proba(X_test), expected.mean(0), rtol=1e-9)
+
+
+def test_vi_draws_match_pymc_sample_node(advi_clf, moons):
+    """The toolkit's predictive and PyMC's sample_node (the classic example's path)
+    estimate the same posterior predictive mean. Both average 2000 independent draws,
+    so their difference has sd <= sqrt(2 * 0.25 / 2000) ~ 0.016 per point; we allow
+    5 sd on the worst of 50 points and 0.01 on the mean absolute difference."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    from pymc_bnn import forward
+
+    _, X_test, _, _ = moons
+    X_test = X_test[:50]
+    approx = advi_clf.approx_
+    model = approx.model
+    Xs = pt.matrix("Xs")
+    weights = [(model[w], model[b]) for w, b in advi_clf.posterior_.spec.weight_names]
+    p = pt.sigmoid(forward(Xs, weights)[:, 0])
+    n = pt.iscalar("n")
+    f = pytensor.function([Xs, n], approx.sample_node(p, size=n))
+    reference = f(X_test, 2000).mean(0)
+    ours = P.posterior_predictive(advi_clf.posterior_, n_draws=2000, random_seed=5).mean_proba(X_test)[:, 1]
+    diff = np.abs(ours - reference)
+    assert diff.max() < 5 * 0.016 and diff.mean() < 0.01
+
+
+def test_large_inputs_are_processed_in_chunks(monkeypatch):
+    """The chunked path is really taken, and gives the same answer as one pass."""
+    spec = _spec()
+    pred = P.from_idata(spec, _idata(spec))
+    X = np.random.default_rng(2).normal(size=(1000, 2))
+    whole = pred.sample_proba(X)
+    calls = []
+    f = P._compiled_forward(3, "tanh", True)
+
+    def spy(*args):
+        calls.append(args[0].shape[0])
+        return f(*args)
+
+    monkeypatch.setattr(P, "CHUNK_BYTES", 50 * 4 * 8 * 4 * 100)  # 100 rows per chunk
+    monkeypatch.setattr(P.PosteriorPredictive, "_function", lambda self: spy)
+    chunked = pred.sample_proba(X)
+    summary = pred.summary(X)
+    assert calls[:10] == [100] * 10 and len(calls) == 20
+    np.testing.assert_allclose(chunked, whole, rtol=1e-12)
+    np.testing.assert_allclose(summary["mean"], whole.mean(0), rtol=1e-12)
+
+
+def test_compiled_function_is_reused_across_posteriors():
+    P._compiled_forward.cache_clear()
+    for seed in range(3):
+        spec = _spec(hidden=(3 + seed,))
+        P.from_idata(spec, _idata(spec, seed=seed)).mean_proba(np.zeros((4, 2)))
+    info = P._compiled_forward.cache_info()
+    assert info.misses == 1 and info.hits >= 2
+
+
+def test_summaries_match_their_definitions():
+    rng = np.random.default_rng(3)
+    proba = rng.dirichlet(np.ones(3), size=(200, 7))  # (n_draws, n_points, n_classes)
+    s = summarize_proba(proba)
+    mean = proba.mean(0)
+    np.testing.assert_allclose(s["mean"], mean)
+    np.testing.assert_allclose(s["std"], proba.std(0))
+    H = -(mean * np.log(mean)).sum(-1)
+    np.testing.assert_allclose(s["entropy"], H)
+    np.testing.assert_allclose(s["mutual_info"], H + (proba * np.log(proba)).sum(-1).mean(0))
+    assert np.all(s["mutual_info"] >= 0)
+    # identical draws carry no epistemic uncertainty
+    same = np.repeat(proba[:1], 10, axis=0)
+    np.testing.assert_allclose(summarize_proba(same)["mutual_info"], 0.0, atol=1e-12)
+
+
+def test_mcmc_thinning_and_limits():
+    spec = _spec()
+    idata = _idata(spec, n_chains=2, n_draws=25)
+    assert P.from_idata(spec, idata).n_draws == 50
+    thin = P.from_idata(spec, idata, n_draws=10)
+    assert thin.n_draws == 10
+    with pytest.raises(ValueError, match="exceeds the 50 stored"):
+        P.from_idata(spec, idata, n_draws=51)
+    with pytest.raises(ValueError, match="n_draws must be a positive integer"):
+        P.from_idata(spec, idata, n_draws=0)
+    with pytest.raises(ValueError, match="do not match the architecture"):
+        P.from_idata(_spec(hidden=(5, 3)), idata)
+
+
+def test_weight_draws_are_read_only_and_wrong_width_rejected():
+    spec = _spec()
+    pred = P.from_idata(spec, _idata(spec))
+    with pytest.raises(ValueError):
+        pred.weights[0][0][0, 0, 0] = 1.0
+    with pytest.raises(ValueError, match=r"shape \(n_points, 2\)"):
+        pred.sample_proba(np.zeros((3, 5)))
+
+
+def test_vi_predictive_is_seeded(advi_clf):
+    post = advi_clf.posterior_
+    a = posterior_predictive(post, n_draws=20, random_seed=1).weights[0][0]
+    b = posterior_predictive(post, n_draws=20, random_seed=1).weights[0][0]
+    c = posterior_predictive(post, n_draws=20, random_seed=2).weights[0][0]
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
