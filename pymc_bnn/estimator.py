@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from numbers import Integral, Real
 
 import numpy as np
@@ -183,6 +184,10 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
         self
         """
         self._validate_params()
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None."
+            )
         if not _hidden_layer_sizes_ok(self.hidden_layer_sizes):
             raise ValueError(
                 "hidden_layer_sizes must be a positive int or a sequence of positive ints; "
@@ -249,7 +254,8 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
         proba : ndarray of shape (n_samples, n_classes)
             Mean over posterior draws, columns in ``classes_`` order.
         """
-        return self.predictive_.mean_proba(self._check_X(X))
+        X = self._check_X(X)
+        return self.predictive_.mean_proba(X)
 
     def predict(self, X):
         """Most probable class under the posterior predictive.
@@ -271,7 +277,8 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
         ``entropy`` (total uncertainty, nats) and ``mutual_info`` (epistemic part)
         of shape (n_samples,). See :func:`pymc_bnn.predictive.summarize_proba`.
         """
-        return self.predictive_.summary(self._check_X(X))
+        X = self._check_X(X)
+        return self.predictive_.summary(X)
 
     def sample_proba(self, X, n_draws=None):
         """Class-probability draws.
@@ -297,6 +304,52 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
         else:
             pred = from_idata(self.posterior_.spec, self.idata_, n_draws=n_draws)
         return pred.sample_proba(X)
+
+    # -------------------------------------------------------------- persistence
+    def save(self, path):
+        """Save the fitted estimator to a netCDF-4 file (loading it runs no code).
+
+        The file holds the posterior draws the estimator predicts from, the loss
+        curve, and JSON metadata (parameters, classes, architecture, format version).
+        After :meth:`load`, ``predict_proba`` is bit-for-bit identical. The variational
+        approximation itself is not stored: a loaded VI estimator predicts from its
+        ``n_draws`` stored draws (``approx_`` is None).
+
+        Returns
+        -------
+        pathlib.Path
+        """
+        from pymc_bnn import persistence
+
+        return persistence.save(self, path)
+
+    @classmethod
+    def load(cls, path):
+        """Load an estimator written by :meth:`save`.
+
+        Raises
+        ------
+        ValueError
+            If the file is truncated, corrupted, or not a pymc_bnn model file.
+        """
+        from pymc_bnn import persistence
+
+        return persistence.load(cls, path)
+
+    def __getstate__(self):
+        """Pickle support (scikit-learn convention; never unpickle untrusted files).
+
+        The PyMC approximation (compiled PyTensor functions) is not picklable; like
+        :meth:`save`, a pickled VI estimator keeps its stored posterior draws and
+        predicts identically, with ``approx_`` set to None.
+        """
+        state = self.__dict__.copy()
+        if state.get("approx_") is not None:
+            state["approx_"] = None
+            state["posterior_"] = dataclasses.replace(
+                state["posterior_"], approx=None, idata=state["idata_"]
+            )
+        return state
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

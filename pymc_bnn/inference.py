@@ -53,7 +53,9 @@ class Posterior:
     approx : pymc Approximation or None
         The variational approximation (VI methods only).
     idata : xarray.DataTree or None
-        Posterior draws from NUTS (``None`` for VI; draw from ``approx`` instead).
+        Stored posterior draws: from NUTS, or from a VI fit whose approximation was
+        dropped by pickling / :meth:`BayesianMLPClassifier.save`. ``None`` for a live
+        VI fit (draw from ``approx`` instead).
     loss : ndarray of shape (n_steps,)
         Negative ELBO per optimisation step, always in full-data units (a minibatch
         run reports its ``total_size``-scaled estimate of the full-data value). Empty

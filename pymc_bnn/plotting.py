@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
+from matplotlib.ticker import MaxNLocator
 
 __all__ = [
     "KINDS",
@@ -180,10 +181,19 @@ def _scatter(ax, X, y, *, legend: bool = True) -> None:
 
 
 def _draw_map(ax, xx, yy, Z, *, kind, levels, lims, title):
-    cs = ax.contourf(xx, yy, Z, levels=levels, cmap=_cmap(kind), extend="max")
+    extend = "max" if np.nanmax(Z) > levels[-1] else "neither"
+    cs = ax.contourf(xx, yy, Z, levels=levels, cmap=_cmap(kind), extend=extend)
     ax.set(xlim=lims, ylim=lims, xlabel="$x_1$", ylabel="$x_2$", title=title)
     ax.set_aspect("equal")
     return cs
+
+
+def _colorbar(fig, cs, ax, label, **kwargs):
+    """A colour bar with a few round ticks (not one per contour level)."""
+    cb = fig.colorbar(cs, ax=ax, label=label, **kwargs)
+    ticks = MaxNLocator(nbins=5).tick_values(cs.levels[0], cs.levels[-1])
+    cb.set_ticks(ticks[(ticks >= cs.levels[0]) & (ticks <= cs.levels[-1] + 1e-12)])
+    return cb
 
 
 def uncertainty_map(
@@ -252,7 +262,7 @@ def uncertainty_map(
     cs = _draw_map(ax, xx, yy, values.reshape(xx.shape), kind=kind, levels=levels, lims=lims,
                    title=title if title is not None else label)
     if colorbar:
-        ax.figure.colorbar(cs, ax=ax, label=label)
+        _colorbar(ax.figure, cs, ax, label)
     if X is not None:
         _scatter(ax, X, y)
     return ax
@@ -342,13 +352,13 @@ def compare_maps(
         cs = _draw_map(a, xx, yy, values.reshape(xx.shape), kind=kind, levels=levels,
                        lims=lims, title=name)
         if not share_scale:
-            fig.colorbar(cs, ax=a, label=label)
+            _colorbar(fig, cs, a, label)
         if X is not None:
             _scatter(a, X, y, legend=i == 0)
         if i > 0:
             a.set_ylabel("")
     if share_scale:
-        fig.colorbar(cs, ax=axes, label=shared_label, shrink=0.9)
+        _colorbar(fig, cs, axes, shared_label, shrink=0.9)
     if suptitle is not None:
         fig.suptitle(suptitle)
     return fig

@@ -1,0 +1,175 @@
+"""Save and load fitted estimators in a format whose loading never executes code.
+
+One netCDF-4 file (HDF5, through h5netcdf) holds the posterior draws that the
+estimator predicts from, its loss curve, and a JSON document (in the root group's
+attributes) with the parameters, the classes, the architecture and a format version.
+Loading reads arrays and JSON only, unlike pickle/joblib, which can run arbitrary code
+from an untrusted file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "load", "save"]
+
+FORMAT = "pymc_bnn.BayesianMLPClassifier"
+FORMAT_VERSION = 1
+_META = "pymc_bnn_metadata"
+_LOSS = "loss_curve"
+
+
+def _jsonable_classes(classes: np.ndarray) -> tuple[list, str]:
+    kind = classes.dtype.kind
+    if kind in "biuf":
+        return classes.tolist(), classes.dtype.str
+    if kind == "U":
+        return classes.tolist(), classes.dtype.str
+    if kind == "O" and all(isinstance(c, str) for c in classes):
+        return [str(c) for c in classes], "object-str"
+    raise ValueError(
+        f"Cannot save class labels of dtype {classes.dtype} (only numbers, booleans and "
+        "strings are stored safely); re-encode the labels, or use pickle for trusted use."
+    )
+
+
+def _restore_classes(values: list, dtype: str) -> np.ndarray:
+    if dtype == "object-str":
+        return np.array(values, dtype=object)
+    return np.array(values, dtype=np.dtype(dtype))
+
+
+def save(estimator, path) -> Path:
+    """Write a fitted estimator to ``path`` (netCDF-4); see :func:`load`.
+
+    Returns
+    -------
+    Path of the written file.
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(estimator)
+    path = Path(path)
+    params = estimator.get_params(deep=False)
+    hls = params["hidden_layer_sizes"]
+    params["hidden_layer_sizes"] = [hls] if isinstance(hls, int) else list(hls)
+    rs = params["random_state"]
+    params["random_state"] = int(rs) if isinstance(rs, int | np.integer) else None
+    classes, classes_dtype = _jsonable_classes(estimator.classes_)
+    post = estimator.posterior_
+    names = getattr(estimator, "feature_names_in_", None)
+    meta = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "params": params,
+        "classes": classes,
+        "classes_dtype": classes_dtype,
+        "n_features_in": int(estimator.n_features_in_),
+        "feature_names_in": None if names is None else [str(n) for n in names],
+        "spec": dataclasses.asdict(post.spec),
+        "method": post.method,
+        "seed": int(post.seed),
+        "learning_rate": post.learning_rate,
+        "nuts_sampler": post.nuts_sampler,
+    }
+    posterior = estimator.idata_.posterior.to_dataset()
+    tree = xr.DataTree.from_dict({
+        "/posterior": xr.Dataset({v: posterior[v] for v in posterior.data_vars}),
+        f"/{_LOSS}": xr.Dataset({_LOSS: ("step", np.asarray(estimator.loss_curve_))}),
+    })
+    tree.attrs[_META] = json.dumps(meta)
+    tree.to_netcdf(path, engine="h5netcdf")
+    return path
+
+
+def _read_metadata(path: Path) -> dict:
+    """Read the JSON metadata with h5py, after reading every object of the file once.
+
+    Checking with plain h5py first turns any damage into one clear ValueError (and
+    avoids h5netcdf's noisy half-constructed file objects on corrupted input).
+    """
+    import h5py
+
+    def touch(_name, obj):
+        dict(obj.attrs)
+        if isinstance(obj, h5py.Dataset):
+            obj[()]
+
+    try:
+        with h5py.File(path, "r") as f:
+            f.visititems(touch)
+            raw = f.attrs.get(_META)
+    except Exception as err:  # h5py raises OSError, KeyError, RuntimeError, ... on damage
+        raise ValueError(
+            f"{path} is not a readable pymc_bnn model file (truncated, corrupted or of "
+            f"another format): {type(err).__name__}: {err}"
+        ) from None
+    try:
+        meta = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            raise KeyError("format")
+    except (KeyError, TypeError, AttributeError, json.JSONDecodeError):
+        raise ValueError(f"{path} is not a pymc_bnn model file (no pymc_bnn metadata).") from None
+    return meta
+
+
+def load(cls, path):
+    """Read an estimator written by :func:`save`.
+
+    Raises
+    ------
+    ValueError
+        If the file is missing, truncated, corrupted, or not a pymc_bnn model file.
+    """
+    from pymc_bnn.inference import Posterior
+    from pymc_bnn.model import NetworkSpec
+    from pymc_bnn.predictive import from_idata
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"No such file: {path}")
+    meta = _read_metadata(path)
+    try:
+        with xr.open_datatree(path, engine="h5netcdf") as opened:
+            tree = opened.load()
+    except Exception as err:  # pragma: no cover - _read_metadata read every object
+        raise ValueError(f"{path} is not a readable pymc_bnn model file: {err}") from None
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise ValueError(
+            f"{path} has pymc_bnn format version {meta.get('format_version')!r}; this "
+            f"version of pymc_bnn reads version {FORMAT_VERSION}."
+        )
+    try:
+        params = dict(meta["params"])
+        params["hidden_layer_sizes"] = tuple(params["hidden_layer_sizes"])
+        spec_d = dict(meta["spec"])
+        spec_d["hidden_layer_sizes"] = tuple(spec_d["hidden_layer_sizes"])
+        spec = NetworkSpec(**spec_d)
+        est = cls(**params)
+        idata = xr.DataTree.from_dict({"/posterior": tree["posterior"].to_dataset()})
+        predictive = from_idata(spec, idata)
+        loss = np.array(tree[_LOSS][_LOSS].values, dtype=np.float64)
+        classes = _restore_classes(meta["classes"], meta["classes_dtype"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{path} is a damaged pymc_bnn model file: {err}") from None
+    if classes.shape[0] != spec.n_classes or meta["n_features_in"] != spec.n_features:
+        raise ValueError(f"{path} is a damaged pymc_bnn model file: inconsistent metadata.")
+    loss.setflags(write=False)
+    est.classes_ = classes
+    est.n_features_in_ = int(meta["n_features_in"])
+    if meta["feature_names_in"] is not None:
+        est.feature_names_in_ = np.array(meta["feature_names_in"], dtype=object)
+    est.posterior_ = Posterior(
+        method=meta["method"], spec=spec, seed=meta["seed"], idata=idata, loss=loss,
+        learning_rate=meta["learning_rate"], nuts_sampler=meta["nuts_sampler"],
+    )
+    est.approx_ = None
+    est.loss_curve_ = loss
+    est.idata_ = idata
+    est.predictive_ = predictive
+    return est

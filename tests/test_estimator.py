@@ -1,0 +1,274 @@
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils._param_validation import InvalidParameterError
+
+import pymc_bnn.estimator as E
+from pymc_bnn import BayesianMLPClassifier
+
+
+def fast(**kw):
+    """A quick configuration for structural tests."""
+    kw = {"hidden_layer_sizes": (4,), "n_iter": 400, "n_draws": 30, "random_state": 0, **kw}
+    return BayesianMLPClassifier(**kw)
+
+
+@pytest.fixture(scope="module")
+def fast_clf(tiny):
+    X, y = tiny
+    return fast().fit(X, y)
+
+
+# ------------------------------------------------------------------ accuracy
+def test_advi_defaults_reach_95_percent_on_moons(advi_clf, moons):
+    _, X_test, _, y_test = moons
+    assert advi_clf.score(X_test, y_test) >= 0.95
+
+
+def test_minibatch_advi_reaches_95_percent_on_moons(minibatch_clf, moons):
+    _, X_test, _, y_test = moons
+    assert minibatch_clf.score(X_test, y_test) >= 0.95
+
+
+@pytest.mark.slow
+def test_nuts_defaults_reach_95_percent_on_moons(moons):
+    X_train, X_test, y_train, y_test = moons
+    clf = BayesianMLPClassifier(inference="nuts", random_state=0).fit(X_train, y_train)
+    assert clf.idata_.posterior.sizes["chain"] == 2
+    assert clf.score(X_test, y_test) >= 0.95
+
+
+def test_multiclass_well_above_chance_and_normalised(blobs_clf, blobs3):
+    from sklearn.linear_model import LogisticRegression
+
+    X_train, X_test, y_train, y_test = blobs3
+    # chance is 1/3; overlapping blobs: multinomial logistic regression gets 0.79
+    reference = LogisticRegression().fit(X_train, y_train).score(X_test, y_test)
+    assert blobs_clf.score(X_test, y_test) >= min(0.75, reference - 0.05)
+    proba = blobs_clf.predict_proba(X_test)
+    assert proba.shape == (X_test.shape[0], 3)
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    draws = blobs_clf.sample_proba(X_test)
+    np.testing.assert_allclose(draws.sum(-1), 1.0)
+
+
+# ----------------------------------------------------------- fitted interface
+def test_fitted_attributes_and_shapes(fast_clf, tiny):
+    X, y = tiny
+    clf = fast_clf
+    assert list(clf.classes_) == [0, 1] and clf.n_features_in_ == 2
+    assert clf.loss_curve_.shape == (400,)
+    assert clf.approx_ is not None
+    assert clf.idata_.posterior["w0"].shape == (1, 30, 2, 4)
+    u = clf.predict_uncertainty(X)
+    assert u["mean"].shape == u["std"].shape == (40, 2)
+    assert u["entropy"].shape == u["mutual_info"].shape == (40,)
+    np.testing.assert_allclose(u["mean"], clf.predict_proba(X))
+    assert clf.sample_proba(X).shape == (30, 40, 2)
+    assert clf.sample_proba(X, n_draws=7).shape == (7, 40, 2)
+    assert set(clf.predict(X)) <= set(clf.classes_)
+
+
+@pytest.mark.parametrize("labels", [
+    np.array(["spam", "ham"]), np.array([True, False]), np.array([-7, 42]),
+])
+def test_labels_of_any_type_round_trip(tiny, labels):
+    X, y = tiny
+    clf = fast().fit(X, labels[y])
+    assert clf.classes_.dtype == labels.dtype
+    assert set(clf.predict(X)) <= set(labels)
+    assert clf.score(X, labels[y]) > 0.8
+
+
+def test_pandas_dataframe_sets_feature_names(tiny):
+    pd = pytest.importorskip("pandas")
+    X, y = tiny
+    df = pd.DataFrame(X, columns=["a", "b"])
+    clf = fast().fit(df, pd.Series(y))
+    assert list(clf.feature_names_in_) == ["a", "b"]
+    with pytest.warns(UserWarning, match="does not have valid feature names"):
+        from_array = clf.predict_proba(X)
+    np.testing.assert_array_equal(clf.predict_proba(df), from_array)
+
+
+def test_inputs_are_never_mutated(tiny):
+    X, y = tiny
+    X0, y0 = X.copy(), y.copy()
+    clf = fast().fit(X, y)
+    clf.predict_proba(X)
+    clf.predict_uncertainty(X)
+    assert np.array_equal(X, X0) and np.array_equal(y, y0)
+
+
+# --------------------------------------------------------------- validation
+@pytest.mark.parametrize("X_bad, match", [
+    (lambda X: np.where(np.arange(X.size).reshape(X.shape) == 3, np.nan, X), "NaN"),
+    (lambda X: np.where(np.arange(X.size).reshape(X.shape) == 3, np.inf, X), "infinity"),
+    (lambda X: X[:, 0], "Expected 2D array"),
+    (lambda X: X[:0], "0 sample"),
+    (lambda X: np.full(X.shape, "a", dtype=object), "could not convert|numeric"),
+])
+def test_bad_X_in_fit_raises_clear_error(tiny, X_bad, match):
+    X, y = tiny
+    with pytest.raises(ValueError, match=match):
+        fast().fit(X_bad(X), y)
+
+
+@pytest.mark.parametrize("y_bad, match", [
+    (lambda y: np.zeros_like(y), "at least 2 classes"),
+    (lambda y: y + np.linspace(0, 0.5, y.size), "Unknown label type"),
+    (lambda y: np.column_stack([y, y]), "Unknown label type|1d array|multilabel|multioutput"),
+])
+def test_bad_y_raises_clear_error(tiny, y_bad, match):
+    X, y = tiny
+    with pytest.raises(ValueError, match=match):
+        fast().fit(X, y_bad(y))
+
+
+def test_wrong_n_features_at_predict(fast_clf):
+    with pytest.raises(ValueError, match="X has 3 features, but BayesianMLPClassifier is expecting 2"):
+        fast_clf.predict(np.zeros((2, 3)))
+
+
+def test_sparse_input_is_densified_and_limited(tiny, fast_clf, monkeypatch):
+    X, y = tiny
+    np.testing.assert_array_equal(fast_clf.predict_proba(sp.csr_matrix(X)), fast_clf.predict_proba(X))
+    monkeypatch.setattr(E, "MAX_DENSE_CELLS", 10)
+    with pytest.raises(ValueError, match="too large to densify"):
+        fast_clf.predict(sp.csr_matrix(X))
+
+
+@pytest.mark.parametrize("param, value", [
+    ("activation", "softsign"), ("inference", "laplace"), ("prior_sigma", 0.0),
+    ("n_iter", 0), ("batch_size", -5), ("nuts_sampler", "stan"), ("hidden_layer_sizes", (4, 0)),
+])
+def test_bad_parameters_are_named_with_valid_options(tiny, param, value):
+    X, y = tiny
+    with pytest.raises(ValueError, match=param) as err:
+        fast(**{param: value}).fit(X, y)
+    if isinstance(value, str):
+        assert isinstance(err.value, InvalidParameterError)
+        assert "must be a str among" in str(err.value)
+
+
+def test_predict_before_fit_raises_not_fitted():
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        fast().predict_proba(np.zeros((2, 2)))
+
+
+def test_extreme_feature_scales_never_give_nan(tiny):
+    """Huge features either fit to finite probabilities or fail with a clear error."""
+    X, y = tiny
+    try:
+        clf = fast().fit(X * 1e150, y)
+    except FloatingPointError as err:
+        assert "Standardise the features" in str(err)
+    else:
+        assert np.all(np.isfinite(clf.predict_proba(X * 1e150)))
+
+
+# -------------------------------------------------------------- reproducible
+def test_same_seed_identical_predictions_different_seed_different(tiny, fast_clf):
+    X, y = tiny
+    again = fast().fit(X, y)
+    other = fast(random_state=1).fit(X, y)
+    np.testing.assert_array_equal(again.predict_proba(X), fast_clf.predict_proba(X))
+    np.testing.assert_array_equal(again.sample_proba(X, n_draws=5), fast_clf.sample_proba(X, n_draws=5))
+    assert not np.array_equal(other.predict_proba(X), fast_clf.predict_proba(X))
+
+
+def test_same_seed_identical_predictions_across_processes(tiny, fast_clf):
+    X, _ = tiny
+    code = (
+        "import numpy as np, sys; sys.path.insert(0, 'tests');"
+        "from test_estimator import fast;"
+        "rng = np.random.default_rng(0); X = rng.normal(size=(40, 2));"
+        "y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int);"
+        "p = fast().fit(X, y).predict_proba(X); sys.stdout.write(p.tobytes().hex())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=str(__import__("pathlib").Path(__file__).parents[1]))
+    other = np.frombuffer(bytes.fromhex(out.stdout.strip()), dtype=np.float64).reshape(40, 2)
+    np.testing.assert_array_equal(other, fast_clf.predict_proba(X))
+
+
+# ------------------------------------------------------------------ persistence
+def test_save_load_is_bit_for_bit(tmp_path, fast_clf, tiny):
+    X, _ = tiny
+    path = fast_clf.save(tmp_path / "model.nc")
+    loaded = BayesianMLPClassifier.load(path)
+    np.testing.assert_array_equal(loaded.predict_proba(X), fast_clf.predict_proba(X))
+    np.testing.assert_array_equal(loaded.predict_uncertainty(X)["std"],
+                                  fast_clf.predict_uncertainty(X)["std"])
+    np.testing.assert_array_equal(loaded.loss_curve_, fast_clf.loss_curve_)
+    assert loaded.get_params() == fast_clf.get_params()
+    assert loaded.approx_ is None
+
+
+def test_save_load_string_labels_and_feature_names(tmp_path, tiny):
+    pd = pytest.importorskip("pandas")
+    X, y = tiny
+    clf = fast().fit(pd.DataFrame(X, columns=["u", "v"]), np.array(["no", "yes"])[y])
+    loaded = BayesianMLPClassifier.load(clf.save(tmp_path / "m.nc"))
+    assert list(loaded.classes_) == ["no", "yes"]
+    assert list(loaded.feature_names_in_) == ["u", "v"]
+    Xdf = pd.DataFrame(X, columns=["u", "v"])
+    np.testing.assert_array_equal(loaded.predict(Xdf), clf.predict(Xdf))
+
+
+def test_load_rejects_damaged_and_foreign_files(tmp_path, fast_clf):
+    good = fast_clf.save(tmp_path / "good.nc").read_bytes()
+    truncated = tmp_path / "truncated.nc"
+    truncated.write_bytes(good[: len(good) // 2])
+    corrupted = tmp_path / "corrupted.nc"
+    corrupted.write_bytes(good[:100] + bytes(200) + good[300:])
+    text = tmp_path / "notes.nc"
+    text.write_text("hello")
+    foreign = tmp_path / "foreign.nc"
+    import xarray as xr
+
+    xr.Dataset({"a": ("x", np.arange(3.0))}).to_netcdf(foreign, engine="h5netcdf")
+    for path in (truncated, corrupted, text, foreign):
+        with pytest.raises(ValueError, match="pymc_bnn model file"):
+            BayesianMLPClassifier.load(path)
+
+
+def test_pickle_round_trip(fast_clf, tiny):
+    X, _ = tiny
+    loaded = pickle.loads(pickle.dumps(fast_clf))
+    np.testing.assert_array_equal(loaded.predict_proba(X), fast_clf.predict_proba(X))
+    assert fast_clf.approx_ is not None, "pickling must not change the original"
+
+
+# ------------------------------------------------------------------ composition
+def test_get_params_and_clone_see_every_setting():
+    clf = fast(batch_size=16, prior_sigma=0.5, inference="fullrank_advi")
+    params = clf.get_params()
+    assert set(params) == {
+        "hidden_layer_sizes", "activation", "prior_sigma", "inference", "n_iter",
+        "learning_rate", "batch_size", "n_draws", "tune", "chains", "nuts_sampler",
+        "random_state", "progressbar",
+    }
+    assert clone(clf).get_params() == params
+
+
+def test_pipeline_gridsearch_and_cross_val_score(tiny):
+    X, y = tiny
+    pipe = make_pipeline(StandardScaler(), fast(n_iter=200))
+    assert pipe.fit(X, y).score(X, y) > 0.8
+    grid = GridSearchCV(fast(n_iter=200), {"hidden_layer_sizes": [(2,), (4,)],
+                                           "prior_sigma": [0.5, 1.0]}, cv=2)
+    grid.fit(X, y)
+    assert set(grid.best_params_) == {"hidden_layer_sizes", "prior_sigma"}
+    scores = cross_val_score(fast(n_iter=200), X, y, cv=3)
+    assert scores.shape == (3,) and np.all(scores > 0.5)

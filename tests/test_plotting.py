@@ -1,0 +1,269 @@
+"""Plotting: every function returns its Axes/Figure with labelled axes and colour bars,
+validates ``kind`` and the number of features, and draws the numbers it should.
+
+The estimators here are small and short-trained (hidden_layer_sizes=(5,), 1500 ADVI
+steps): these tests check figures, not fits. Maps use a coarse grid.
+"""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.axes import Axes
+from matplotlib.contour import ContourSet
+from matplotlib.figure import Figure
+from sklearn.linear_model import LogisticRegression
+
+from pymc_bnn import BayesianMLPClassifier
+from pymc_bnn import plotting
+from pymc_bnn.plotting import (
+    KINDS,
+    calibration_table,
+    compare_maps,
+    grid_2d,
+    loss_curve,
+    reliability_diagram,
+    uncertainty_map,
+)
+
+RES = 25  # grid points per axis: enough to draw, fast to evaluate
+
+
+@pytest.fixture(scope="module")
+def small_clf(moons):
+    X_train, _, y_train, _ = moons
+    return BayesianMLPClassifier(hidden_layer_sizes=(5,), n_iter=1500, n_draws=100,
+                                 random_state=0).fit(X_train, y_train)
+
+
+@pytest.fixture(scope="module")
+def small_clf3(blobs3):
+    X_train, _, y_train, _ = blobs3
+    return BayesianMLPClassifier(hidden_layer_sizes=(5,), n_iter=1500, n_draws=100,
+                                 random_state=0).fit(X_train, y_train)
+
+
+@pytest.fixture(scope="module")
+def point_clf(moons):
+    """A non-Bayesian classifier: predict_proba only."""
+    X_train, _, y_train, _ = moons
+    return LogisticRegression().fit(X_train, y_train)
+
+
+@pytest.fixture(autouse=True)
+def _no_show_and_close(monkeypatch):
+    def show(*args, **kwargs):
+        raise AssertionError("plotting functions must not call plt.show()")
+
+    monkeypatch.setattr(plt, "show", show)
+    yield
+    plt.close("all")
+
+
+def _contour(ax) -> ContourSet:
+    (cs,) = [c for c in ax.collections if isinstance(c, ContourSet)]
+    return cs
+
+
+def test_all_is_explicit_and_documented():
+    assert sorted(plotting.__all__) == sorted([
+        "KINDS", "calibration_table", "compare_maps", "grid_2d", "loss_curve",
+        "reliability_diagram", "uncertainty_map",
+    ])
+    for name in plotting.__all__:
+        if callable(getattr(plotting, name)):
+            assert "Returns" in getattr(plotting, name).__doc__, name
+
+
+def test_grid_2d_shapes_and_order():
+    xx, yy, points = grid_2d((-1.0, 2.0), 4)
+    assert xx.shape == yy.shape == (4, 4) and points.shape == (16, 2)
+    np.testing.assert_array_equal(points[:, 0].reshape(4, 4), xx)
+    assert points.min() == -1.0 and points.max() == 2.0
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_uncertainty_map_every_kind(small_clf, moons, kind):
+    _, X_test, _, y_test = moons
+    ax = uncertainty_map(small_clf, kind=kind, X=X_test[:50], y=y_test[:50], resolution=RES)
+    assert isinstance(ax, Axes)
+    assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+    cs = _contour(ax)
+    assert cs.colorbar is not None and cs.colorbar.ax.get_ylabel() == ax.get_title()
+    assert cs.levels[0] == 0.0
+    if kind == "mean":  # binary mean: the full probability scale, and the class named
+        assert cs.levels[-1] == 1.0
+        assert "P(y = 1)" in ax.get_title() and "np.int64" not in ax.get_title()
+    assert len(ax.collections) == 2  # the map and the overlaid points
+
+
+def test_uncertainty_map_draws_on_given_ax_and_honours_options(small_clf):
+    fig, (a, b) = plt.subplots(1, 2)
+    out = uncertainty_map(small_clf, kind="std", ax=b, resolution=RES, colorbar=False,
+                          title="custom", vmax=0.5, lims=(-2.0, 2.0))
+    assert out is b and len(fig.axes) == 2  # no new figure, no colour bar
+    assert b.get_title() == "custom" and b.get_xlim() == (-2.0, 2.0)
+    assert _contour(b).levels[-1] == 0.5
+
+
+def test_uncertainty_map_multiclass(small_clf3):
+    for kind in ("mean", "entropy", "mutual_info"):
+        ax = uncertainty_map(small_clf3, kind=kind, resolution=RES)
+        assert _contour(ax).colorbar is not None
+    assert "max-class" in uncertainty_map(small_clf3, kind="std", resolution=RES).get_title()
+    with pytest.raises(ValueError, match="class_index"):
+        uncertainty_map(small_clf3, kind="mean", class_index=3, resolution=RES)
+
+
+def test_uncertainty_map_of_a_point_estimate_classifier(point_clf):
+    ax = uncertainty_map(point_clf, kind="entropy", resolution=RES)
+    assert "softmax entropy" in ax.get_title()
+    # the entropy of a logistic regression is at most log 2
+    assert _contour(ax).levels[-1] <= np.log(2) + 1e-9
+
+
+@pytest.mark.parametrize("bad", ["variance", "Mean", None, 3])
+def test_bad_kind_is_rejected_naming_the_options(small_clf, bad):
+    with pytest.raises(ValueError, match=r"kind must be one of .*'mutual_info'"):
+        uncertainty_map(small_clf, kind=bad, resolution=RES)
+    with pytest.raises(ValueError, match=r"kind must be one of"):
+        compare_maps({"a": small_clf}, kind=bad, resolution=RES)
+
+
+def test_non_2_feature_classifier_is_rejected(moons):
+    X_train, _, y_train, _ = moons
+    X3 = np.column_stack([X_train, X_train[:, 0] * X_train[:, 1]])
+    clf3 = LogisticRegression().fit(X3, y_train)
+    with pytest.raises(ValueError, match="2 features.*n_features_in_=3"):
+        uncertainty_map(clf3, kind="mean")
+    with pytest.raises(ValueError, match="2 features.*n_features_in_=3"):
+        compare_maps({"three": clf3}, kind="mean")
+
+
+def test_bayesian_kinds_need_predict_uncertainty(point_clf):
+    for kind in ("std", "mutual_info"):
+        with pytest.raises(ValueError, match="predict_uncertainty"):
+            uncertainty_map(point_clf, kind=kind, resolution=RES)
+
+
+def test_compare_maps_shares_one_colour_scale(small_clf, point_clf, moons):
+    _, X_test, _, y_test = moons
+    fig = compare_maps({"BNN": small_clf, "logistic": point_clf}, kind="entropy",
+                       X=X_test[:50], y=y_test[:50], resolution=RES, suptitle="entropy")
+    assert isinstance(fig, Figure)
+    maps = [a for a in fig.axes if any(isinstance(c, ContourSet) for c in a.collections)]
+    assert [a.get_title() for a in maps] == ["BNN", "logistic"]
+    assert all(a.get_xlabel() for a in maps) and maps[0].get_ylabel()
+    levels = [_contour(a).levels for a in maps]
+    np.testing.assert_array_equal(levels[0], levels[1])
+    assert len(fig.axes) == 3  # two maps + one shared colour bar
+    colorbars = [_contour(a).colorbar for a in maps if _contour(a).colorbar is not None]
+    assert len(colorbars) == 1 and colorbars[0].ax.get_ylabel()
+    assert fig.get_suptitle() == "entropy"
+
+
+def test_compare_maps_separate_scales_and_given_axes(small_clf, small_clf3):
+    fig, axes = plt.subplots(1, 2)
+    out = compare_maps({"two": small_clf, "three": small_clf3}, kind="std", ax=axes,
+                       share_scale=False, resolution=RES)
+    assert out is fig
+    assert all(_contour(a).colorbar is not None for a in axes)
+    assert len(fig.axes) == 4
+    with pytest.raises(ValueError, match="one Axes per classifier"):
+        compare_maps({"two": small_clf}, ax=axes, resolution=RES)
+    with pytest.raises(ValueError, match="non-empty dict"):
+        compare_maps({}, resolution=RES)
+
+
+def test_loss_curve(small_clf):
+    ax = loss_curve(small_clf.loss_curve_, window=100, label="ADVI")
+    assert isinstance(ax, Axes) and ax.get_xlabel() and "ELBO" in ax.get_ylabel()
+    assert len(ax.lines) == 2 and ax.get_legend() is not None
+    ax2 = loss_curve(small_clf.loss_curve_[:50], window=100)  # no labels: no legend
+    assert ax2.get_legend() is None and len(ax2.lines) == 1
+    # overlaying a second run keeps both in range
+    loss_curve(small_clf.loss_curve_ * 2, window=100, label="x2", ax=ax)
+    assert ax.get_ylim()[1] >= np.percentile(small_clf.loss_curve_ * 2, 99)
+
+
+def test_calibration_table_matches_hand_computation_binary():
+    y = np.array([0, 0, 1, 1, 1, 0, 1, 0])
+    p1 = np.array([0.05, 0.15, 0.45, 0.55, 0.62, 0.68, 0.91, 0.97])
+    t = calibration_table(y, np.column_stack([1 - p1, p1]), n_bins=4)
+    # bins [0, .25) [.25, .5) [.5, .75) [.75, 1]
+    np.testing.assert_array_equal(t["edges"], [0, 0.25, 0.5, 0.75, 1])
+    np.testing.assert_array_equal(t["count"], [2, 1, 3, 2])
+    np.testing.assert_allclose(t["frequency"], [0 / 2, 1 / 1, 2 / 3, 1 / 2])
+    np.testing.assert_allclose(t["mean_confidence"],
+                               [0.10, 0.45, (0.55 + 0.62 + 0.68) / 3, 0.94])
+    ece = (2 * 0.10 + 1 * 0.55 + 3 * abs(2 / 3 - 1.85 / 3) + 2 * 0.44) / 8
+    assert t["ece"] == pytest.approx(ece)
+    assert t["confidence"] == "positive" and t["positive_class"] == 1
+    # a 1-D proba is the probability of the second class: the same table
+    t1 = calibration_table(y, p1, n_bins=4)
+    np.testing.assert_array_equal(t1["count"], t["count"])
+
+
+def test_calibration_table_matches_hand_computation_multiclass_top_class():
+    labels = np.array(["a", "b", "c"])
+    y = np.array(["a", "b", "c", "c", "a"])
+    proba = np.array([
+        [0.90, 0.05, 0.05],  # top a (0.90), right
+        [0.41, 0.34, 0.25],  # top a (0.41), wrong
+        [0.19, 0.19, 0.62],  # top c (0.62), right
+        [0.10, 0.70, 0.20],  # top b (0.70), wrong
+        [0.45, 0.30, 0.25],  # top a (0.45), right
+    ])
+    t = calibration_table(y, proba, n_bins=5, classes=labels)
+    # bins [0,.2) [.2,.4) [.4,.6) [.6,.8) [.8,1]: 0.41, 0.45 | 0.62, 0.70 | 0.90
+    np.testing.assert_array_equal(t["count"], [0, 0, 2, 2, 1])
+    np.testing.assert_allclose(t["frequency"][2:], [1 / 2, 1 / 2, 1])
+    np.testing.assert_allclose(t["mean_confidence"][2:], [0.43, 0.66, 0.90])
+    assert np.isnan(t["frequency"][:2]).all()
+    assert t["confidence"] == "top"
+
+
+def test_reliability_diagram_plots_the_table(moons, small_clf):
+    _, X_test, _, y_test = moons
+    proba = small_clf.predict_proba(X_test)
+    ax = reliability_diagram(y_test, proba, n_bins=8, label="BNN")
+    assert isinstance(ax, Axes)
+    assert ax.get_xlabel() == "predicted P(y = 1)" and "frequency" in ax.get_ylabel()
+    t = calibration_table(y_test, proba, n_bins=8)
+    diagonal, curve = ax.lines
+    np.testing.assert_array_equal(diagonal.get_xdata(), [0, 1])
+    filled = t["count"] > 0
+    np.testing.assert_allclose(curve.get_xdata(), t["mean_confidence"][filled])
+    np.testing.assert_allclose(curve.get_ydata(), t["frequency"][filled])
+    assert f"ECE {t['ece']:.3f}" in curve.get_label()
+    # the bin counts: bars on a twin axis with its own label
+    twin = [a for a in ax.figure.axes if a is not ax]
+    assert len(twin) == 1 and "per bin" in twin[0].get_ylabel()
+    assert [p.get_height() for p in twin[0].patches] == t["count"].tolist()
+
+
+def test_reliability_diagram_multiclass_and_overlay(blobs3, small_clf3):
+    _, X_test, _, y_test = blobs3
+    fig, ax = plt.subplots()
+    out = reliability_diagram(y_test, small_clf3.predict_proba(X_test), ax=ax,
+                              classes=small_clf3.classes_, show_counts=False)
+    assert out is ax and len(fig.axes) == 1
+    assert "confidence" in ax.get_xlabel() and "accuracy" in ax.get_ylabel()
+    reliability_diagram(y_test, np.full((len(y_test), 3), 1 / 3), ax=ax, show_counts=False,
+                        label="uniform")
+    assert len(ax.lines) == 3  # one diagonal, two curves
+
+
+def test_reliability_diagram_rejects_bad_input():
+    y = np.array([0, 1, 2, 1])
+    with pytest.raises(ValueError, match="columns.*classes"):
+        reliability_diagram(y, np.full((4, 2), 0.5))
+    with pytest.raises(ValueError, match="shape"):
+        reliability_diagram(y, np.full((3, 3), 1 / 3))
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        reliability_diagram(y, np.full((4, 3), 2.0))
+    with pytest.raises(ValueError, match="not in classes"):
+        calibration_table(y, np.full((4, 3), 1 / 3), classes=[0, 1, 5])
+    with pytest.raises(ValueError, match="confidence='positive' needs 2 classes"):
+        calibration_table(y, np.full((4, 3), 1 / 3), confidence="positive")
+    with pytest.raises(ValueError, match="n_bins"):
+        calibration_table(y, np.full((4, 3), 1 / 3), n_bins=0)
