@@ -1,0 +1,28 @@
+import subprocess
+import sys
+
+from pymc_bnn.cli import demo, main
+
+
+def test_demo_fits_prints_accuracy_and_writes_figures(tmp_path, capsys):
+    result = demo(tmp_path, resolution=30)
+    out = capsys.readouterr().out
+    assert "test accuracy" in out
+    assert result["accuracy"] >= 0.95
+    for name in ("mean", "std", "elbo"):
+        path = result["figures"][name]
+        assert path.exists() and path.stat().st_size > 10_000
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_module_entry_point_help():
+    out = subprocess.run([sys.executable, "-m", "pymc_bnn", "demo", "--help"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "--inference" in out and "--out" in out
+
+
+def test_main_rejects_unknown_command(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit):
+        main(["train"])
