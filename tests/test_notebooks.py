@@ -6,6 +6,10 @@ spec is installed into a temporary prefix, so a fresh virtualenv without a named
 ``python3`` kernel works), with ``PYMC_BNN_QUICK=1`` and the notebooks folder as the
 working directory. Each notebook has an overall time budget (``NOTEBOOK_BUDGET_S``),
 enforced cell by cell through nbclient's ``timeout_func``.
+
+Executing all four takes ~1.5 min with warm PyTensor/Numba caches but ~4 min from a
+fresh clone (2 cores), so the execution test is in the slow tier; the check that each
+committed .ipynb is executed and in sync with its .py is fast.
 """
 
 import subprocess
@@ -68,6 +72,7 @@ def test_paired_ipynb_is_committed_in_sync_and_executed(path):
     assert not errors, f"{ipynb.name} was committed with errors"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_executes_in_quick_mode(path, jupyter_path, monkeypatch):
     monkeypatch.setenv("PYMC_BNN_QUICK", "1")  # inherited by the kernel process

@@ -1,0 +1,95 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Mean-field ADVI vs full-rank ADVI vs NUTS on two moons
+#
+# The same network (2-5-5-1 tanh, Normal(0, 1) priors) and data, three ways to
+# approximate the posterior. Mean-field ADVI is the fastest but ignores correlations
+# between weights and is known to under-estimate posterior spread; full-rank ADVI
+# models the correlations; NUTS samples the exact posterior (up to Monte-Carlo error),
+# including several of its symmetric modes. We compare test accuracy, fit time,
+# calibration and, above all, **where** each is uncertain.
+#
+# Set `PYMC_BNN_QUICK=1` for a fast run (fewer steps and draws, coarser maps).
+
+# %%
+import os
+import time
+
+import matplotlib.pyplot as plt
+from IPython.display import Markdown, display
+
+from pymc_bnn import BayesianMLPClassifier
+from pymc_bnn.cli import moons_split
+from pymc_bnn.plotting import compare_maps, reliability_diagram
+
+QUICK = os.environ.get("PYMC_BNN_QUICK") == "1"
+SEED = 0
+RESOLUTION = 40 if QUICK else 120  # map grid points per axis
+N_DRAWS = 100 if QUICK else 500  # VI: draws per prediction; NUTS: draws per chain
+print(f"quick mode: {QUICK}")
+
+SETTINGS = {  # None: the estimator's defaults (10k ADVI / 20k full-rank steps, tune 1000)
+    "mean-field ADVI": dict(inference="advi", n_iter=2_000 if QUICK else None),
+    "full-rank ADVI": dict(inference="fullrank_advi", n_iter=4_000 if QUICK else None),
+    "NUTS": dict(inference="nuts", tune=300 if QUICK else 1000, chains=2),
+}
+
+# %%
+X_train, X_test, y_train, y_test = moons_split(random_state=SEED)
+
+classifiers, rows = {}, []
+for name, kwargs in SETTINGS.items():
+    clf = BayesianMLPClassifier(n_draws=N_DRAWS, random_state=SEED, **kwargs)
+    t0 = time.perf_counter()
+    clf.fit(X_train, y_train)
+    seconds = time.perf_counter() - t0
+    classifiers[name] = clf
+    steps = (f"{clf.loss_curve_.size:,} steps" if clf.loss_curve_.size
+             else f"{clf.chains} x ({clf.tune} tune + {clf.n_draws} draws)")
+    rows.append((name, steps, seconds, clf.score(X_test, y_test)))
+    print(f"{name}: {seconds:.1f} s")
+
+# %%
+table = ["| method | budget | fit time (s) | test accuracy |", "|---|---|---|---|"]
+table += [f"| {n} | {s} | {t:.1f} | {a:.1%} |" for n, s, t, a in rows]
+display(Markdown("\n".join(table)))
+
+# %% [markdown]
+# ## Where is each method uncertain?
+#
+# The posterior predictive standard deviation of P(y = 1), on one colour scale.
+
+# %%
+compare_maps(classifiers, kind="std", X=X_test, y=y_test, resolution=RESOLUTION,
+             suptitle="Posterior predictive std of P(y = 1)");
+
+# %% [markdown]
+# The epistemic part of the uncertainty (mutual information between the label and the
+# weights), on one scale:
+
+# %%
+compare_maps(classifiers, kind="mutual_info", X=X_test, y=y_test, resolution=RESOLUTION,
+             suptitle="Mutual information (nats)");
+
+# %% [markdown]
+# Mean-field ADVI concentrates its uncertainty in a narrow band along the decision
+# boundary; full-rank ADVI and NUTS spread it further into the regions without data.
+# All three predict the test half about equally well.
+
+# %%
+fig, ax = plt.subplots(figsize=(5.5, 5))
+for i, (name, clf) in enumerate(classifiers.items()):
+    reliability_diagram(y_test, clf.predict_proba(X_test), classes=clf.classes_, ax=ax,
+                        label=name, n_bins=8, show_counts=i == 0)
