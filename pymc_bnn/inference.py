@@ -329,7 +329,7 @@ def fit(
             # numpyro runs chains in parallel only over several XLA devices; say
             # "sequential" up front rather than have it warn and fall back.
             parallel = jax.local_device_count() >= chains
-            kwargs["nuts_sampler_kwargs"] = {
+            kwargs["nuts"] = {
                 "chain_method": "parallel" if parallel else "sequential"
             }
         with model:

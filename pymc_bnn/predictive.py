@@ -19,6 +19,7 @@ PyMC's ``sample_node``.
 from __future__ import annotations
 
 import functools
+import importlib.util
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,16 +40,31 @@ __all__ = [
 CHUNK_BYTES = 64 * 2**20
 
 
+def _backend() -> tuple[str, str]:
+    """(PyTensor mode, dtype) of the predictive: JAX in float32 when jax is installed.
+
+    Measured on the moons 2-5-5 network, 500 draws x 10,000 points, 2 cores: NUMBA
+    float64 1.05 s (its scalar libm ``tanh`` costs ~18 ns per value: ~60% of the time),
+    JAX float64 0.27 s, JAX float32 0.15 s (XLA vectorises ``tanh``). Probabilities in
+    float32 carry ~1e-7 absolute error; summaries are accumulated in float64.
+    """
+    if importlib.util.find_spec("jax") is not None:
+        return "JAX", "float32"
+    return "NUMBA", "float64"
+
+
 @functools.lru_cache(maxsize=None)
-def _compiled_forward(n_layers: int, activation: str, binary: bool):
+def _compiled_forward(n_layers: int, activation: str, binary: bool, mode: str = "NUMBA",
+                      dtype: str = "float64"):
     """Compile ``f(X, W0, b0, W1, b1, ...) -> proba (n_draws, n_points, n_classes)``.
 
     Shapes are left symbolic, so one function serves every width, number of
-    features, draws and points of a given depth and activation.
+    features, draws and points of a given depth and activation (JAX re-traces per
+    input shape, which chunking keeps to a few shapes).
     """
-    X = pt.matrix("X", dtype="float64")
+    X = pt.matrix("X", dtype=dtype)
     weights = [
-        (pt.tensor3(f"W{i}", dtype="float64"), pt.matrix(f"b{i}", dtype="float64"))
+        (pt.tensor3(f"W{i}", dtype=dtype), pt.matrix(f"b{i}", dtype=dtype))
         for i in range(n_layers)
     ]
     logits = forward(X, weights, activation=activation)
@@ -58,7 +74,7 @@ def _compiled_forward(n_layers: int, activation: str, binary: bool):
     else:
         proba = pt.special.softmax(logits, axis=-1)
     inputs = [X] + [v for pair in weights for v in pair]
-    return pytensor.function(inputs, proba, on_unused_input="ignore")
+    return pytensor.function(inputs, proba, on_unused_input="ignore", mode=mode)
 
 
 def summarize_proba(proba: np.ndarray) -> dict[str, np.ndarray]:
@@ -114,7 +130,18 @@ class PosteriorPredictive:
         return int(self.weights[0][0].shape[0])
 
     def _function(self):
-        return _compiled_forward(len(self.weights), self.spec.activation, self.spec.n_classes == 2)
+        mode, dtype = _backend()
+        f = _compiled_forward(len(self.weights), self.spec.activation,
+                              self.spec.n_classes == 2, mode, dtype)
+        if dtype == "float64":
+            return f
+        return lambda X, *w: np.asarray(f(X.astype(dtype), *w), dtype=np.float64)
+
+    @functools.cached_property
+    def _inputs(self) -> list:
+        """Weight draws in the backend's dtype (converted once, not per call)."""
+        _, dtype = _backend()
+        return [np.ascontiguousarray(a, dtype=dtype) for pair in self.weights for a in pair]
 
     def _chunk_rows(self) -> int:
         widest = max([self.spec.n_features, *self.spec.hidden_layer_sizes, self.spec.n_classes])
@@ -129,10 +156,19 @@ class PosteriorPredictive:
                 f"X must have shape (n_points, {self.spec.n_features}); got {X.shape}."
             )
         f = self._function()
-        flat = [a for pair in self.weights for a in pair]
+        flat = self._inputs
         step = self._chunk_rows()
-        for start in range(0, X.shape[0], step):
-            yield start, f(X[start : start + step], *flat)
+        n = X.shape[0]
+        for start in range(0, n, step):
+            rows = min(step, n - start)
+            # Every call gets exactly ``step`` rows (a short chunk is zero-padded, the
+            # padding dropped below): a JAX function is compiled once per input shape,
+            # and in float32 XLA's rounding depends on the shape; with one shape, a
+            # point's probabilities do not depend on how many other points come along.
+            chunk = X[start : start + rows]
+            if rows < step:
+                chunk = np.concatenate([chunk, np.zeros((step - rows, X.shape[1]))])
+            yield start, f(chunk, *flat)[:, :rows]
 
     def sample_proba(self, X: np.ndarray) -> np.ndarray:
         """Class-probability draws.

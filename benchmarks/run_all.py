@@ -1,0 +1,83 @@
+"""Run every benchmark (full or ``--quick``), then print their markdown tables.
+
+Each script runs in its own subprocess and writes ``<out-dir>/<name>.json``; this
+script then collects the tables (with the machine description) into
+``<out-dir>/summary.md`` and prints them. ``--report-only`` skips the runs and reports
+the JSON files already in ``--out-dir``.
+
+Run: ``python benchmarks/run_all.py [--quick] [--out-dir DIR] [--only NAME ...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+#: Benchmarks in the order they run (cheapest first).
+BENCHMARKS = ("scaling", "inference_throughput", "ppc_strategies")
+
+
+def report(out_dir: Path, names) -> str:
+    """Markdown of the tables in ``out_dir/<name>.json``, with machine info."""
+    parts = []
+    for name in names:
+        path = out_dir / f"{name}.json"
+        if not path.exists():
+            parts.append(f"### {name}\n\n(no results: {path} is missing)\n")
+            continue
+        data = json.loads(path.read_text())
+        m = data["machine"]
+        v = m["versions"]
+        mode = "quick" if data["config"].get("quick") else "full"
+        parts.append(
+            f"### {name} ({mode}, {data.get('elapsed_s', 0):.0f} s)\n\n"
+            f"{m['cpu_model']}, {m['cores_usable']} cores, load {m['load_avg_1_5_15']}, "
+            f"Python {m['python']}, pymc {v['pymc']}, pytensor {v['pytensor']}, "
+            f"jax {v['jax']}, numpyro {v['numpyro']}, {m['timestamp_utc']}\n\n"
+            f"{data['table']}\n")
+    return "\n".join(parts)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="pass --quick to every script")
+    parser.add_argument("--out-dir", type=Path, default=_common.RESULTS_DIR,
+                        help="folder of the JSON results (default benchmarks/results)")
+    parser.add_argument("--only", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--report-only", action="store_true",
+                        help="do not run; report the JSON files already in --out-dir")
+    args = parser.parse_args(argv)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    failed = []
+    if not args.report_only:
+        for name in args.only:
+            cmd = [sys.executable, str(HERE / f"{name}.py"), "--out",
+                   str(args.out_dir / f"{name}.json"), "--seed", str(args.seed)]
+            if args.quick:
+                cmd.append("--quick")
+            print(f"\n$ {' '.join(cmd)}", flush=True)
+            t0 = time.perf_counter()
+            rc = subprocess.call(cmd)
+            print(f"[{name}: exit {rc}, {time.perf_counter() - t0:.0f} s]", flush=True)
+            if rc != 0:
+                failed.append(name)
+    text = report(args.out_dir, args.only)
+    (args.out_dir / "summary.md").write_text("# Benchmark results\n\n" + text)
+    print("\n# Benchmark results\n\n" + text)
+    if failed:
+        print(f"FAILED: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

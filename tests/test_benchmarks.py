@@ -1,0 +1,145 @@
+"""Smoke tests of the benchmark scripts: each runs with ``--quick`` in a subprocess.
+
+They check that every script finishes, writes JSON of the documented schema, and
+prints its markdown table; and the correctness facts a benchmark relies on (the
+same-draws strategies agree with the NumPy loop; the toolkit really used the
+draws it was given). No timing is asserted: the machine is shared and noisy.
+"""
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "benchmarks"
+SCRIPTS = ("ppc_strategies", "inference_throughput", "scaling")
+TOP_KEYS = {"benchmark", "machine", "config", "rows", "table", "notes", "elapsed_s"}
+MACHINE_KEYS = {"cpu_model", "cores", "cores_usable", "python", "versions", "timestamp_utc"}
+
+
+@pytest.fixture(scope="module")
+def out_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("bench")
+
+
+@pytest.fixture(scope="module")
+def quick_run(out_dir):
+    """Run a script once with --quick (cached per module): (completed process, JSON)."""
+    cache = {}
+
+    def run(name):
+        if name not in cache:
+            out = out_dir / f"{name}.json"
+            proc = subprocess.run(
+                [sys.executable, str(BENCH / f"{name}.py"), "--quick", "--out", str(out)],
+                capture_output=True, text=True, timeout=600, cwd=ROOT,
+            )
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            cache[name] = (proc, json.loads(out.read_text()))
+        return cache[name]
+
+    return run
+
+
+def _header_line(table: str) -> str:
+    return table.splitlines()[0]
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_quick_run_writes_json_and_prints_table(quick_run, name):
+    proc, data = quick_run(name)
+    assert TOP_KEYS <= set(data), TOP_KEYS - set(data)
+    assert data["benchmark"] == name
+    assert data["config"]["quick"] is True
+    machine = data["machine"]
+    assert MACHINE_KEYS <= set(machine), MACHINE_KEYS - set(machine)
+    for lib in ("pymc", "pytensor", "numpy", "jax"):
+        assert lib in machine["versions"]
+    assert machine["versions"]["pymc"]
+    rows = data["rows"]
+    assert isinstance(rows, list) and rows
+    assert all(isinstance(r, dict) and "status" in r for r in rows)
+    assert any(r["status"] == "ok" for r in rows)
+    # the markdown table is in the JSON and was printed
+    table = data["table"]
+    assert table.startswith("| ") and "\n|---" in table
+    assert _header_line(table) in proc.stdout
+    assert len(table.splitlines()) >= 3
+
+
+def test_ppc_strategies_schema_and_agreement(quick_run):
+    _, data = quick_run("ppc_strategies")
+    rows = {(r["strategy"], r["size"]): r for r in data["rows"]}
+    assert {s for s, _ in rows} >= {"numpy_loop", "toolkit_mean_proba", "toolkit_sample_proba",
+                                     "pymc_sample_node", "pymc_spp_deterministic"}
+    for r in data["rows"]:
+        if r["status"] != "ok":
+            assert r["reason"], r
+            continue
+        for key in ("n_points", "setup_s", "first_call_s", "median_s", "repeats",
+                    "peak_extra_mb", "max_abs_diff", "draws_kind"):
+            assert key in r, (r["strategy"], key)
+        assert r["median_s"] > 0 and r["repeats"] >= 1
+        if r["draws_kind"] == "same draws":
+            # the same 500 weight draws must give the same probabilities (float64)
+            assert r["max_abs_diff"] < 1e-9, r
+        else:
+            assert r["max_abs_diff"] < 0.5, r  # Monte-Carlo error only
+        if r.get("same_draws") is not None:
+            assert r["same_draws"] is True, r
+    assert data["fit"]["test_accuracy"] > 0.8
+
+
+def test_inference_throughput_schema(quick_run):
+    _, data = quick_run("inference_throughput")
+    vi = [r for r in data["rows"] if r["section"] == "vi" and r["status"] == "ok"]
+    nuts = [r for r in data["rows"] if r["section"] == "nuts"]
+    impls = {r["implementation"] for r in vi}
+    assert "pm.fit (ADVI)" in impls
+    assert any(i.startswith("pymc_bnn.fit (ADVI") for i in impls)
+    assert {r["batch"] for r in vi} >= {"full", 50}
+    for r in vi:
+        for key in ("it_per_s", "it_per_s_clock", "compile_s", "reached", "last_accuracy"):
+            assert key in r, (r["implementation"], key)
+        assert r["it_per_s_clock"] is not None and r["it_per_s_clock"] > 0
+    ok = [r for r in nuts if r["status"] == "ok"]
+    assert ok, "no NUTS run succeeded"
+    for r in ok:
+        for key in ("wall_s", "ess_p_min", "ess_p_median", "rhat_p_max", "divergences"):
+            assert key in r
+        assert math.isfinite(r["ess_p_min"]) and r["ess_p_min"] > 0
+    assert len(data["ess_points"]) == 5
+
+
+def test_scaling_schema(quick_run):
+    _, data = quick_run("scaling")
+    rows = data["rows"]
+    for engine in {r["engine"] for r in rows}:  # one series of N per VI engine
+        ns = [r["n_rows"] for r in rows if r["engine"] == engine]
+        assert ns == sorted(ns) and len(ns) >= 2
+    for r in rows:
+        assert r["status"] == "ok", r
+        for key in ("ms_per_it", "ms_per_it_clock", "compile_s", "peak_rss_mb", "data_mb",
+                    "t_ratio_vs_smallest", "peak_rss_growth_mb"):
+            assert key in r, key
+        assert r["ms_per_it_clock"] > 0 and r["peak_rss_mb"] > 0
+        assert r["batch_size"] == 50 and r["n_features"] == 20
+
+
+def test_run_all_reports_every_table(quick_run, out_dir):
+    tables = {name: quick_run(name)[1]["table"] for name in SCRIPTS}
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "run_all.py"), "--report-only", "--out-dir", str(out_dir)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for name, table in tables.items():
+        assert f"### {name} (quick" in proc.stdout
+        assert _header_line(table) in proc.stdout
+    assert (out_dir / "summary.md").read_text().startswith("# Benchmark results")
