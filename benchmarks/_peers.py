@@ -156,7 +156,7 @@ def jax_mean_proba(n_layers: int, *, chunk: int = 1024):
             Xc = X[start:start + step]
             m = Xc.shape[0]
             if m < step:
-                Xc = np.concatenate([Xc, np.zeros((step - m, X.shape[1]))])
+                Xc = np.concatenate([Xc, np.zeros((step - m, X.shape[1]), dtype=X.dtype)])
             out[start:start + m] = np.asarray(chunk_mean(Xc, ws))[:m]
         return out
 

@@ -62,11 +62,13 @@ STRATEGIES = {
     "pymc_spp_deterministic": ("pm.sample_posterior_predictive, Deterministic p",
                                "same draws"),
     "pymc_spp_y_obs": ("pm.sample_posterior_predictive, y_obs draws", "Bernoulli draws"),
-    "jax_jit_vmap": ("jax.jit + vmap over draws (chunked X)", "same draws"),
+    "jax_jit_vmap": ("jax.jit + vmap over draws (chunked X), float64", "same draws"),
+    "jax_jit_vmap_f32": ("jax.jit + vmap over draws (chunked X), float32 as numpyro's default",
+                         "same draws"),
     "numpyro_predictive": ("numpyro Predictive (lax.map over draws)", "same draws"),
     "numpyro_predictive_parallel": ("numpyro Predictive(parallel=True)", "same draws"),
 }
-JAX_STRATEGIES = {"jax_jit_vmap", "numpyro_predictive", "numpyro_predictive_parallel"}
+JAX_STRATEGIES = {"jax_jit_vmap", "jax_jit_vmap_f32", "numpyro_predictive", "numpyro_predictive_parallel"}
 SIZES = {"test500": 500, "grid10k": 10_000, "grid1M": 1_000_000}
 
 
@@ -89,6 +91,7 @@ def materialized_bytes(strategy: str, n_draws: int, n_points: int, n_classes: in
         "numpy_loop": 0,
         "toolkit_mean_proba": 0,
         "jax_jit_vmap": 0,
+        "jax_jit_vmap_f32": 0,
         "toolkit_sample_proba": per * n_classes,
         "pymc_sample_node": per,
         "pymc_spp_deterministic": per,
@@ -206,12 +209,16 @@ def setup_strategy(name: str, ctx: Context, X: np.ndarray):
 
         return call, info
 
-    if name == "jax_jit_vmap":
+    if name in ("jax_jit_vmap", "jax_jit_vmap_f32"):
         import jax.numpy as jnp
 
-        ws = {k: jnp.asarray(v) for k, v in ctx.draws.items()}
+        # PyTensor's JAX backend turns on jax_enable_x64 for the whole process, so the
+        # peer would silently run in float64; the _f32 row casts to numpyro's default.
+        dtype = jnp.float32 if name.endswith("_f32") else jnp.float64
+        ws = {k: jnp.asarray(v, dtype=dtype) for k, v in ctx.draws.items()}
         f = _peers.jax_mean_proba(ctx.n_layers)
-        return (lambda: f(X, ws)), info
+        Xd = X.astype(np.float32) if name.endswith("_f32") else X
+        return (lambda: f(Xd, ws)), info
 
     if name in ("numpyro_predictive", "numpyro_predictive_parallel"):
         import functools

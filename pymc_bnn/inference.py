@@ -161,19 +161,31 @@ def _run_scan(inference, *, n_iter, learning_rate, seed, callbacks, progressbar)
     runner = ScanADVI(inference, learning_rate=learning_rate, mode="JAX")
     rng = np.random.default_rng(seed)
     losses, done = [], 0
+    # PyMC's convergence check reads only the variational parameters; other callbacks
+    # may evaluate the model, so they run with the data back in NumPy form.
+    params_only = [cb for cb in callbacks if isinstance(cb, CheckParametersConvergence)]
+    others = [cb for cb in callbacks if not isinstance(cb, CheckParametersConvergence)]
     try:
         while done < n_iter:
             k = min(SCAN_CHUNK, n_iter - done)
-            chunk = runner.run(k, rng)
-            losses.append(chunk)
-            done += k
-            if not np.all(np.isfinite(chunk)):
-                raise FloatingPointError("NaN occurred in optimization.")
-            runner.materialize()
-            for cb in callbacks:
+            with runner.data_on_device():
+                while True:
+                    chunk = runner.run(k, rng)
+                    losses.append(chunk)
+                    done += k
+                    if not np.all(np.isfinite(chunk)):
+                        raise FloatingPointError("NaN occurred in optimization.")
+                    runner.materialize()
+                    for cb in params_only:
+                        cb(inference.approx, np.concatenate(losses), done)
+                    if progressbar:
+                        print(f"ADVI step {done:,}/{n_iter:,}: loss {chunk.mean():,.5g}",
+                              flush=True)
+                    k = min(SCAN_CHUNK, n_iter - done)
+                    if others or k <= 0:
+                        break
+            for cb in others:
                 cb(inference.approx, np.concatenate(losses), done)
-            if progressbar:
-                print(f"ADVI step {done:,}/{n_iter:,}: loss {chunk.mean():,.5g}", flush=True)
     except StopIteration:
         pass
     finally:

@@ -36,8 +36,10 @@ __all__ = [
     "summarize_proba",
 ]
 
-#: Upper bound on the working memory of one chunk of the batched forward pass.
-CHUNK_BYTES = 64 * 2**20
+#: Upper bound on the working memory of one chunk of the batched forward pass. 16 MB
+#: (~200 rows at 500 draws of width 5) keeps a chunk in cache: 500 draws x 10k points
+#: took 154 ms against 164 ms at 64 MB, and 500 points 11 ms against 19 ms.
+CHUNK_BYTES = 16 * 2**20
 
 
 def _backend() -> tuple[str, str]:
