@@ -131,19 +131,32 @@ class PosteriorPredictive:
         """Number of posterior draws."""
         return int(self.weights[0][0].shape[0])
 
-    def _function(self):
-        mode, dtype = _backend()
+    def _function(self, dtype: str | None = None):
+        mode, default = _backend()
+        dtype = dtype or default
         f = _compiled_forward(len(self.weights), self.spec.activation,
                               self.spec.n_classes == 2, mode, dtype)
         if dtype == "float64":
             return f
         return lambda X, *w: np.asarray(f(X.astype(dtype), *w), dtype=np.float64)
 
-    @functools.cached_property
-    def _inputs(self) -> list:
-        """Weight draws in the backend's dtype (converted once, not per call)."""
+    def _inputs(self, dtype: str) -> list:
+        """Weight draws in ``dtype`` (converted once per dtype, not per call)."""
+        cache = self.__dict__.setdefault("_input_cache", {})
+        if dtype not in cache:
+            cache[dtype] = [np.ascontiguousarray(a, dtype=dtype)
+                            for pair in self.weights for a in pair]
+        return cache[dtype]
+
+    def _dtype_for(self, X: np.ndarray) -> str:
+        """The backend's dtype, or float64 when inputs or weights exceed float32's
+        range (|x| > 1e30): such values would overflow to inf in float32."""
         _, dtype = _backend()
-        return [np.ascontiguousarray(a, dtype=dtype) for pair in self.weights for a in pair]
+        if dtype == "float64":
+            return dtype
+        big = X.size and np.max(np.abs(X)) > 1e30
+        big = big or any(np.max(np.abs(a)) > 1e30 for pair in self.weights for a in pair)
+        return "float64" if big else dtype
 
     def _chunk_rows(self) -> int:
         widest = max([self.spec.n_features, *self.spec.hidden_layer_sizes, self.spec.n_classes])
@@ -157,8 +170,9 @@ class PosteriorPredictive:
             raise ValueError(
                 f"X must have shape (n_points, {self.spec.n_features}); got {X.shape}."
             )
-        f = self._function()
-        flat = self._inputs
+        dtype = self._dtype_for(X)
+        f = self._function(dtype)
+        flat = self._inputs(dtype)
         step = self._chunk_rows()
         n = X.shape[0]
         for start in range(0, n, step):

@@ -87,8 +87,11 @@ def test_ppc_strategies_schema_and_agreement(quick_run):
             assert key in r, (r["strategy"], key)
         assert r["median_s"] > 0 and r["repeats"] >= 1
         if r["draws_kind"] == "same draws":
-            # the same 500 weight draws must give the same probabilities (float64)
-            assert r["max_abs_diff"] < 1e-9, r
+            # the same weight draws must give the same probabilities: to float64
+            # rounding, or float32 rounding for the float32 paths (the toolkit's JAX
+            # predictive, the float32 JAX peer)
+            f32 = r["strategy"].startswith("toolkit") or r["strategy"].endswith("_f32")
+            assert r["max_abs_diff"] < (2e-6 if f32 else 1e-9), r
         else:
             assert r["max_abs_diff"] < 0.5, r  # Monte-Carlo error only
         if r.get("same_draws") is not None:

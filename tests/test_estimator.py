@@ -55,9 +55,10 @@ def test_multiclass_well_above_chance_and_normalised(blobs_clf, blobs3):
     assert blobs_clf.score(X_test, y_test) >= min(0.75, reference - 0.05)
     proba = blobs_clf.predict_proba(X_test)
     assert proba.shape == (X_test.shape[0], 3)
-    np.testing.assert_allclose(proba.sum(1), 1.0)
+    # float32 on the JAX backend: sums are 1 up to ~1e-7
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=0, atol=1e-6)
     draws = blobs_clf.sample_proba(X_test)
-    np.testing.assert_allclose(draws.sum(-1), 1.0)
+    np.testing.assert_allclose(draws.sum(-1), 1.0, rtol=0, atol=1e-6)
 
 
 # ----------------------------------------------------------- fitted interface

@@ -80,8 +80,8 @@ def test_large_inputs_are_processed_in_chunks(monkeypatch):
     calls = []
     real = P.PosteriorPredictive._function
 
-    def spying_function(self):
-        f = real(self)
+    def spying_function(self, *args):
+        f = real(self, *args)
 
         def spy(*args):
             calls.append(args[0].shape[0])
@@ -108,8 +108,8 @@ def test_every_call_has_one_shape_and_subsets_are_invariant(monkeypatch):
     shapes = []
     real = P.PosteriorPredictive._function
 
-    def spying_function(self):
-        f = real(self)
+    def spying_function(self, *args):
+        f = real(self, *args)
         return lambda X, *w: (shapes.append(X.shape[0]), f(X, *w))[1]
 
     monkeypatch.setattr(P.PosteriorPredictive, "_function", spying_function)
