@@ -72,6 +72,13 @@ JAX_STRATEGIES = {"jax_jit_vmap", "jax_jit_vmap_f32", "numpyro_predictive", "num
 SIZES = {"test500": 500, "grid10k": 10_000, "grid1M": 1_000_000}
 
 
+def _not_run(name: str, size: str, status: str, reason: str) -> dict:
+    """The result row of a cell that was skipped or failed, with the reason."""
+    return {"strategy": name, "description": STRATEGIES[name][0],
+            "draws_kind": STRATEGIES[name][1], "size": size, "n_points": SIZES[size],
+            "status": status, "reason": reason}
+
+
 def points(size: str, seed: int) -> np.ndarray:
     """The evaluation points: the moons test set, or a square grid over [-3, 3]^2."""
     if size == "test500":
@@ -422,9 +429,7 @@ def main(argv=None) -> int:
                     skip = (f"skipped (would hold {need / 2**30:.1f} GB of draws x points > "
                             f"--max-materialize-gb {args.max_materialize_gb:g})")
                 if skip is not None:
-                    rows.append({"strategy": name, "description": STRATEGIES[name][0],
-                                 "draws_kind": STRATEGIES[name][1], "size": size,
-                                 "n_points": n_points, "status": "skipped", "reason": skip})
+                    rows.append(_not_run(name, size, "skipped", skip))
                     print(f"{size:8s} {name:28s} {skip}", flush=True)
                     continue
                 if args.isolation == "process":
@@ -437,9 +442,7 @@ def main(argv=None) -> int:
                     except Exception as exc:  # record and go on: one peer failing
                         record, mean, err = None, None, f"failed: {exc!r}"[:300]
                 if err is not None:
-                    rows.append({"strategy": name, "description": STRATEGIES[name][0],
-                                 "draws_kind": STRATEGIES[name][1], "size": size,
-                                 "n_points": n_points, "status": "failed", "reason": err})
+                    rows.append(_not_run(name, size, "failed", err))
                     print(f"{size:8s} {name:28s} {err}", flush=True)
                     continue
                 record["isolation"] = args.isolation

@@ -155,8 +155,12 @@ class PosteriorPredictive:
         if dtype == "float64":
             return dtype
         big = X.size and np.max(np.abs(X)) > 1e30
-        big = big or any(np.max(np.abs(a)) > 1e30 for pair in self.weights for a in pair)
-        return "float64" if big else dtype
+        return "float64" if big or self._weights_exceed_float32 else dtype
+
+    @functools.cached_property
+    def _weights_exceed_float32(self) -> bool:
+        """Whether any weight draw has |w| > 1e30 (checked once; draws are fixed)."""
+        return any(np.max(np.abs(a)) > 1e30 for pair in self.weights for a in pair)
 
     def _chunk_rows(self) -> int:
         widest = max([self.spec.n_features, *self.spec.hidden_layer_sizes, self.spec.n_classes])
