@@ -14,6 +14,7 @@ import numpy as np
 
 __all__ = [
     "check_choice",
+    "check_group_codes",
     "check_hidden_layer_sizes",
     "check_model_inputs",
     "check_positive_int",
@@ -73,6 +74,11 @@ def check_model_inputs(
     prior_sigma,
     n_classes,
     batch_size,
+    prior="normal",
+    precision_shape=1.0,
+    precision_rate=1.0,
+    groups=None,
+    n_groups=None,
 ):
     """Validate the arguments of :func:`pymc_bnn.model.build_model`.
 
@@ -80,9 +86,10 @@ def check_model_inputs(
     -------
     X : float64 array of shape (n_rows, n_features), a copy
     y : int64 array of shape (n_rows,), a copy
+    groups : int64 array of shape (n_rows,) (a copy), or None
     spec : NetworkSpec
     """
-    from pymc_bnn.model import ACTIVATIONS, NetworkSpec
+    from pymc_bnn.model import ACTIVATIONS, PRIORS, NetworkSpec
 
     X = np.array(X, dtype=np.float64, copy=True)
     if X.ndim != 2:
@@ -114,6 +121,7 @@ def check_model_inputs(
         raise ValueError(
             f"batch_size ({batch_size}) cannot exceed the number of rows ({X.shape[0]})."
         )
+    groups, n_groups = check_group_codes(groups, n_groups, n_rows=X.shape[0])
     spec = NetworkSpec(
         n_features=int(X.shape[1]),
         hidden_layer_sizes=check_hidden_layer_sizes(hidden_layer_sizes),
@@ -122,5 +130,44 @@ def check_model_inputs(
         prior_sigma=check_positive_float("prior_sigma", prior_sigma),
         n_rows=int(X.shape[0]),
         batch_size=batch_size,
+        prior=check_choice("prior", prior, list(PRIORS)),
+        precision_shape=check_positive_float("precision_shape", precision_shape),
+        precision_rate=check_positive_float("precision_rate", precision_rate),
+        n_groups=n_groups,
     )
-    return X, y, spec
+    return X, y, groups, spec
+
+
+def check_group_codes(groups, n_groups, *, n_rows: int):
+    """Validate integer group codes ``0 .. n_groups - 1``, one per row.
+
+    Returns
+    -------
+    groups : int64 array of shape (n_rows,) (a copy), or None
+    n_groups : int (0 when ``groups`` is None)
+    """
+    if groups is None:
+        if n_groups not in (None, 0):
+            raise ValueError("n_groups was given without groups.")
+        return None, 0
+    groups = np.asarray(groups)
+    if groups.ndim != 1 or groups.shape[0] != n_rows:
+        raise ValueError(
+            f"groups must be 1-D with one entry per row of X ({n_rows}); got shape "
+            f"{groups.shape}."
+        )
+    if not np.issubdtype(groups.dtype, np.integer):
+        raise ValueError("groups must hold integer group codes 0 .. n_groups - 1.")
+    groups = np.array(groups, dtype=np.int64, copy=True)
+    if groups.min() < 0:
+        raise ValueError("groups must hold integer group codes 0 .. n_groups - 1; found a "
+                         "negative.")
+    if n_groups is None:
+        n_groups = int(groups.max()) + 1
+    n_groups = check_positive_int("n_groups", n_groups)
+    if groups.min() < 0 or groups.max() >= n_groups:
+        raise ValueError(
+            f"groups must hold integer group codes 0 .. n_groups - 1 = {n_groups - 1}; got "
+            f"values from {int(groups.min())} to {int(groups.max())}."
+        )
+    return groups, n_groups

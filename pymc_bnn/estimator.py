@@ -11,10 +11,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from pymc_bnn.inference import METHODS, NUTS_SAMPLERS, fit
-from pymc_bnn.model import ACTIVATIONS, build_model
+from pymc_bnn.inference import METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, sample_more
+from pymc_bnn.model import ACTIVATIONS, PRIORS, build_model
 from pymc_bnn.predictive import from_idata, posterior_draws, posterior_predictive
 
 __all__ = ["BayesianMLPClassifier"]
@@ -46,8 +46,15 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
     hidden_layer_sizes : int or tuple of int, default (5, 5)
         Units per hidden layer; ``()`` gives Bayesian logistic / softmax regression.
     activation : {"tanh", "relu", "logistic"}, default "tanh"
+    prior : {"normal", "gamma_precision"}, default "normal"
+        ``"normal"``: fixed Normal(0, ``prior_sigma``) priors. ``"gamma_precision"``:
+        Radford Neal's hierarchical prior, a Gamma(``precision_shape``,
+        ``precision_rate``) precision per layer for the weights and another for the
+        biases, inferred with the weights (the data choose the regularisation).
     prior_sigma : float, default 1.0
-        Standard deviation of the weight and bias priors.
+        Standard deviation of the weight and bias priors (``prior="normal"``).
+    precision_shape, precision_rate : float, default 1.0
+        Gamma shape and rate of the precisions (``prior="gamma_precision"``).
     inference : {"advi", "fullrank_advi", "nuts"}, default "advi"
     n_iter : int, optional
         Optimisation steps (VI). None: 10,000 for ADVI, 20,000 for full-rank ADVI.
@@ -64,6 +71,9 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
         NUTS chains.
     nuts_sampler : {"numpyro", "nutpie", "pymc"}, optional
         NUTS backend; None picks the fastest installed.
+    nuts_init : {"jitter", "advi"}, default "jitter"
+        Start of the NUTS chains: PyMC's jittered initial point, or a warm start from
+        a quick ADVI fit (one approximation draw per chain). See :func:`pymc_bnn.fit`.
     random_state : int, RandomState instance or None
         Seeds the initial weights, minibatch order, ADVI noise, NUTS and the
         prediction draws: the same int gives identical predictions.
@@ -72,6 +82,8 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+    groups_ : ndarray of shape (n_groups,)
+        Group labels seen by ``fit(X, y, groups=...)``; only when fit with groups.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Only when fit on a DataFrame with string column names.
@@ -92,12 +104,21 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
     >>> clf = BayesianMLPClassifier(n_iter=2000, random_state=0).fit(X, y)
     >>> clf.predict_proba(X[:3]).shape
     (3, 2)
+
+    Multi-task data: ``fit(X, y, groups=g)`` fits a hierarchical network, one set of
+    weights per group drawn around population-level weights (non-centred,
+    ``w_g = w_mu + w_sd * eps_g`` in every layer); pass ``groups=`` to the prediction
+    methods too. Rows of a group not seen in training, and all rows when ``groups``
+    is omitted, are predicted with the population-level weights ``w_mu``.
     """
 
     _parameter_constraints: dict = {
         "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
         "activation": [StrOptions(set(ACTIVATIONS))],
+        "prior": [StrOptions(set(PRIORS))],
         "prior_sigma": [Interval(Real, 0, None, closed="neither")],
+        "precision_shape": [Interval(Real, 0, None, closed="neither")],
+        "precision_rate": [Interval(Real, 0, None, closed="neither")],
         "inference": [StrOptions(set(METHODS))],
         "n_iter": [Interval(Integral, 1, None, closed="left"), None],
         "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
@@ -106,6 +127,7 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
         "tune": [Interval(Integral, 0, None, closed="left")],
         "chains": [Interval(Integral, 1, None, closed="left")],
         "nuts_sampler": [StrOptions(set(NUTS_SAMPLERS)), None],
+        "nuts_init": [StrOptions(set(NUTS_INITS))],
         "random_state": ["random_state"],
         "progressbar": ["boolean"],
     }
@@ -115,7 +137,10 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
         hidden_layer_sizes=(5, 5),
         activation="tanh",
         *,
+        prior="normal",
         prior_sigma=1.0,
+        precision_shape=1.0,
+        precision_rate=1.0,
         inference="advi",
         n_iter=None,
         learning_rate=None,
@@ -124,12 +149,16 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
         tune=1000,
         chains=2,
         nuts_sampler=None,
+        nuts_init="jitter",
         random_state=None,
         progressbar=False,
     ):
         self.hidden_layer_sizes = hidden_layer_sizes
         self.activation = activation
+        self.prior = prior
         self.prior_sigma = prior_sigma
+        self.precision_shape = precision_shape
+        self.precision_rate = precision_rate
         self.inference = inference
         self.n_iter = n_iter
         self.learning_rate = learning_rate
@@ -138,6 +167,7 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
         self.tune = tune
         self.chains = chains
         self.nuts_sampler = nuts_sampler
+        self.nuts_init = nuts_init
         self.random_state = random_state
         self.progressbar = progressbar
 
@@ -170,7 +200,7 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
         return {n: int(c.generate_state(1)[0] >> 1) for n, c in zip(names, children)}
 
     # ---------------------------------------------------------------------- fit
-    def fit(self, X, y):
+    def fit(self, X, y, groups=None):
         """Fit the posterior over the network weights.
 
         Parameters
@@ -178,6 +208,9 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
         X : array-like or sparse matrix of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
             Class labels of any type (strings, ints, bools).
+        groups : array-like of shape (n_samples,), optional
+            Group (task) label of each row, of any type: fits a hierarchical network
+            with per-group weights (see the class docstring).
 
         Returns
         -------
@@ -201,6 +234,12 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
                 "BayesianMLPClassifier needs samples of at least 2 classes in the data; "
                 f"got only one class: {classes[0]!r}."
             )
+        group_codes = None
+        if groups is not None:
+            self.groups_, group_codes = np.unique(self._check_groups(groups, X.shape[0]),
+                                                  return_inverse=True)
+        elif hasattr(self, "groups_"):
+            del self.groups_
         seeds = self._seeds()
         batch_size = self.batch_size
         if batch_size is not None:
@@ -210,8 +249,12 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
             y_codes,
             hidden_layer_sizes=self.hidden_layer_sizes,
             activation=self.activation,
+            prior=self.prior,
             prior_sigma=self.prior_sigma,
+            precision_shape=self.precision_shape,
+            precision_rate=self.precision_rate,
             n_classes=classes.shape[0],
+            groups=group_codes,
             batch_size=None if self.inference == "nuts" else batch_size,
             random_state=seeds["init"],
         )
@@ -224,40 +267,97 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
             tune=self.tune,
             chains=self.chains,
             nuts_sampler=self.nuts_sampler,
+            nuts_init=self.nuts_init,
             random_seed=seeds["fit"],
             progressbar=self.progressbar,
         )
         self.classes_ = classes
+        self._set_posterior(posterior, seeds["predict"])
+        return self
+
+    def _set_posterior(self, posterior, predict_seed):
         self.posterior_ = posterior
         self.approx_ = posterior.approx
         self.loss_curve_ = posterior.loss
-        self.idata_ = posterior_draws(
-            posterior, n_draws=self.n_draws, random_seed=seeds["predict"]
-        )
+        self.idata_ = posterior_draws(posterior, n_draws=self.n_draws, random_seed=predict_seed)
         self.predictive_ = from_idata(posterior.spec, self.idata_)
+
+    def sample_more(self, n_draws, *, tune=0):
+        """Continue the NUTS chains and append ``n_draws`` draws per chain.
+
+        The chains restart from their last draws with the adapted step sizes, without
+        re-tuning unless ``tune > 0`` (see :func:`pymc_bnn.inference.sample_more`);
+        ``idata_`` and the predictions then use all draws. Seeded from
+        ``random_state`` and the number of draws so far.
+
+        Returns
+        -------
+        self
+        """
+        check_is_fitted(self)
+        seed = self._seeds()["fit"] + int(self.idata_.posterior.sizes["draw"])
+        more = sample_more(self.posterior_, n_draws, tune=tune, random_seed=seed,
+                           progressbar=self.progressbar)
+        self._set_posterior(more, None)  # MCMC: predictions use all stored draws
         return self
 
     # ------------------------------------------------------------------ predict
-    def _check_X(self, X):
-        check_is_fitted(self)
-        return self._validate_X(X, reset=False)
+    @staticmethod
+    def _check_groups(groups, n_rows: int) -> np.ndarray:
+        groups = column_or_1d(groups, warn=False)
+        if groups.shape[0] != n_rows:
+            raise ValueError(
+                f"groups has {groups.shape[0]} entries but X has {n_rows} rows; give one "
+                "group label per row."
+            )
+        if groups.dtype.kind == "f" and not np.all(np.isfinite(groups)):
+            raise ValueError("groups contains NaN or infinity.")
+        if groups.dtype.kind == "O" and any(g is None for g in groups):
+            raise ValueError("groups contains None.")
+        return groups
 
-    def predict_proba(self, X):
+    def _check_X(self, X, groups=None):
+        """Validated X, and group codes for the predictive (-1: unseen group)."""
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        if groups is None:
+            return X, None
+        if not hasattr(self, "groups_"):
+            raise ValueError(
+                "groups were passed, but this estimator was fit without groups; fit "
+                "with fit(X, y, groups=...) for a hierarchical model."
+            )
+        groups = self._check_groups(groups, X.shape[0])
+        try:
+            codes = np.searchsorted(self.groups_, groups)
+        except TypeError:
+            raise ValueError(
+                f"group labels of type {groups.dtype} cannot be compared with the fitted "
+                f"groups_ of type {self.groups_.dtype}."
+            ) from None
+        codes = np.minimum(codes, len(self.groups_) - 1)
+        seen = self.groups_[codes] == groups
+        return X, np.where(seen, codes, -1)
+
+    def predict_proba(self, X, groups=None):
         """Posterior predictive class probabilities.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+        groups : array-like of shape (n_samples,), optional
+            Group labels (models fit with groups). Unseen labels, and every row when
+            omitted, use the population-level weights.
 
         Returns
         -------
         proba : ndarray of shape (n_samples, n_classes)
             Mean over posterior draws, columns in ``classes_`` order.
         """
-        X = self._check_X(X)
-        return self.predictive_.mean_proba(X)
+        X, codes = self._check_X(X, groups)
+        return self.predictive_.mean_proba(X, codes)
 
-    def predict(self, X):
+    def predict(self, X, groups=None):
         """Most probable class under the posterior predictive.
 
         Returns
@@ -265,10 +365,10 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
         labels : ndarray of shape (n_samples,)
             Values from ``classes_``.
         """
-        proba = self.predict_proba(X)
+        proba = self.predict_proba(X, groups)
         return self.classes_[np.argmax(proba, axis=1)]
 
-    def predict_uncertainty(self, X) -> dict[str, np.ndarray]:
+    def predict_uncertainty(self, X, groups=None) -> dict[str, np.ndarray]:
         """Per-point summaries of the posterior predictive.
 
         Returns
@@ -277,10 +377,10 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
         ``entropy`` (total uncertainty, nats) and ``mutual_info`` (epistemic part)
         of shape (n_samples,). See :func:`pymc_bnn.predictive.summarize_proba`.
         """
-        X = self._check_X(X)
-        return self.predictive_.summary(X)
+        X, codes = self._check_X(X, groups)
+        return self.predictive_.summary(X, codes)
 
-    def sample_proba(self, X, n_draws=None):
+    def sample_proba(self, X, n_draws=None, groups=None):
         """Class-probability draws.
 
         Parameters
@@ -290,12 +390,14 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
             None: the draws used by ``predict_proba``. VI: otherwise that many fresh
             draws, seeded from ``random_state``. NUTS: that many draws thinned from
             the chains.
+        groups : array-like of shape (n_samples,), optional
+            As in :meth:`predict_proba`.
 
         Returns
         -------
         proba : ndarray of shape (n_draws, n_samples, n_classes)
         """
-        X = self._check_X(X)
+        X, codes = self._check_X(X, groups)
         if n_draws is None:
             pred = self.predictive_
         elif self.posterior_.is_variational:
@@ -303,7 +405,7 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
                               random_seed=self._seeds()["predict"])
         else:
             pred = from_idata(self.posterior_.spec, self.idata_, n_draws=n_draws)
-        return pred.sample_proba(X)
+        return pred.sample_proba(X, codes)
 
     # -------------------------------------------------------------- persistence
     def save(self, path):
@@ -349,6 +451,8 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
             state["posterior_"] = dataclasses.replace(
                 state["posterior_"], approx=None, idata=state["idata_"]
             )
+        elif state.get("posterior_") is not None and state["posterior_"].model is not None:
+            state["posterior_"] = dataclasses.replace(state["posterior_"], model=None)
         return state
 
     def __sklearn_tags__(self):

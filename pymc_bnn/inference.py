@@ -8,6 +8,7 @@ an optional convergence stop, and an immutable result.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import logging
 import warnings
@@ -25,7 +26,17 @@ from pymc_bnn._validation import (
 )
 from pymc_bnn.model import NetworkSpec, network_spec
 
-__all__ = ["ENGINES", "METHODS", "NUTS_SAMPLERS", "VI_DEFAULTS", "Posterior", "default_nuts_sampler", "fit"]
+__all__ = [
+    "ENGINES",
+    "METHODS",
+    "NUTS_INITS",
+    "NUTS_SAMPLERS",
+    "VI_DEFAULTS",
+    "Posterior",
+    "default_nuts_sampler",
+    "fit",
+    "sample_more",
+]
 
 #: Inference methods accepted by :func:`fit`.
 METHODS = ("advi", "fullrank_advi", "nuts")
@@ -37,6 +48,9 @@ _NUTS_MODULES = {"numpyro": ("numpyro", "jax"), "nutpie": ("nutpie",), "pymc": (
 #: Cholesky factor is much noisier: at 0.01 it wanders (moons: -ELBO ~250, 85%); at
 #: 0.003 for 20k steps it reaches ~130 and 96%.
 VI_DEFAULTS = {"advi": (10_000, 0.01), "fullrank_advi": (20_000, 0.003)}
+#: How NUTS chains start: ``"jitter"`` (PyMC's initial point plus uniform jitter, as
+#: ``pm.sample``) or ``"advi"`` (one draw per chain from a quick mean-field ADVI fit).
+NUTS_INITS = ("jitter", "advi")
 
 
 @dataclass(frozen=True)
@@ -67,6 +81,9 @@ class Posterior:
         NUTS backend used.
     engine : str or None
         How the VI steps were run: ``"jax"`` (compiled scan) or ``"pymc"`` (pm.fit).
+    model : pm.Model or None
+        The model NUTS sampled (kept so that :func:`sample_more` can continue the
+        chains); None for VI (the approximation holds it) and after loading.
     """
 
     method: str
@@ -78,6 +95,7 @@ class Posterior:
     learning_rate: float | None = None
     nuts_sampler: str | None = None
     engine: str | None = None
+    model: object | None = field(default=None, repr=False, compare=False)
 
     @property
     def is_variational(self) -> bool:
@@ -259,6 +277,8 @@ def fit(
     max_restarts: int = 2,
     callbacks: Sequence = (),
     engine: str = "auto",
+    nuts_init: str = "jitter",
+    init_n_iter: int = 5_000,
 ) -> Posterior:
     """Fit the posterior of a Bayesian MLP.
 
@@ -299,6 +319,15 @@ def fit(
         ``"jax"``: the same PyMC objective and Adam updates, 1,000 steps per compiled
         JAX call (:mod:`pymc_bnn._compiled_vi`; ~5-10x faster on small networks).
         ``"auto"``: ``"jax"`` when jax is installed, else ``"pymc"``.
+    nuts_init : {"jitter", "advi"}, default "jitter"
+        How NUTS chains start. ``"jitter"``: PyMC's default (the model's initial
+        point plus uniform jitter). ``"advi"``: a warm start, as the TensorFlow
+        Probability BNN guide recommends: fit mean-field ADVI for ``init_n_iter``
+        steps and start each chain from its own draw of the approximation (nutpie:
+        one draw for all chains), so that warm-up begins in the bulk of the posterior
+        instead of far out in the prior.
+    init_n_iter : int, default 5000
+        ADVI steps of the warm start.
 
     Returns
     -------
@@ -327,6 +356,7 @@ def fit(
     tune = check_positive_int("tune", tune, minimum=0)
     chains = check_positive_int("chains", chains)
     max_restarts = check_positive_int("max_restarts", max_restarts, minimum=0)
+    init_n_iter = check_positive_int("init_n_iter", init_n_iter)
     engine = _check_engine(engine)
     if random_seed is None:
         random_seed = int(np.random.SeedSequence().generate_state(1)[0] >> 1)
@@ -334,28 +364,21 @@ def fit(
 
     if method == "nuts":
         sampler = _check_nuts_sampler(nuts_sampler)
-        kwargs = {}
-        if sampler == "numpyro":
-            import jax
-
-            # numpyro runs chains in parallel only over several XLA devices; say
-            # "sequential" up front rather than have it warn and fall back.
-            parallel = jax.local_device_count() >= chains
-            kwargs["nuts"] = {
-                "chain_method": "parallel" if parallel else "sequential"
-            }
-        with model:
-            idata = pm.sample(
-                draws=draws,
-                tune=tune,
-                chains=chains,
-                nuts_sampler=sampler,
-                random_seed=seed,
-                progressbar=progressbar,
-                compute_convergence_checks=False,
-                **kwargs,
-            )
-        return Posterior(method=method, spec=spec, seed=seed, idata=idata, nuts_sampler=sampler)
+        nuts_init = check_choice("nuts_init", nuts_init, NUTS_INITS)
+        init_seed, sample_seed = (int(c.generate_state(1)[0] >> 1)
+                                  for c in np.random.SeedSequence(seed).spawn(2))
+        initvals = None
+        if nuts_init == "advi":
+            warm = fit(model, method="advi", n_iter=init_n_iter, random_seed=init_seed,
+                       engine=engine)
+            initvals = _chain_points(model, warm.approx.sample(chains, random_seed=init_seed),
+                                     from_draws=True)
+            if sampler == "nutpie":  # nutpie takes one start for all chains
+                initvals = initvals[0]
+        idata = _sample_nuts(model, sampler, draws=draws, tune=tune, chains=chains,
+                             seed=sample_seed, initvals=initvals, progressbar=progressbar)
+        return Posterior(method=method, spec=spec, seed=seed, idata=idata,
+                         nuts_sampler=sampler, model=model)
 
     lr = learning_rate
     for attempt in range(max_restarts + 1):
@@ -386,3 +409,198 @@ def fit(
     loss.setflags(write=False)
     return Posterior(method=method, spec=spec, seed=seed, approx=approx, loss=loss,
                      learning_rate=lr, engine=used_engine)
+
+
+# ----------------------------------------------------------------------------- NUTS
+def _numpyro_chain_method(chains: int) -> str:
+    import jax
+
+    # numpyro runs chains in parallel only over several XLA devices; say
+    # "sequential" up front rather than have it warn and fall back.
+    return "parallel" if jax.local_device_count() >= chains else "sequential"
+
+
+def _sample_nuts(model, sampler, *, draws, tune, chains, seed, initvals, progressbar,
+                 nuts=None, step=None):
+    """``pm.sample`` with one of PyMC's NUTS backends; returns the DataTree."""
+    kwargs = {}
+    nuts = dict(nuts or {})
+    if sampler == "numpyro":
+        nuts.setdefault("chain_method", _numpyro_chain_method(chains))
+        if initvals is not None:
+            nuts.setdefault("jitter", False)  # start exactly where asked
+    elif sampler == "pymc" and initvals is not None:
+        kwargs["init"] = "adapt_diag"  # no jitter around the given start
+    if nuts:
+        kwargs["nuts"] = nuts
+    if step is not None:
+        kwargs["step"] = step
+    with model:
+        return pm.sample(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            nuts_sampler=sampler,
+            initvals=initvals,
+            random_seed=seed,
+            progressbar=progressbar,
+            compute_convergence_checks=False,
+            **kwargs,
+        )
+
+
+def _chain_points(model, idata, *, from_draws: bool = False) -> list[dict[str, np.ndarray]]:
+    """Start points (free variables, constrained values), one per chain: the last draw
+    of each chain, or with ``from_draws`` each draw of the first chain (a VI sample)."""
+    post = idata.posterior
+    names = [rv.name for rv in model.free_RVs]
+    if from_draws:
+        return [{n: np.asarray(post[n].values[0, i]) for n in names}
+                for i in range(post.sizes["draw"])]
+    return [{n: np.asarray(post[n].values[c, -1]) for n in names}
+            for c in range(post.sizes["chain"])]
+
+
+def _unconstrained_draws(model, post, chain: int) -> list[np.ndarray]:
+    """Draws of one chain in the sampler's space: one (n_draws, size) array per value
+    variable, in ``model.value_vars`` order (how PyMC flattens a point for NUTS)."""
+    import pytensor.tensor as pt
+
+    out = []
+    for value_var in model.value_vars:
+        rv = model.values_to_rvs[value_var]
+        x = post[rv.name].values[chain]
+        transform = model.rvs_to_transforms.get(rv)
+        if transform is not None:
+            x = transform.forward(pt.as_tensor(x), *rv.owner.inputs).eval()
+        out.append(np.asarray(x, dtype=np.float64).reshape(x.shape[0], -1))
+    return out
+
+
+def _resume_plan(posterior) -> list[dict]:
+    """Per chain: where to continue and with which NUTS parameters.
+
+    ``start``: the chain's last draw. ``step_size``: its adapted step size (the last
+    value in ``sample_stats``). ``inv_mass``: a diagonal inverse mass matrix, the
+    variance of the chain's draws in the unconstrained space with the regularisation
+    Stan and numpyro apply at the end of warm-up (``n / (n + 5) * var + 1e-3 * 5 /
+    (n + 5)``); PyMC's backends do not return the matrix warm-up ended with, so it is
+    re-estimated from the draws, the estimator warm-up itself uses.
+    """
+    idata = posterior.idata
+    model = posterior.model
+    post = idata.posterior
+    stats = idata.sample_stats
+    if "step_size" not in stats:
+        raise ValueError("the stored draws have no step sizes; cannot continue the chains.")
+    starts = _chain_points(model, idata)
+    plans = []
+    for c, start in enumerate(starts):
+        draws = np.concatenate(_unconstrained_draws(model, post, c), axis=1)
+        n = draws.shape[0]
+        var = draws.var(axis=0) if n > 1 else np.ones(draws.shape[1])
+        inv_mass = n / (n + 5.0) * var + 1e-3 * 5.0 / (n + 5.0)
+        step_size = float(np.asarray(stats["step_size"].values[c]).reshape(-1)[-1])
+        plans.append({"start": start, "step_size": step_size, "inv_mass": inv_mass})
+    return plans
+
+
+def _concat_draws(old, new):
+    """Append ``new`` draws to ``old`` along ``draw`` (posterior and sample_stats)."""
+    import xarray as xr
+
+    groups = {}
+    for name in ("posterior", "sample_stats"):
+        a, b = old[name].to_dataset(), new[name].to_dataset()
+        keep = [v for v in a.data_vars if v in b.data_vars]
+        b = b[keep].assign_coords(draw=np.arange(a.sizes["draw"], a.sizes["draw"] + b.sizes["draw"]))
+        groups[f"/{name}"] = xr.concat([a[keep], b], dim="draw", combine_attrs="override")
+    for name in old.children:
+        if name not in ("posterior", "sample_stats"):
+            groups[f"/{name}"] = old[name].to_dataset()
+    return xr.DataTree.from_dict(groups)
+
+
+def sample_more(
+    posterior: Posterior,
+    draws: int,
+    *,
+    tune: int = 0,
+    random_seed: int | None = None,
+    progressbar: bool = False,
+) -> Posterior:
+    """Continue the NUTS chains of a fitted posterior and append the new draws.
+
+    Each chain restarts from its last draw with its adapted step size and a diagonal
+    mass matrix estimated from its draws (see :func:`_resume_plan`), without further
+    adaptation unless ``tune > 0`` (then warm-up runs again from there, seeded with
+    those values). Supported backends: numpyro and PyMC (nutpie takes no per-chain
+    start points).
+
+    Parameters
+    ----------
+    posterior : Posterior
+        From :func:`fit` with ``method="nuts"`` in this process (``posterior.model``
+        set; a loaded posterior has no model).
+    draws : int
+        New draws per chain.
+    tune : int, default 0
+        Adaptation steps before the new draws (0: keep the adapted parameters).
+    random_seed : int, optional
+        Seed of the new draws; default derived from the posterior's seed and length.
+
+    Returns
+    -------
+    Posterior
+        The same run with ``draws`` more draws per chain: ``idata.posterior`` of shape
+        (chains, old_draws + draws, ...); the old draws are unchanged.
+    """
+    draws = check_positive_int("draws", draws)
+    tune = check_positive_int("tune", tune, minimum=0)
+    if posterior.method != "nuts":
+        raise ValueError(f"sample_more continues NUTS chains; this posterior is {posterior.method!r}.")
+    if posterior.model is None:
+        raise ValueError(
+            "this posterior has no model attached (it was loaded from a file or "
+            "unpickled); refit to draw more."
+        )
+    sampler = posterior.nuts_sampler
+    if sampler not in ("numpyro", "pymc"):
+        raise ValueError(
+            f"sample_more supports the numpyro and pymc NUTS backends; this run used {sampler!r}."
+        )
+    model = posterior.model
+    n_old = int(posterior.idata.posterior.sizes["draw"])
+    if random_seed is None:
+        random_seed = int(np.random.SeedSequence([posterior.seed, n_old]).generate_state(1)[0] >> 1)
+    seeds = [int(c.generate_state(1)[0] >> 1)
+             for c in np.random.SeedSequence(int(random_seed)).spawn(len(_resume_plan(posterior)))]
+    pieces = []
+    for plan, seed in zip(_resume_plan(posterior), seeds):
+        adapt = tune > 0
+        if sampler == "numpyro":
+            nuts = {"step_size": plan["step_size"], "inverse_mass_matrix": plan["inv_mass"],
+                    "adapt_step_size": adapt, "adapt_mass_matrix": adapt}
+            idata = _sample_nuts(model, sampler, draws=draws, tune=tune, chains=1, seed=seed,
+                                 initvals=plan["start"], progressbar=progressbar, nuts=nuts)
+        else:
+            with model:
+                step = pm.NUTS(vars=model.value_vars, scaling=plan["inv_mass"], is_cov=True,
+                               step_scale=plan["step_size"] * len(plan["inv_mass"]) ** 0.25)
+            idata = _sample_nuts(model, sampler, draws=draws, tune=tune, chains=1, seed=seed,
+                                 initvals=plan["start"], progressbar=progressbar, step=step)
+        pieces.append(idata)
+    new = _concat_chains(pieces)
+    return dataclasses.replace(posterior, idata=_concat_draws(posterior.idata, new))
+
+
+def _concat_chains(pieces):
+    import xarray as xr
+
+    groups = {}
+    for name in ("posterior", "sample_stats"):
+        parts = [p[name].to_dataset() for p in pieces]
+        keep = [v for v in parts[0].data_vars if all(v in q.data_vars for q in parts)]
+        parts = [q[keep].assign_coords(chain=[c]) for c, q in enumerate(parts)]
+        groups[f"/{name}"] = xr.concat(parts, dim="chain", combine_attrs="override")
+    return xr.DataTree.from_dict(groups)

@@ -24,7 +24,7 @@ _META = "pymc_bnn_metadata"
 _LOSS = "loss_curve"
 
 
-def _jsonable_classes(classes: np.ndarray) -> tuple[list, str]:
+def _jsonable_labels(classes: np.ndarray, what: str = "class labels") -> tuple[list, str]:
     kind = classes.dtype.kind
     if kind in "biuf":
         return classes.tolist(), classes.dtype.str
@@ -33,12 +33,12 @@ def _jsonable_classes(classes: np.ndarray) -> tuple[list, str]:
     if kind == "O" and all(isinstance(c, str) for c in classes):
         return [str(c) for c in classes], "object-str"
     raise ValueError(
-        f"Cannot save class labels of dtype {classes.dtype} (only numbers, booleans and "
+        f"Cannot save {what} of dtype {classes.dtype} (only numbers, booleans and "
         "strings are stored safely); re-encode the labels, or use pickle for trusted use."
     )
 
 
-def _restore_classes(values: list, dtype: str) -> np.ndarray:
+def _restore_labels(values: list, dtype: str) -> np.ndarray:
     if dtype == "object-str":
         return np.array(values, dtype=object)
     return np.array(values, dtype=np.dtype(dtype))
@@ -60,7 +60,9 @@ def save(estimator, path) -> Path:
     params["hidden_layer_sizes"] = [hls] if isinstance(hls, int) else list(hls)
     rs = params["random_state"]
     params["random_state"] = int(rs) if isinstance(rs, int | np.integer) else None
-    classes, classes_dtype = _jsonable_classes(estimator.classes_)
+    classes, classes_dtype = _jsonable_labels(estimator.classes_)
+    groups = getattr(estimator, "groups_", None)
+    groups, groups_dtype = (None, None) if groups is None else _jsonable_labels(groups, "group labels")
     post = estimator.posterior_
     names = getattr(estimator, "feature_names_in_", None)
     meta = {
@@ -69,6 +71,8 @@ def save(estimator, path) -> Path:
         "params": params,
         "classes": classes,
         "classes_dtype": classes_dtype,
+        "groups": groups,
+        "groups_dtype": groups_dtype,
         "n_features_in": int(estimator.n_features_in_),
         "feature_names_in": None if names is None else [str(n) for n in names],
         "spec": dataclasses.asdict(post.spec),
@@ -154,14 +158,20 @@ def load(cls, path):
         idata = xr.DataTree.from_dict({"/posterior": tree["posterior"].to_dataset()})
         predictive = from_idata(spec, idata)
         loss = np.array(tree[_LOSS][_LOSS].values, dtype=np.float64)
-        classes = _restore_classes(meta["classes"], meta["classes_dtype"])
+        classes = _restore_labels(meta["classes"], meta["classes_dtype"])
+        groups = meta.get("groups")
+        groups = None if groups is None else _restore_labels(groups, meta["groups_dtype"])
     except (KeyError, TypeError, ValueError) as err:
         raise ValueError(f"{path} is a damaged pymc_bnn model file: {err}") from None
-    if classes.shape[0] != spec.n_classes or meta["n_features_in"] != spec.n_features:
+    n_groups = 0 if groups is None else groups.shape[0]
+    if (classes.shape[0] != spec.n_classes or meta["n_features_in"] != spec.n_features
+            or n_groups != spec.n_groups):
         raise ValueError(f"{path} is a damaged pymc_bnn model file: inconsistent metadata.")
     loss.setflags(write=False)
     est.classes_ = classes
     est.n_features_in_ = int(meta["n_features_in"])
+    if groups is not None:
+        est.groups_ = groups
     if meta["feature_names_in"] is not None:
         est.feature_names_in_ = np.array(meta["feature_names_in"], dtype=object)
     est.posterior_ = Posterior(

@@ -57,25 +57,28 @@ def _backend() -> tuple[str, str]:
 
 @functools.lru_cache(maxsize=None)
 def _compiled_forward(n_layers: int, activation: str, binary: bool, mode: str = "NUMBA",
-                      dtype: str = "float64"):
-    """Compile ``f(X, W0, b0, W1, b1, ...) -> proba (n_draws, n_points, n_classes)``.
+                      dtype: str = "float64", grouped: bool = False):
+    """Compile ``f(X, [groups,] W0, b0, W1, b1, ...) -> proba (n_draws, n_points, n_classes)``.
 
     Shapes are left symbolic, so one function serves every width, number of
     features, draws and points of a given depth and activation (JAX re-traces per
-    input shape, which chunking keeps to a few shapes).
+    input shape, which chunking keeps to a few shapes). ``grouped``: weights carry a
+    group axis after the draw axis and each point is routed through its group's.
     """
     X = pt.matrix("X", dtype=dtype)
+    groups = pt.lvector("groups") if grouped else None
     weights = [
-        (pt.tensor3(f"W{i}", dtype=dtype), pt.matrix(f"b{i}", dtype=dtype))
+        (pt.tensor(f"W{i}", dtype=dtype, shape=(None,) * (4 if grouped else 3)),
+         pt.tensor(f"b{i}", dtype=dtype, shape=(None,) * (3 if grouped else 2)))
         for i in range(n_layers)
     ]
-    logits = forward(X, weights, activation=activation)
+    logits = forward(X, weights, activation=activation, groups=groups)
     if binary:
         z = logits[..., 0]
         proba = pt.stack([pt.sigmoid(-z), pt.sigmoid(z)], axis=-1)
     else:
         proba = pt.special.softmax(logits, axis=-1)
-    inputs = [X] + [v for pair in weights for v in pair]
+    inputs = [X] + ([groups] if grouped else []) + [v for pair in weights for v in pair]
     return pytensor.function(inputs, proba, on_unused_input="ignore", mode=mode)
 
 
@@ -120,7 +123,14 @@ class PosteriorPredictive:
     spec : NetworkSpec
     weights : tuple of (W, b)
         Weight draws, input layer first: ``W`` of shape (n_draws, fan_in, fan_out),
-        ``b`` of shape (n_draws, fan_out). Read-only arrays.
+        ``b`` of shape (n_draws, fan_out). Read-only arrays. Hierarchical networks
+        (``spec.n_groups > 0``): ``W`` of shape (n_draws, n_groups + 1, fan_in,
+        fan_out) and ``b`` of shape (n_draws, n_groups + 1, fan_out), where the last
+        entry of the group axis holds the population-level weights.
+
+    Methods taking ``groups`` route each point through its group's weights; a point
+    of group code -1 (a group not seen in training), or every point when ``groups``
+    is None, goes through the population-level weights.
     """
 
     spec: NetworkSpec
@@ -135,10 +145,10 @@ class PosteriorPredictive:
         mode, default = _backend()
         dtype = dtype or default
         f = _compiled_forward(len(self.weights), self.spec.activation,
-                              self.spec.n_classes == 2, mode, dtype)
+                              self.spec.n_classes == 2, mode, dtype, self.spec.hierarchical)
         if dtype == "float64":
             return f
-        return lambda X, *w: np.asarray(f(X.astype(dtype), *w), dtype=np.float64)
+        return lambda X, *args: np.asarray(f(X.astype(dtype), *args), dtype=np.float64)
 
     def _inputs(self, dtype: str) -> list:
         """Weight draws in ``dtype`` (converted once per dtype, not per call)."""
@@ -164,16 +174,43 @@ class PosteriorPredictive:
 
     def _chunk_rows(self) -> int:
         widest = max([self.spec.n_features, *self.spec.hidden_layer_sizes, self.spec.n_classes])
-        # a few live (n_draws, rows, width) float64 buffers per layer
+        # a few live (n_draws, rows, width) float64 buffers per layer; hierarchical
+        # networks also gather one (fan_in, fan_out) weight matrix per draw and row
         per_row = 4 * 8 * self.n_draws * widest
+        if self.spec.hierarchical:
+            per_row += 2 * 8 * self.n_draws * max(a * b for a, b in self.spec.layer_shapes)
         return max(1, CHUNK_BYTES // per_row)
 
-    def _chunks(self, X: np.ndarray):
+    def _group_index(self, groups, n: int):
+        """Row index into the group axis of the weights (population for -1 / None)."""
+        if not self.spec.hierarchical:
+            if groups is not None:
+                raise ValueError("groups were given, but this network has no groups "
+                                 "(it was fit without groups).")
+            return None
+        population = self.spec.n_groups
+        if groups is None:
+            return np.full(n, population, dtype=np.int64)
+        groups = np.asarray(groups)
+        if groups.shape != (n,) or not np.issubdtype(groups.dtype, np.integer):
+            raise ValueError(
+                f"groups must be integer group codes of shape ({n},); got dtype "
+                f"{groups.dtype} and shape {groups.shape}."
+            )
+        if groups.size and (groups.min() < -1 or groups.max() >= population):
+            raise ValueError(
+                f"group codes must lie in -1 .. {population - 1} (-1: unseen group); got "
+                f"values from {groups.min()} to {groups.max()}."
+            )
+        return np.where(groups < 0, population, groups).astype(np.int64)
+
+    def _chunks(self, X: np.ndarray, groups=None):
         X = np.ascontiguousarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != self.spec.n_features:
             raise ValueError(
                 f"X must have shape (n_points, {self.spec.n_features}); got {X.shape}."
             )
+        index = self._group_index(groups, X.shape[0])
         dtype = self._dtype_for(X)
         f = self._function(dtype)
         flat = self._inputs(dtype)
@@ -188,14 +225,20 @@ class PosteriorPredictive:
             chunk = X[start : start + rows]
             if rows < step:
                 chunk = np.concatenate([chunk, np.zeros((step - rows, X.shape[1]))])
-            yield start, f(chunk, *flat)[:, :rows]
+            args = [chunk]
+            if index is not None:
+                g = index[start : start + rows]
+                args.append(np.concatenate([g, np.zeros(step - rows, dtype=np.int64)]))
+            yield start, f(*args, *flat)[:, :rows]
 
-    def sample_proba(self, X: np.ndarray) -> np.ndarray:
+    def sample_proba(self, X: np.ndarray, groups=None) -> np.ndarray:
         """Class-probability draws.
 
         Parameters
         ----------
         X : array of shape (n_points, n_features)
+        groups : int array of shape (n_points,), optional
+            Group codes of a hierarchical network (-1: unseen, population weights).
 
         Returns
         -------
@@ -203,11 +246,11 @@ class PosteriorPredictive:
             Column ``k`` is the probability of class code ``k``; rows sum to 1.
         """
         out = np.empty((self.n_draws, X.shape[0], self.spec.n_classes))
-        for start, chunk in self._chunks(X):
+        for start, chunk in self._chunks(X, groups):
             out[:, start : start + chunk.shape[1]] = chunk
         return out
 
-    def summary(self, X: np.ndarray) -> dict[str, np.ndarray]:
+    def summary(self, X: np.ndarray, groups=None) -> dict[str, np.ndarray]:
         """Summaries of the predictive at ``X`` (see :func:`summarize_proba`).
 
         Computed chunk by chunk, so memory stays bounded however many points.
@@ -220,16 +263,16 @@ class PosteriorPredictive:
             "entropy": np.empty(n),
             "mutual_info": np.empty(n),
         }
-        for start, chunk in self._chunks(X):
+        for start, chunk in self._chunks(X, groups):
             stop = start + chunk.shape[1]
             for key, value in summarize_proba(chunk).items():
                 out[key][start:stop] = value
         return out
 
-    def mean_proba(self, X: np.ndarray) -> np.ndarray:
+    def mean_proba(self, X: np.ndarray, groups=None) -> np.ndarray:
         """Posterior predictive class probabilities, shape (n_points, n_classes)."""
         out = np.empty((X.shape[0], self.spec.n_classes))
-        for start, chunk in self._chunks(X):
+        for start, chunk in self._chunks(X, groups):
             out[start : start + chunk.shape[1]] = chunk.mean(axis=0)
         return out
 
@@ -272,18 +315,26 @@ def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> Poste
     else:
         idx = np.unique(np.linspace(0, total - 1, n_draws).round().astype(int))
 
-    def get(name):
+    def values(name):
         if name not in post:
             raise ValueError(f"the posterior draws hold no variable {name!r}.")
         values = post[name].values
-        return _readonly(values.reshape(total, *values.shape[2:])[idx])
+        return values.reshape(total, *values.shape[2:])[idx]
+
+    def get(name):
+        if not spec.hierarchical:
+            return _readonly(values(name))
+        # per-group draws, then the population-level draws as one more "group"
+        return _readonly(np.concatenate([values(name), values(f"{name}_mu")[:, None]], axis=1))
 
     weights = tuple((get(w), get(b)) for w, b in spec.weight_names)
+    n_sets = (spec.n_groups + 1,) if spec.hierarchical else ()
     for (W, b), shape in zip(weights, spec.layer_shapes):
-        if W.shape[1:] != shape or b.shape[1:] != shape[1:]:
+        if W.shape[1:] != (*n_sets, *shape) or b.shape[1:] != (*n_sets, shape[1]):
             raise ValueError(
-                f"stored weight draws of shape {W.shape[1:]} do not match the architecture "
-                f"{spec.layer_shapes}."
+                f"stored weight draws of shape {W.shape[1:]} do not match the "
+                f"architecture {spec.layer_shapes}" + (
+                    f" with {spec.n_groups} groups." if spec.hierarchical else ".")
             )
     return PosteriorPredictive(spec=spec, weights=weights)
 

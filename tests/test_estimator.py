@@ -256,9 +256,9 @@ def test_get_params_and_clone_see_every_setting():
     clf = fast(batch_size=16, prior_sigma=0.5, inference="fullrank_advi")
     params = clf.get_params()
     assert set(params) == {
-        "hidden_layer_sizes", "activation", "prior_sigma", "inference", "n_iter",
-        "learning_rate", "batch_size", "n_draws", "tune", "chains", "nuts_sampler",
-        "random_state", "progressbar",
+        "hidden_layer_sizes", "activation", "prior", "prior_sigma", "precision_shape",
+        "precision_rate", "inference", "n_iter", "learning_rate", "batch_size", "n_draws",
+        "tune", "chains", "nuts_sampler", "nuts_init", "random_state", "progressbar",
     }
     assert clone(clf).get_params() == params
 
