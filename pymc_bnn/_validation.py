@@ -79,17 +79,20 @@ def check_model_inputs(
     precision_rate=1.0,
     groups=None,
     n_groups=None,
+    likelihood="categorical",
+    heteroscedastic=False,
+    noise_scale=0.5,
 ):
     """Validate the arguments of :func:`pymc_bnn.model.build_model`.
 
     Returns
     -------
     X : float64 array of shape (n_rows, n_features), a copy
-    y : int64 array of shape (n_rows,), a copy
+    y : int64 array of shape (n_rows,) (float64 for regression), a copy
     groups : int64 array of shape (n_rows,) (a copy), or None
     spec : NetworkSpec
     """
-    from pymc_bnn.model import ACTIVATIONS, PRIORS, NetworkSpec
+    from pymc_bnn.model import ACTIVATIONS, LIKELIHOODS, PRIORS, NetworkSpec
 
     X = np.array(X, dtype=np.float64, copy=True)
     if X.ndim != 2:
@@ -98,24 +101,16 @@ def check_model_inputs(
         raise ValueError(f"X must have at least one row and one column; got shape {X.shape}.")
     if not np.all(np.isfinite(X)):
         raise ValueError("X contains NaN or infinity.")
+    likelihood = check_choice("likelihood", likelihood, list(LIKELIHOODS))
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
         raise ValueError(
             f"y must be 1-D with one entry per row of X ({X.shape[0]}); got shape {y.shape}."
         )
-    if not np.issubdtype(y.dtype, np.integer):
-        if np.issubdtype(y.dtype, np.number) and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
-            y = y.astype(np.int64)
-        else:
-            raise ValueError("y must hold integer class codes 0 .. n_classes - 1.")
-    y = np.array(y, dtype=np.int64, copy=True)
-    if y.min() < 0:
-        raise ValueError("y must hold integer class codes 0 .. n_classes - 1; found a negative.")
-    if n_classes is None:
-        n_classes = max(int(y.max()) + 1, 2)
-    n_classes = check_positive_int("n_classes", n_classes, minimum=2)
-    if y.max() >= n_classes:
-        raise ValueError(f"y holds class code {int(y.max())} but n_classes is {n_classes}.")
+    if likelihood == "normal":
+        y, n_classes = _check_real_targets(y, n_classes)
+    else:
+        y, n_classes = _check_class_codes(y, n_classes)
     batch_size = check_positive_int("batch_size", batch_size, allow_none=True)
     if batch_size is not None and batch_size > X.shape[0]:
         raise ValueError(
@@ -134,8 +129,42 @@ def check_model_inputs(
         precision_shape=check_positive_float("precision_shape", precision_shape),
         precision_rate=check_positive_float("precision_rate", precision_rate),
         n_groups=n_groups,
+        likelihood=likelihood,
+        heteroscedastic=bool(heteroscedastic),
+        noise_scale=check_positive_float("noise_scale", noise_scale),
     )
+    if heteroscedastic and likelihood != "normal":
+        raise ValueError("heteroscedastic=True needs likelihood='normal' (regression).")
     return X, y, groups, spec
+
+
+def _check_real_targets(y, n_classes):
+    if n_classes not in (None, 0):
+        raise ValueError("n_classes is meaningless for likelihood='normal' (regression).")
+    try:
+        y = np.array(y, dtype=np.float64, copy=True)
+    except (TypeError, ValueError):
+        raise ValueError("y must hold real-valued targets for likelihood='normal'.") from None
+    if not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinity.")
+    return y, 0
+
+
+def _check_class_codes(y, n_classes):
+    if not np.issubdtype(y.dtype, np.integer):
+        if np.issubdtype(y.dtype, np.number) and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+            y = y.astype(np.int64)
+        else:
+            raise ValueError("y must hold integer class codes 0 .. n_classes - 1.")
+    y = np.array(y, dtype=np.int64, copy=True)
+    if y.min() < 0:
+        raise ValueError("y must hold integer class codes 0 .. n_classes - 1; found a negative.")
+    if n_classes is None:
+        n_classes = max(int(y.max()) + 1, 2)
+    n_classes = check_positive_int("n_classes", n_classes, minimum=2)
+    if y.max() >= n_classes:
+        raise ValueError(f"y holds class code {int(y.max())} but n_classes is {n_classes}.")
+    return y, n_classes
 
 
 def check_group_codes(groups, n_groups, *, n_rows: int):

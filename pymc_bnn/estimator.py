@@ -7,7 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -17,7 +17,7 @@ from pymc_bnn.inference import METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, sample_m
 from pymc_bnn.model import ACTIVATIONS, PRIORS, build_model
 from pymc_bnn.predictive import from_idata, posterior_draws, posterior_predictive
 
-__all__ = ["BayesianMLPClassifier"]
+__all__ = ["BayesianMLPClassifier", "BayesianMLPRegressor"]
 
 #: Largest sparse input (in cells) densified; anything larger raises.
 MAX_DENSE_CELLS = 50_000_000
@@ -33,7 +33,307 @@ def _hidden_layer_sizes_ok(value) -> bool:
     return all(isinstance(s, Integral) and not isinstance(s, bool) and s >= 1 for s in sizes)
 
 
-class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
+class _BayesianMLP(BaseEstimator):
+    """What the classifier and the regressor share: parameters, input validation,
+    seeding, fitting (model -> inference -> predictive draws), groups, NUTS
+    continuation, persistence and pickling. Subclasses say how targets are encoded
+    (:meth:`_encode_target`) and what they predict.
+    """
+
+    _parameter_constraints: dict = {
+        "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
+        "activation": [StrOptions(set(ACTIVATIONS))],
+        "prior": [StrOptions(set(PRIORS))],
+        "prior_sigma": [Interval(Real, 0, None, closed="neither")],
+        "precision_shape": [Interval(Real, 0, None, closed="neither")],
+        "precision_rate": [Interval(Real, 0, None, closed="neither")],
+        "inference": [StrOptions(set(METHODS))],
+        "n_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
+        "n_draws": [Interval(Integral, 1, None, closed="left")],
+        "tune": [Interval(Integral, 0, None, closed="left")],
+        "chains": [Interval(Integral, 1, None, closed="left")],
+        "nuts_sampler": [StrOptions(set(NUTS_SAMPLERS)), None],
+        "nuts_init": [StrOptions(set(NUTS_INITS))],
+        "random_state": ["random_state"],
+        "progressbar": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        hidden_layer_sizes=(5, 5),
+        activation="tanh",
+        *,
+        prior="normal",
+        prior_sigma=1.0,
+        precision_shape=1.0,
+        precision_rate=1.0,
+        inference="advi",
+        n_iter=None,
+        learning_rate=None,
+        batch_size=None,
+        n_draws=500,
+        tune=1000,
+        chains=2,
+        nuts_sampler=None,
+        nuts_init="jitter",
+        random_state=None,
+        progressbar=False,
+    ):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.prior = prior
+        self.prior_sigma = prior_sigma
+        self.precision_shape = precision_shape
+        self.precision_rate = precision_rate
+        self.inference = inference
+        self.n_iter = n_iter
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.n_draws = n_draws
+        self.tune = tune
+        self.chains = chains
+        self.nuts_sampler = nuts_sampler
+        self.nuts_init = nuts_init
+        self.random_state = random_state
+        self.progressbar = progressbar
+
+    # ------------------------------------------------------------------ helpers
+    def _validate_X(self, X, *, reset: bool, y=None):
+        kwargs = dict(
+            accept_sparse=["csr", "csc", "coo"],
+            dtype=[np.float64, np.float32],
+            ensure_all_finite=True,
+        )
+        if y is None:
+            X = validate_data(self, X, reset=reset, **kwargs)
+        else:
+            X, y = validate_data(self, X, y, reset=reset, y_numeric=self._y_numeric, **kwargs)
+        if sp.issparse(X):
+            if X.shape[0] * X.shape[1] > MAX_DENSE_CELLS:
+                raise ValueError(
+                    f"Sparse X of shape {X.shape} is too large to densify "
+                    f"(> {MAX_DENSE_CELLS:,} cells); the network needs dense inputs."
+                )
+            X = X.toarray()
+        X = np.asarray(X, dtype=np.float64)
+        return X if y is None else (X, y)
+
+    def _seeds(self) -> dict[str, int]:
+        """One seed per stage, all from ``random_state`` (DESIGN.md: split per stage)."""
+        root = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        children = np.random.SeedSequence(root).spawn(3)
+        names = ("init", "fit", "predict")
+        return {n: int(c.generate_state(1)[0] >> 1) for n, c in zip(names, children)}
+
+    # ---------------------------------------------------------------------- fit
+    def fit(self, X, y, groups=None):
+        """Fit the posterior over the network weights.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Classifier: class labels of any type (strings, ints, bools).
+            Regressor: real-valued targets.
+        groups : array-like of shape (n_samples,), optional
+            Group (task) label of each row, of any type: fits a hierarchical network
+            with per-group weights (see the class docstring).
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None."
+            )
+        if not _hidden_layer_sizes_ok(self.hidden_layer_sizes):
+            raise ValueError(
+                "hidden_layer_sizes must be a positive int or a sequence of positive ints; "
+                f"got {self.hidden_layer_sizes!r}."
+            )
+        X, y = self._validate_X(X, reset=True, y=y)
+        y_model, target_kwargs = self._encode_target(y)
+        group_codes = None
+        if groups is not None:
+            self.groups_, group_codes = np.unique(self._check_groups(groups, X.shape[0]),
+                                                  return_inverse=True)
+        elif hasattr(self, "groups_"):
+            del self.groups_
+        seeds = self._seeds()
+        batch_size = self.batch_size
+        if batch_size is not None:
+            batch_size = min(int(batch_size), X.shape[0])
+        model = build_model(
+            X,
+            y_model,
+            hidden_layer_sizes=self.hidden_layer_sizes,
+            activation=self.activation,
+            prior=self.prior,
+            prior_sigma=self.prior_sigma,
+            precision_shape=self.precision_shape,
+            precision_rate=self.precision_rate,
+            groups=group_codes,
+            batch_size=None if self.inference == "nuts" else batch_size,
+            random_state=seeds["init"],
+            **target_kwargs,
+        )
+        posterior = fit(
+            model,
+            method=self.inference,
+            n_iter=self.n_iter,
+            learning_rate=self.learning_rate,
+            draws=self.n_draws,
+            tune=self.tune,
+            chains=self.chains,
+            nuts_sampler=self.nuts_sampler,
+            nuts_init=self.nuts_init,
+            random_seed=seeds["fit"],
+            progressbar=self.progressbar,
+        )
+        self._set_posterior(posterior, seeds["predict"])
+        return self
+
+    def _set_posterior(self, posterior, predict_seed):
+        self.posterior_ = posterior
+        self.approx_ = posterior.approx
+        self.loss_curve_ = posterior.loss
+        self.idata_ = posterior_draws(posterior, n_draws=self.n_draws, random_seed=predict_seed)
+        self.predictive_ = from_idata(posterior.spec, self.idata_)
+
+    def sample_more(self, n_draws, *, tune=0):
+        """Continue the NUTS chains and append ``n_draws`` draws per chain.
+
+        The chains restart from their last draws with the adapted step sizes, without
+        re-tuning unless ``tune > 0`` (see :func:`pymc_bnn.inference.sample_more`);
+        ``idata_`` and the predictions then use all draws. Seeded from
+        ``random_state`` and the number of draws so far.
+
+        Returns
+        -------
+        self
+        """
+        check_is_fitted(self)
+        seed = self._seeds()["fit"] + int(self.idata_.posterior.sizes["draw"])
+        more = sample_more(self.posterior_, n_draws, tune=tune, random_seed=seed,
+                           progressbar=self.progressbar)
+        self._set_posterior(more, None)  # MCMC: predictions use all stored draws
+        return self
+
+    @staticmethod
+    def _check_groups(groups, n_rows: int) -> np.ndarray:
+        groups = column_or_1d(groups, warn=False)
+        if groups.shape[0] != n_rows:
+            raise ValueError(
+                f"groups has {groups.shape[0]} entries but X has {n_rows} rows; give one "
+                "group label per row."
+            )
+        if groups.dtype.kind == "f" and not np.all(np.isfinite(groups)):
+            raise ValueError("groups contains NaN or infinity.")
+        if groups.dtype.kind == "O" and any(g is None for g in groups):
+            raise ValueError("groups contains None.")
+        return groups
+
+    def _check_X(self, X, groups=None):
+        """Validated X, and group codes for the predictive (-1: unseen group)."""
+        check_is_fitted(self)
+        X = self._validate_X(X, reset=False)
+        if groups is None:
+            return X, None
+        if not hasattr(self, "groups_"):
+            raise ValueError(
+                "groups were passed, but this estimator was fit without groups; fit "
+                "with fit(X, y, groups=...) for a hierarchical model."
+            )
+        groups = self._check_groups(groups, X.shape[0])
+        try:
+            codes = np.searchsorted(self.groups_, groups)
+        except TypeError:
+            raise ValueError(
+                f"group labels of type {groups.dtype} cannot be compared with the fitted "
+                f"groups_ of type {self.groups_.dtype}."
+            ) from None
+        codes = np.minimum(codes, len(self.groups_) - 1)
+        seen = self.groups_[codes] == groups
+        return X, np.where(seen, codes, -1)
+
+    # -------------------------------------------------------------- persistence
+    def save(self, path):
+        """Save the fitted estimator to a netCDF-4 file (loading it runs no code).
+
+        The file holds the posterior draws the estimator predicts from, the loss
+        curve, and JSON metadata (parameters, classes or target scaling, groups,
+        architecture, format version). After :meth:`load`, predictions are
+        bit-for-bit identical. The variational
+        approximation itself is not stored: a loaded VI estimator predicts from its
+        ``n_draws`` stored draws (``approx_`` is None).
+
+        Returns
+        -------
+        pathlib.Path
+        """
+        from pymc_bnn import persistence
+
+        return persistence.save(self, path)
+
+    @classmethod
+    def load(cls, path):
+        """Load an estimator written by :meth:`save`.
+
+        Raises
+        ------
+        ValueError
+            If the file is truncated, corrupted, or not a pymc_bnn model file.
+        """
+        from pymc_bnn import persistence
+
+        return persistence.load(cls, path)
+
+    def __getstate__(self):
+        """Pickle support (scikit-learn convention; never unpickle untrusted files).
+
+        The PyMC approximation (compiled PyTensor functions) is not picklable; like
+        :meth:`save`, a pickled VI estimator keeps its stored posterior draws and
+        predicts identically, with ``approx_`` set to None.
+        """
+        state = self.__dict__.copy()
+        if state.get("approx_") is not None:
+            state["approx_"] = None
+            state["posterior_"] = dataclasses.replace(
+                state["posterior_"], approx=None, idata=state["idata_"]
+            )
+        elif state.get("posterior_") is not None and state["posterior_"].model is not None:
+            state["posterior_"] = dataclasses.replace(state["posterior_"], model=None)
+        return state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.non_deterministic = self.random_state is None
+        return tags
+
+    # ------------------------------------------------------------ subclass hooks
+    #: validate_data's ``y_numeric`` (regression targets must be numbers)
+    _y_numeric = False
+
+    def _encode_target(self, y) -> tuple[np.ndarray, dict]:
+        """Set the target's fitted attributes; return (model targets, build_model kwargs)."""
+        raise NotImplementedError
+
+    def _target_metadata(self) -> dict:
+        """JSON-able description of the fitted target encoding (for :meth:`save`)."""
+        raise NotImplementedError
+
+    def _restore_target(self, meta: dict, spec) -> None:
+        """Inverse of :meth:`_target_metadata` (for :meth:`load`); raises ValueError
+        when ``meta`` does not fit ``spec``."""
+        raise NotImplementedError
+
+
+class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
     """Bayesian multi-layer perceptron classifier (PyMC).
 
     Weights and biases carry Normal(0, ``prior_sigma``) priors; the posterior is fit by
@@ -112,233 +412,32 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
     is omitted, are predicted with the population-level weights ``w_mu``.
     """
 
-    _parameter_constraints: dict = {
-        "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
-        "activation": [StrOptions(set(ACTIVATIONS))],
-        "prior": [StrOptions(set(PRIORS))],
-        "prior_sigma": [Interval(Real, 0, None, closed="neither")],
-        "precision_shape": [Interval(Real, 0, None, closed="neither")],
-        "precision_rate": [Interval(Real, 0, None, closed="neither")],
-        "inference": [StrOptions(set(METHODS))],
-        "n_iter": [Interval(Integral, 1, None, closed="left"), None],
-        "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
-        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
-        "n_draws": [Interval(Integral, 1, None, closed="left")],
-        "tune": [Interval(Integral, 0, None, closed="left")],
-        "chains": [Interval(Integral, 1, None, closed="left")],
-        "nuts_sampler": [StrOptions(set(NUTS_SAMPLERS)), None],
-        "nuts_init": [StrOptions(set(NUTS_INITS))],
-        "random_state": ["random_state"],
-        "progressbar": ["boolean"],
-    }
-
-    def __init__(
-        self,
-        hidden_layer_sizes=(5, 5),
-        activation="tanh",
-        *,
-        prior="normal",
-        prior_sigma=1.0,
-        precision_shape=1.0,
-        precision_rate=1.0,
-        inference="advi",
-        n_iter=None,
-        learning_rate=None,
-        batch_size=None,
-        n_draws=500,
-        tune=1000,
-        chains=2,
-        nuts_sampler=None,
-        nuts_init="jitter",
-        random_state=None,
-        progressbar=False,
-    ):
-        self.hidden_layer_sizes = hidden_layer_sizes
-        self.activation = activation
-        self.prior = prior
-        self.prior_sigma = prior_sigma
-        self.precision_shape = precision_shape
-        self.precision_rate = precision_rate
-        self.inference = inference
-        self.n_iter = n_iter
-        self.learning_rate = learning_rate
-        self.batch_size = batch_size
-        self.n_draws = n_draws
-        self.tune = tune
-        self.chains = chains
-        self.nuts_sampler = nuts_sampler
-        self.nuts_init = nuts_init
-        self.random_state = random_state
-        self.progressbar = progressbar
-
-    # ------------------------------------------------------------------ helpers
-    def _validate_X(self, X, *, reset: bool, y=None):
-        kwargs = dict(
-            accept_sparse=["csr", "csc", "coo"],
-            dtype=[np.float64, np.float32],
-            ensure_all_finite=True,
-        )
-        if y is None:
-            X = validate_data(self, X, reset=reset, **kwargs)
-        else:
-            X, y = validate_data(self, X, y, reset=reset, **kwargs)
-        if sp.issparse(X):
-            if X.shape[0] * X.shape[1] > MAX_DENSE_CELLS:
-                raise ValueError(
-                    f"Sparse X of shape {X.shape} is too large to densify "
-                    f"(> {MAX_DENSE_CELLS:,} cells); the network needs dense inputs."
-                )
-            X = X.toarray()
-        X = np.asarray(X, dtype=np.float64)
-        return X if y is None else (X, y)
-
-    def _seeds(self) -> dict[str, int]:
-        """One seed per stage, all from ``random_state`` (DESIGN.md: split per stage)."""
-        root = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
-        children = np.random.SeedSequence(root).spawn(3)
-        names = ("init", "fit", "predict")
-        return {n: int(c.generate_state(1)[0] >> 1) for n, c in zip(names, children)}
-
-    # ---------------------------------------------------------------------- fit
-    def fit(self, X, y, groups=None):
-        """Fit the posterior over the network weights.
-
-        Parameters
-        ----------
-        X : array-like or sparse matrix of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,)
-            Class labels of any type (strings, ints, bools).
-        groups : array-like of shape (n_samples,), optional
-            Group (task) label of each row, of any type: fits a hierarchical network
-            with per-group weights (see the class docstring).
-
-        Returns
-        -------
-        self
-        """
-        self._validate_params()
-        if y is None:
-            raise ValueError(
-                f"{type(self).__name__} requires y to be passed, but the target y is None."
-            )
-        if not _hidden_layer_sizes_ok(self.hidden_layer_sizes):
-            raise ValueError(
-                "hidden_layer_sizes must be a positive int or a sequence of positive ints; "
-                f"got {self.hidden_layer_sizes!r}."
-            )
-        X, y = self._validate_X(X, reset=True, y=y)
+    def _encode_target(self, y):
         check_classification_targets(y)
-        classes, y_codes = np.unique(y, return_inverse=True)
+        classes, codes = np.unique(y, return_inverse=True)
         if classes.shape[0] < 2:
             raise ValueError(
                 "BayesianMLPClassifier needs samples of at least 2 classes in the data; "
                 f"got only one class: {classes[0]!r}."
             )
-        group_codes = None
-        if groups is not None:
-            self.groups_, group_codes = np.unique(self._check_groups(groups, X.shape[0]),
-                                                  return_inverse=True)
-        elif hasattr(self, "groups_"):
-            del self.groups_
-        seeds = self._seeds()
-        batch_size = self.batch_size
-        if batch_size is not None:
-            batch_size = min(int(batch_size), X.shape[0])
-        model = build_model(
-            X,
-            y_codes,
-            hidden_layer_sizes=self.hidden_layer_sizes,
-            activation=self.activation,
-            prior=self.prior,
-            prior_sigma=self.prior_sigma,
-            precision_shape=self.precision_shape,
-            precision_rate=self.precision_rate,
-            n_classes=classes.shape[0],
-            groups=group_codes,
-            batch_size=None if self.inference == "nuts" else batch_size,
-            random_state=seeds["init"],
-        )
-        posterior = fit(
-            model,
-            method=self.inference,
-            n_iter=self.n_iter,
-            learning_rate=self.learning_rate,
-            draws=self.n_draws,
-            tune=self.tune,
-            chains=self.chains,
-            nuts_sampler=self.nuts_sampler,
-            nuts_init=self.nuts_init,
-            random_seed=seeds["fit"],
-            progressbar=self.progressbar,
-        )
         self.classes_ = classes
-        self._set_posterior(posterior, seeds["predict"])
-        return self
+        return codes, {"n_classes": classes.shape[0]}
 
-    def _set_posterior(self, posterior, predict_seed):
-        self.posterior_ = posterior
-        self.approx_ = posterior.approx
-        self.loss_curve_ = posterior.loss
-        self.idata_ = posterior_draws(posterior, n_draws=self.n_draws, random_seed=predict_seed)
-        self.predictive_ = from_idata(posterior.spec, self.idata_)
+    def _target_metadata(self):
+        from pymc_bnn.persistence import jsonable_labels
 
-    def sample_more(self, n_draws, *, tune=0):
-        """Continue the NUTS chains and append ``n_draws`` draws per chain.
+        classes, dtype = jsonable_labels(self.classes_)
+        return {"classes": classes, "classes_dtype": dtype}
 
-        The chains restart from their last draws with the adapted step sizes, without
-        re-tuning unless ``tune > 0`` (see :func:`pymc_bnn.inference.sample_more`);
-        ``idata_`` and the predictions then use all draws. Seeded from
-        ``random_state`` and the number of draws so far.
+    def _restore_target(self, meta, spec):
+        from pymc_bnn.persistence import restore_labels
 
-        Returns
-        -------
-        self
-        """
-        check_is_fitted(self)
-        seed = self._seeds()["fit"] + int(self.idata_.posterior.sizes["draw"])
-        more = sample_more(self.posterior_, n_draws, tune=tune, random_seed=seed,
-                           progressbar=self.progressbar)
-        self._set_posterior(more, None)  # MCMC: predictions use all stored draws
-        return self
+        classes = restore_labels(meta["classes"], meta["classes_dtype"])
+        if classes.shape[0] != spec.n_classes:
+            raise ValueError("the classes do not match the network's outputs")
+        self.classes_ = classes
 
     # ------------------------------------------------------------------ predict
-    @staticmethod
-    def _check_groups(groups, n_rows: int) -> np.ndarray:
-        groups = column_or_1d(groups, warn=False)
-        if groups.shape[0] != n_rows:
-            raise ValueError(
-                f"groups has {groups.shape[0]} entries but X has {n_rows} rows; give one "
-                "group label per row."
-            )
-        if groups.dtype.kind == "f" and not np.all(np.isfinite(groups)):
-            raise ValueError("groups contains NaN or infinity.")
-        if groups.dtype.kind == "O" and any(g is None for g in groups):
-            raise ValueError("groups contains None.")
-        return groups
-
-    def _check_X(self, X, groups=None):
-        """Validated X, and group codes for the predictive (-1: unseen group)."""
-        check_is_fitted(self)
-        X = self._validate_X(X, reset=False)
-        if groups is None:
-            return X, None
-        if not hasattr(self, "groups_"):
-            raise ValueError(
-                "groups were passed, but this estimator was fit without groups; fit "
-                "with fit(X, y, groups=...) for a hierarchical model."
-            )
-        groups = self._check_groups(groups, X.shape[0])
-        try:
-            codes = np.searchsorted(self.groups_, groups)
-        except TypeError:
-            raise ValueError(
-                f"group labels of type {groups.dtype} cannot be compared with the fitted "
-                f"groups_ of type {self.groups_.dtype}."
-            ) from None
-        codes = np.minimum(codes, len(self.groups_) - 1)
-        seen = self.groups_[codes] == groups
-        return X, np.where(seen, codes, -1)
-
     def predict_proba(self, X, groups=None):
         """Posterior predictive class probabilities.
 
@@ -407,56 +506,187 @@ class BayesianMLPClassifier(ClassifierMixin, BaseEstimator):
             pred = from_idata(self.posterior_.spec, self.idata_, n_draws=n_draws)
         return pred.sample_proba(X, codes)
 
-    # -------------------------------------------------------------- persistence
-    def save(self, path):
-        """Save the fitted estimator to a netCDF-4 file (loading it runs no code).
 
-        The file holds the posterior draws the estimator predicts from, the loss
-        curve, and JSON metadata (parameters, classes, architecture, format version).
-        After :meth:`load`, ``predict_proba`` is bit-for-bit identical. The variational
-        approximation itself is not stored: a loaded VI estimator predicts from its
-        ``n_draws`` stored draws (``approx_`` is None).
+class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
+    """Bayesian multi-layer perceptron regressor (PyMC).
+
+    ``y ~ Normal(f(x), sigma)`` with the network ``f`` under the same priors and
+    inference options as :class:`BayesianMLPClassifier`, and either a learned constant
+    noise ``sigma ~ HalfCauchy(noise_scale)`` or, with ``heteroscedastic=True``, a
+    second network output giving ``sigma(x) = softplus(g(x)) + 0.001``. Targets are
+    standardised before fitting (``(y - y_mean_) / y_scale_``) so that the priors and
+    ``noise_scale`` mean the same on every data set; every prediction is mapped back
+    to the units of ``y``. The predictive distribution at ``x`` is the mixture, over
+    posterior draws, of the draws' Normals: its standard deviation combines the
+    epistemic part (spread of ``f`` over draws) and the aleatoric part (the noise).
+
+    Parameters
+    ----------
+    hidden_layer_sizes, activation, prior, prior_sigma, precision_shape, precision_rate,
+    inference, n_iter, learning_rate, batch_size, n_draws, tune, chains, nuts_sampler,
+    nuts_init, random_state, progressbar
+        As in :class:`BayesianMLPClassifier`.
+    heteroscedastic : bool, default False
+        Learn the noise level as a function of ``x`` (a second output head).
+    noise_scale : float, default 0.5
+        Scale of the HalfCauchy prior on the noise sd, in standardised target units
+        (homoscedastic model only).
+
+    Attributes
+    ----------
+    y_mean_, y_scale_ : float
+        Mean and standard deviation of the training targets (the standardisation).
+    n_features_in_, feature_names_in_, groups_, loss_curve_, approx_, idata_,
+    posterior_
+        As in :class:`BayesianMLPClassifier`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_bnn import BayesianMLPRegressor
+    >>> x = np.linspace(-1, 1, 100)[:, None]; y = x[:, 0] * np.sin(5 * x[:, 0])
+    >>> reg = BayesianMLPRegressor((10,), n_iter=2000, random_state=0).fit(x, y)
+    >>> mean, std = reg.predict(x[:3], return_std=True)
+    >>> lower, upper = reg.predict_interval(x[:3], coverage=0.9)
+    >>> mean.shape, bool(np.all(lower < upper))
+    ((3,), True)
+    """
+
+    _parameter_constraints: dict = {
+        **_BayesianMLP._parameter_constraints,
+        "heteroscedastic": ["boolean"],
+        "noise_scale": [Interval(Real, 0, None, closed="neither")],
+    }
+    _y_numeric = True
+
+    def __init__(
+        self,
+        hidden_layer_sizes=(5, 5),
+        activation="tanh",
+        *,
+        heteroscedastic=False,
+        noise_scale=0.5,
+        prior="normal",
+        prior_sigma=1.0,
+        precision_shape=1.0,
+        precision_rate=1.0,
+        inference="advi",
+        n_iter=None,
+        learning_rate=None,
+        batch_size=None,
+        n_draws=500,
+        tune=1000,
+        chains=2,
+        nuts_sampler=None,
+        nuts_init="jitter",
+        random_state=None,
+        progressbar=False,
+    ):
+        super().__init__(
+            hidden_layer_sizes, activation, prior=prior, prior_sigma=prior_sigma,
+            precision_shape=precision_shape, precision_rate=precision_rate,
+            inference=inference, n_iter=n_iter, learning_rate=learning_rate,
+            batch_size=batch_size, n_draws=n_draws, tune=tune, chains=chains,
+            nuts_sampler=nuts_sampler, nuts_init=nuts_init, random_state=random_state,
+            progressbar=progressbar,
+        )
+        self.heteroscedastic = heteroscedastic
+        self.noise_scale = noise_scale
+
+    def _encode_target(self, y):
+        y = np.asarray(y, dtype=np.float64)
+        scale = float(y.std())
+        self.y_mean_ = float(y.mean())
+        self.y_scale_ = scale if scale > 0 else 1.0
+        kwargs = {"likelihood": "normal", "heteroscedastic": bool(self.heteroscedastic),
+                  "noise_scale": self.noise_scale}
+        return (y - self.y_mean_) / self.y_scale_, kwargs
+
+    def _target_metadata(self):
+        return {"y_mean": self.y_mean_, "y_scale": self.y_scale_}
+
+    def _restore_target(self, meta, spec):
+        if not spec.is_regression:
+            raise ValueError("the stored network is not a regression network")
+        self.y_mean_ = float(meta["y_mean"])
+        self.y_scale_ = float(meta["y_scale"])
+
+    # ------------------------------------------------------------------ predict
+    def predict_uncertainty(self, X, groups=None) -> dict[str, np.ndarray]:
+        """Posterior predictive moments at ``X``, in the units of ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        groups : array-like of shape (n_samples,), optional
+            Group labels (models fit with groups); unseen labels, and every row when
+            omitted, use the population-level weights.
 
         Returns
         -------
-        pathlib.Path
+        dict of arrays of shape (n_samples,): ``mean``, ``std`` (total),
+        ``epistemic_std`` (spread of the network's mean over posterior draws) and
+        ``aleatoric_std`` (root mean noise variance), with
+        ``std**2 = epistemic_std**2 + aleatoric_std**2``.
         """
-        from pymc_bnn import persistence
+        X, codes = self._check_X(X, groups)
+        moments = self.predictive_.normal_summary(X, codes)
+        out = {k: v * self.y_scale_ for k, v in moments.items()}
+        out["mean"] = out["mean"] + self.y_mean_
+        return out
 
-        return persistence.save(self, path)
+    def predict(self, X, return_std=False, groups=None):
+        """Posterior predictive mean (and standard deviation).
 
-    @classmethod
-    def load(cls, path):
-        """Load an estimator written by :meth:`save`.
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        return_std : bool, default False
+            Also return the predictive standard deviation (epistemic + aleatoric),
+            as scikit-learn's ``GaussianProcessRegressor.predict``.
+        groups : array-like of shape (n_samples,), optional
 
-        Raises
-        ------
-        ValueError
-            If the file is truncated, corrupted, or not a pymc_bnn model file.
+        Returns
+        -------
+        mean : ndarray of shape (n_samples,)
+        std : ndarray of shape (n_samples,), only with ``return_std``
         """
-        from pymc_bnn import persistence
+        moments = self.predict_uncertainty(X, groups)
+        return (moments["mean"], moments["std"]) if return_std else moments["mean"]
 
-        return persistence.load(cls, path)
+    def predict_interval(self, X, coverage=0.95, groups=None):
+        """Central posterior predictive interval.
 
-    def __getstate__(self):
-        """Pickle support (scikit-learn convention; never unpickle untrusted files).
+        The ``(1 - coverage) / 2`` and ``(1 + coverage) / 2`` quantiles of the
+        predictive mixture (:meth:`PosteriorPredictive.quantiles`), in units of ``y``.
 
-        The PyMC approximation (compiled PyTensor functions) is not picklable; like
-        :meth:`save`, a pickled VI estimator keeps its stored posterior draws and
-        predicts identically, with ``approx_`` set to None.
+        Returns
+        -------
+        lower, upper : ndarrays of shape (n_samples,)
         """
-        state = self.__dict__.copy()
-        if state.get("approx_") is not None:
-            state["approx_"] = None
-            state["posterior_"] = dataclasses.replace(
-                state["posterior_"], approx=None, idata=state["idata_"]
-            )
-        elif state.get("posterior_") is not None and state["posterior_"].model is not None:
-            state["posterior_"] = dataclasses.replace(state["posterior_"], model=None)
-        return state
+        if isinstance(coverage, bool) or not isinstance(coverage, Real) or not 0 < coverage < 1:
+            raise ValueError(f"coverage must be a number in (0, 1); got {coverage!r}.")
+        X, codes = self._check_X(X, groups)
+        q = self.predictive_.quantiles(X, [(1 - coverage) / 2, (1 + coverage) / 2], codes)
+        lower, upper = q * self.y_scale_ + self.y_mean_
+        return lower, upper
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.non_deterministic = self.random_state is None
-        return tags
+    def sample_y(self, X, n_samples=1, random_state=0, groups=None):
+        """Draws from the posterior predictive (network draw plus noise).
+
+        As scikit-learn's ``GaussianProcessRegressor.sample_y``: each sample picks
+        a stored posterior draw at random and adds its Normal noise.
+
+        Returns
+        -------
+        y_samples : ndarray of shape (n_samples_X, n_samples)
+        """
+        if isinstance(n_samples, bool) or not isinstance(n_samples, Integral) or n_samples < 1:
+            raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
+        X, codes = self._check_X(X, groups)
+        rng = check_random_state(random_state)
+        mean, sd = self.predictive_.sample_normal(X, codes)
+        pick = rng.randint(mean.shape[0], size=n_samples)
+        noise = rng.standard_normal((n_samples, X.shape[0]))
+        draws = mean[pick] + sd[pick] * noise
+        return (draws * self.y_scale_ + self.y_mean_).T

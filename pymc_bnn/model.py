@@ -15,7 +15,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-__all__ = ["ACTIVATIONS", "PRIORS", "NetworkSpec", "build_model", "forward", "network_spec"]
+__all__ = ["ACTIVATIONS", "LIKELIHOODS", "PRIORS", "noise_sd", "NetworkSpec", "build_model", "forward", "network_spec"]
 
 
 def _relu(x):
@@ -34,6 +34,14 @@ ACTIVATIONS: dict[str, Callable] = {
 #: per layer for its weights and another for its biases, learned with the weights.
 PRIORS = ("normal", "gamma_precision")
 
+#: Likelihoods. ``"categorical"``: classification (Bernoulli on one logit for two
+#: classes, Categorical on one logit per class otherwise). ``"normal"``: regression,
+#: Normal(f(x), sigma) with ``sigma ~ HalfCauchy(noise_scale)``, or with a second
+#: output giving a per-point ``sigma(x)`` (heteroscedastic).
+LIKELIHOODS = ("categorical", "normal")
+#: Smallest noise standard deviation of a heteroscedastic network (in target units).
+MIN_NOISE = 1e-3
+
 
 @dataclass(frozen=True)
 class NetworkSpec:
@@ -47,7 +55,7 @@ class NetworkSpec:
         Units per hidden layer (may be empty: Bayesian logistic / softmax regression).
     n_classes : int
         Number of classes. Two classes use one logit and a Bernoulli likelihood;
-        more use one logit per class and a Categorical likelihood.
+        more use one logit per class and a Categorical likelihood. 0 for regression.
     activation : str
         Name of the hidden-layer activation, a key of :data:`ACTIVATIONS`.
     prior_sigma : float
@@ -63,6 +71,12 @@ class NetworkSpec:
         (``prior="gamma_precision"`` only).
     n_groups : int
         Number of groups (tasks) of a hierarchical network; 0 for a plain network.
+    likelihood : str
+        ``"categorical"`` (classification) or ``"normal"`` (regression).
+    heteroscedastic : bool
+        Regression: a second output gives the noise scale per point.
+    noise_scale : float
+        Regression: scale of the HalfCauchy prior on the (homoscedastic) noise sd.
     """
 
     n_features: int
@@ -76,6 +90,14 @@ class NetworkSpec:
     precision_shape: float = 1.0
     precision_rate: float = 1.0
     n_groups: int = 0
+    likelihood: str = "categorical"
+    heteroscedastic: bool = False
+    noise_scale: float = 0.5
+
+    @property
+    def is_regression(self) -> bool:
+        """Whether the network models a real-valued target."""
+        return self.likelihood == "normal"
 
     @property
     def hierarchical(self) -> bool:
@@ -84,7 +106,10 @@ class NetworkSpec:
 
     @property
     def n_outputs(self) -> int:
-        """Width of the output layer: 1 for binary problems, ``n_classes`` otherwise."""
+        """Width of the output layer: 1 for binary problems, ``n_classes`` for more
+        classes; regression: 1, or 2 (mean and noise) when heteroscedastic."""
+        if self.is_regression:
+            return 2 if self.heteroscedastic else 1
         return 1 if self.n_classes == 2 else self.n_classes
 
     @property
@@ -165,6 +190,13 @@ def forward(X, weights: Sequence[tuple], *, activation: str = "tanh", groups=Non
     return h
 
 
+def noise_sd(raw):
+    """Noise standard deviation of a heteroscedastic network from its second output:
+    ``softplus(raw) + MIN_NOISE`` (smooth, positive, linear for large ``raw``; unlike
+    ``exp`` it cannot overflow from one large output)."""
+    return pt.softplus(raw) + MIN_NOISE
+
+
 def _layer_scales(spec: NetworkSpec, layer: int):
     """Prior standard deviations ``(weights, biases)`` of one layer.
 
@@ -220,12 +252,15 @@ def build_model(
     precision_shape: float = 1.0,
     precision_rate: float = 1.0,
     n_classes: int | None = None,
+    likelihood: str = "categorical",
+    heteroscedastic: bool = False,
+    noise_scale: float = 0.5,
     groups: np.ndarray | None = None,
     n_groups: int | None = None,
     batch_size: int | None = None,
     random_state: int | np.random.Generator | None = None,
 ) -> pm.Model:
-    """Build a Bayesian MLP classifier as a PyMC model.
+    """Build a Bayesian MLP classifier (or regressor) as a PyMC model.
 
     Weights and biases get independent Normal(0, ``prior_sigma``) priors, or with
     ``prior="gamma_precision"`` Neal's hierarchical prior: each layer's weights share
@@ -250,7 +285,7 @@ def build_model(
     X : array of shape (n_rows, n_features)
         Training inputs (float).
     y : array of shape (n_rows,)
-        Integer class codes in ``0 .. n_classes - 1``.
+        Integer class codes in ``0 .. n_classes - 1``; real targets for regression.
     hidden_layer_sizes : sequence of int, default (5, 5)
         Units per hidden layer. ``()`` gives Bayesian logistic / softmax regression.
     activation : {"tanh", "relu", "logistic"}, default "tanh"
@@ -261,6 +296,11 @@ def build_model(
         Gamma shape and rate of the per-layer precisions (``prior="gamma_precision"``).
     n_classes : int, optional
         Number of classes; defaults to ``y.max() + 1`` (and at least 2).
+    likelihood : {"categorical", "normal"}, default "categorical"
+    heteroscedastic : bool, default False
+        Regression: learn the noise level as a function of x.
+    noise_scale : float, default 0.5
+        Regression: scale of the HalfCauchy prior on the noise sd (homoscedastic).
     groups : int array of shape (n_rows,), optional
         Group (task) code of each row, in ``0 .. n_groups - 1``.
     n_groups : int, optional
@@ -304,6 +344,9 @@ def build_model(
         precision_rate=precision_rate,
         groups=groups,
         n_groups=n_groups,
+        likelihood=likelihood,
+        heteroscedastic=heteroscedastic,
+        noise_scale=noise_scale,
     )
     rng = np.random.default_rng(random_state)
 
@@ -333,7 +376,14 @@ def build_model(
             weights.append((W, b))
 
         logits = forward(X_obs, weights, activation=spec.activation, groups=g_obs)
-        if spec.n_classes == 2:
+        if spec.is_regression:
+            if spec.heteroscedastic:
+                sigma = noise_sd(logits[:, 1])
+            else:
+                sigma = pm.HalfCauchy("sigma", beta=spec.noise_scale)
+            pm.Normal("y_obs", mu=logits[:, 0], sigma=sigma, observed=y_obs,
+                      total_size=total_size)
+        elif spec.n_classes == 2:
             pm.Bernoulli("y_obs", logit_p=logits[:, 0], observed=y_obs, total_size=total_size)
         else:
             pm.Categorical("y_obs", logit_p=logits, observed=y_obs, total_size=total_size)

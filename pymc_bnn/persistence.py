@@ -2,7 +2,8 @@
 
 One netCDF-4 file (HDF5, through h5netcdf) holds the posterior draws that the
 estimator predicts from, its loss curve, and a JSON document (in the root group's
-attributes) with the parameters, the classes, the architecture and a format version.
+attributes) with the parameters, the target encoding (classes, or the regressor's
+target scaling), the groups, the architecture and a format version.
 Loading reads arrays and JSON only, unlike pickle/joblib, which can run arbitrary code
 from an untrusted file.
 """
@@ -16,15 +17,18 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "load", "save"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "jsonable_labels", "load", "restore_labels", "save"]
 
-FORMAT = "pymc_bnn.BayesianMLPClassifier"
-FORMAT_VERSION = 1
+#: Format tag prefix; a file's tag names the estimator class, e.g.
+#: ``"pymc_bnn.BayesianMLPClassifier"``.
+FORMAT = "pymc_bnn"
+#: Version 2 (adds the regressor, groups and priors) also reads version-1 files.
+FORMAT_VERSION = 2
 _META = "pymc_bnn_metadata"
 _LOSS = "loss_curve"
 
 
-def _jsonable_labels(classes: np.ndarray, what: str = "class labels") -> tuple[list, str]:
+def jsonable_labels(classes: np.ndarray, what: str = "class labels") -> tuple[list, str]:
     kind = classes.dtype.kind
     if kind in "biuf":
         return classes.tolist(), classes.dtype.str
@@ -38,7 +42,7 @@ def _jsonable_labels(classes: np.ndarray, what: str = "class labels") -> tuple[l
     )
 
 
-def _restore_labels(values: list, dtype: str) -> np.ndarray:
+def restore_labels(values: list, dtype: str) -> np.ndarray:
     if dtype == "object-str":
         return np.array(values, dtype=object)
     return np.array(values, dtype=np.dtype(dtype))
@@ -60,17 +64,15 @@ def save(estimator, path) -> Path:
     params["hidden_layer_sizes"] = [hls] if isinstance(hls, int) else list(hls)
     rs = params["random_state"]
     params["random_state"] = int(rs) if isinstance(rs, int | np.integer) else None
-    classes, classes_dtype = _jsonable_labels(estimator.classes_)
     groups = getattr(estimator, "groups_", None)
-    groups, groups_dtype = (None, None) if groups is None else _jsonable_labels(groups, "group labels")
+    groups, groups_dtype = (None, None) if groups is None else jsonable_labels(groups, "group labels")
     post = estimator.posterior_
     names = getattr(estimator, "feature_names_in_", None)
     meta = {
-        "format": FORMAT,
+        "format": f"{FORMAT}.{type(estimator).__name__}",
         "format_version": FORMAT_VERSION,
         "params": params,
-        "classes": classes,
-        "classes_dtype": classes_dtype,
+        "target": estimator._target_metadata(),
         "groups": groups,
         "groups_dtype": groups_dtype,
         "n_features_in": int(estimator.n_features_in_),
@@ -115,7 +117,7 @@ def _read_metadata(path: Path) -> dict:
         ) from None
     try:
         meta = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        if not isinstance(meta, dict) or not str(meta.get("format")).startswith(FORMAT + "."):
             raise KeyError("format")
     except (KeyError, TypeError, AttributeError, json.JSONDecodeError):
         raise ValueError(f"{path} is not a pymc_bnn model file (no pymc_bnn metadata).") from None
@@ -143,11 +145,18 @@ def load(cls, path):
             tree = opened.load()
     except Exception as err:  # pragma: no cover - _read_metadata read every object
         raise ValueError(f"{path} is not a readable pymc_bnn model file: {err}") from None
-    if meta.get("format_version") != FORMAT_VERSION:
+    if meta.get("format_version") not in (1, FORMAT_VERSION):
         raise ValueError(
             f"{path} has pymc_bnn format version {meta.get('format_version')!r}; this "
-            f"version of pymc_bnn reads version {FORMAT_VERSION}."
+            f"version of pymc_bnn reads versions 1 to {FORMAT_VERSION}."
         )
+    if meta["format"] != f"{FORMAT}.{cls.__name__}":
+        raise ValueError(
+            f"{path} holds a {meta['format'].removeprefix(FORMAT + '.')}, not a "
+            f"{cls.__name__}; load it with that class."
+        )
+    if meta["format_version"] == 1:  # classes were stored at the top level
+        meta["target"] = {"classes": meta["classes"], "classes_dtype": meta["classes_dtype"]}
     try:
         params = dict(meta["params"])
         params["hidden_layer_sizes"] = tuple(params["hidden_layer_sizes"])
@@ -158,17 +167,15 @@ def load(cls, path):
         idata = xr.DataTree.from_dict({"/posterior": tree["posterior"].to_dataset()})
         predictive = from_idata(spec, idata)
         loss = np.array(tree[_LOSS][_LOSS].values, dtype=np.float64)
-        classes = _restore_labels(meta["classes"], meta["classes_dtype"])
+        est._restore_target(meta["target"], spec)
         groups = meta.get("groups")
-        groups = None if groups is None else _restore_labels(groups, meta["groups_dtype"])
+        groups = None if groups is None else restore_labels(groups, meta["groups_dtype"])
     except (KeyError, TypeError, ValueError) as err:
         raise ValueError(f"{path} is a damaged pymc_bnn model file: {err}") from None
     n_groups = 0 if groups is None else groups.shape[0]
-    if (classes.shape[0] != spec.n_classes or meta["n_features_in"] != spec.n_features
-            or n_groups != spec.n_groups):
+    if meta["n_features_in"] != spec.n_features or n_groups != spec.n_groups:
         raise ValueError(f"{path} is a damaged pymc_bnn model file: inconsistent metadata.")
     loss.setflags(write=False)
-    est.classes_ = classes
     est.n_features_in_ = int(meta["n_features_in"])
     if groups is not None:
         est.groups_ = groups

@@ -26,7 +26,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 
-from pymc_bnn.model import NetworkSpec, forward
+from pymc_bnn.model import NetworkSpec, forward, noise_sd
 
 __all__ = [
     "PosteriorPredictive",
@@ -55,10 +55,25 @@ def _backend() -> tuple[str, str]:
     return "NUMBA", "float64"
 
 
+#: Output heads: how the last layer's outputs become predictions.
+HEADS = ("bernoulli", "categorical", "normal", "normal_hetero")
+
+
+def _head(spec: NetworkSpec) -> str:
+    if spec.is_regression:
+        return "normal_hetero" if spec.heteroscedastic else "normal"
+    return "bernoulli" if spec.n_classes == 2 else "categorical"
+
+
 @functools.lru_cache(maxsize=None)
-def _compiled_forward(n_layers: int, activation: str, binary: bool, mode: str = "NUMBA",
+def _compiled_forward(n_layers: int, activation: str, head: str, mode: str = "NUMBA",
                       dtype: str = "float64", grouped: bool = False):
-    """Compile ``f(X, [groups,] W0, b0, W1, b1, ...) -> proba (n_draws, n_points, n_classes)``.
+    """Compile ``f(X, [groups,] W0, b0, W1, b1, ...) -> out (n_draws, n_points, k)``.
+
+    Classification heads give class probabilities (``k = n_classes``); regression
+    heads the mean of each draw at each point (``"normal"``, ``k = 1``; the noise sd
+    draws are constants added by the caller) or the mean and the noise sd
+    (``"normal_hetero"``, ``k = 2``).
 
     Shapes are left symbolic, so one function serves every width, number of
     features, draws and points of a given depth and activation (JAX re-traces per
@@ -73,13 +88,17 @@ def _compiled_forward(n_layers: int, activation: str, binary: bool, mode: str = 
         for i in range(n_layers)
     ]
     logits = forward(X, weights, activation=activation, groups=groups)
-    if binary:
+    if head == "bernoulli":
         z = logits[..., 0]
-        proba = pt.stack([pt.sigmoid(-z), pt.sigmoid(z)], axis=-1)
+        out = pt.stack([pt.sigmoid(-z), pt.sigmoid(z)], axis=-1)
+    elif head == "categorical":
+        out = pt.special.softmax(logits, axis=-1)
+    elif head == "normal":
+        out = logits
     else:
-        proba = pt.special.softmax(logits, axis=-1)
+        out = pt.stack([logits[..., 0], noise_sd(logits[..., 1])], axis=-1)
     inputs = [X] + ([groups] if grouped else []) + [v for pair in weights for v in pair]
-    return pytensor.function(inputs, proba, on_unused_input="ignore", mode=mode)
+    return pytensor.function(inputs, out, on_unused_input="ignore", mode=mode)
 
 
 def summarize_proba(proba: np.ndarray) -> dict[str, np.ndarray]:
@@ -128,13 +147,19 @@ class PosteriorPredictive:
         fan_out) and ``b`` of shape (n_draws, n_groups + 1, fan_out), where the last
         entry of the group axis holds the population-level weights.
 
+    noise : ndarray of shape (n_draws,) or None
+        Noise sd draws of a homoscedastic regression network (else None).
+
     Methods taking ``groups`` route each point through its group's weights; a point
     of group code -1 (a group not seen in training), or every point when ``groups``
-    is None, goes through the population-level weights.
+    is None, goes through the population-level weights. Classification networks
+    have ``sample_proba`` / ``summary`` / ``mean_proba``; regression networks
+    ``sample_normal`` / ``normal_summary`` / ``quantiles``.
     """
 
     spec: NetworkSpec
     weights: tuple
+    noise: np.ndarray | None = None
 
     @property
     def n_draws(self) -> int:
@@ -144,8 +169,8 @@ class PosteriorPredictive:
     def _function(self, dtype: str | None = None):
         mode, default = _backend()
         dtype = dtype or default
-        f = _compiled_forward(len(self.weights), self.spec.activation,
-                              self.spec.n_classes == 2, mode, dtype, self.spec.hierarchical)
+        f = _compiled_forward(len(self.weights), self.spec.activation, _head(self.spec),
+                              mode, dtype, self.spec.hierarchical)
         if dtype == "float64":
             return f
         return lambda X, *args: np.asarray(f(X.astype(dtype), *args), dtype=np.float64)
@@ -172,8 +197,18 @@ class PosteriorPredictive:
         """Whether any weight draw has |w| > 1e30 (checked once; draws are fixed)."""
         return any(np.max(np.abs(a)) > 1e30 for pair in self.weights for a in pair)
 
+    @property
+    def _width(self) -> int:
+        """Columns of the compiled function's output."""
+        return 2 if self.spec.is_regression else self.spec.n_classes
+
+    def _require(self, regression: bool, method: str) -> None:
+        if self.spec.is_regression != regression:
+            kind = "regression" if self.spec.is_regression else "classification"
+            raise ValueError(f"{method} is not available for a {kind} network.")
+
     def _chunk_rows(self) -> int:
-        widest = max([self.spec.n_features, *self.spec.hidden_layer_sizes, self.spec.n_classes])
+        widest = max([self.spec.n_features, *self.spec.hidden_layer_sizes, self._width])
         # a few live (n_draws, rows, width) float64 buffers per layer; hierarchical
         # networks also gather one (fan_in, fan_out) weight matrix per draw and row
         per_row = 4 * 8 * self.n_draws * widest
@@ -229,7 +264,11 @@ class PosteriorPredictive:
             if index is not None:
                 g = index[start : start + rows]
                 args.append(np.concatenate([g, np.zeros(step - rows, dtype=np.int64)]))
-            yield start, f(*args, *flat)[:, :rows]
+            out = f(*args, *flat)[:, :rows]
+            if self.noise is not None:  # homoscedastic regression: constant sd per draw
+                sd = np.broadcast_to(self.noise[:, None, None], out.shape)
+                out = np.concatenate([out, sd], axis=-1)
+            yield start, out
 
     def sample_proba(self, X: np.ndarray, groups=None) -> np.ndarray:
         """Class-probability draws.
@@ -245,6 +284,7 @@ class PosteriorPredictive:
         proba : array of shape (n_draws, n_points, n_classes)
             Column ``k`` is the probability of class code ``k``; rows sum to 1.
         """
+        self._require(False, "sample_proba")
         out = np.empty((self.n_draws, X.shape[0], self.spec.n_classes))
         for start, chunk in self._chunks(X, groups):
             out[:, start : start + chunk.shape[1]] = chunk
@@ -255,6 +295,7 @@ class PosteriorPredictive:
 
         Computed chunk by chunk, so memory stays bounded however many points.
         """
+        self._require(False, "summary")
         n = X.shape[0]
         k = self.spec.n_classes
         out = {
@@ -271,9 +312,89 @@ class PosteriorPredictive:
 
     def mean_proba(self, X: np.ndarray, groups=None) -> np.ndarray:
         """Posterior predictive class probabilities, shape (n_points, n_classes)."""
+        self._require(False, "mean_proba")
         out = np.empty((X.shape[0], self.spec.n_classes))
         for start, chunk in self._chunks(X, groups):
             out[start : start + chunk.shape[1]] = chunk.mean(axis=0)
+        return out
+
+    # ---------------------------------------------------------------- regression
+    def sample_normal(self, X: np.ndarray, groups=None) -> tuple[np.ndarray, np.ndarray]:
+        """Per-draw predictive Normal of a regression network.
+
+        Returns
+        -------
+        mean, sd : arrays of shape (n_draws, n_points)
+            The network output and the noise sd of each posterior draw: given the
+            draw, ``y ~ Normal(mean, sd)``. The posterior predictive is their mixture.
+        """
+        self._require(True, "sample_normal")
+        out = np.empty((self.n_draws, X.shape[0], 2))
+        for start, chunk in self._chunks(X, groups):
+            out[:, start : start + chunk.shape[1]] = chunk
+        return out[..., 0], out[..., 1]
+
+    def normal_summary(self, X: np.ndarray, groups=None) -> dict[str, np.ndarray]:
+        """Moments of the posterior predictive of a regression network.
+
+        Returns
+        -------
+        dict of arrays of shape (n_points,): ``mean``; ``std``, the total predictive
+        sd, ``sqrt(epistemic_std**2 + aleatoric_std**2)``; ``epistemic_std``, the sd
+        of the mean over draws (uncertainty about the function); ``aleatoric_std``,
+        the root mean noise variance (the noise the model expects).
+        """
+        self._require(True, "normal_summary")
+        n = X.shape[0]
+        out = {k: np.empty(n) for k in ("mean", "std", "epistemic_std", "aleatoric_std")}
+        for start, chunk in self._chunks(X, groups):
+            stop = start + chunk.shape[1]
+            mu, sd = chunk[..., 0], chunk[..., 1]
+            epistemic = mu.var(axis=0)
+            aleatoric = np.mean(sd**2, axis=0)
+            out["mean"][start:stop] = mu.mean(axis=0)
+            out["epistemic_std"][start:stop] = np.sqrt(epistemic)
+            out["aleatoric_std"][start:stop] = np.sqrt(aleatoric)
+            out["std"][start:stop] = np.sqrt(epistemic + aleatoric)
+        return out
+
+    def quantiles(self, X: np.ndarray, q, groups=None) -> np.ndarray:
+        """Quantiles of the posterior predictive of a regression network.
+
+        The predictive is the equal-weight mixture of the draws' Normals; its
+        quantiles are found by bisection on the mixture CDF (to 1e-6 of the predictive
+        sd), so they are exact for the draws held and deterministic.
+
+        Parameters
+        ----------
+        q : float or sequence of float in (0, 1)
+
+        Returns
+        -------
+        array of shape (n_q, n_points)
+        """
+        from scipy.special import ndtr
+
+        self._require(True, "quantiles")
+        q = np.atleast_1d(np.asarray(q, dtype=np.float64))
+        if q.ndim != 1 or np.any((q <= 0) | (q >= 1)):
+            raise ValueError(f"quantile levels must lie strictly between 0 and 1; got {q}.")
+        out = np.empty((q.shape[0], X.shape[0]))
+        for start, chunk in self._chunks(X, groups):
+            stop = start + chunk.shape[1]
+            mu, sd = chunk[..., 0], chunk[..., 1]  # (n_draws, rows)
+            lo = np.broadcast_to((mu - 10 * sd).min(axis=0), (q.shape[0], mu.shape[1])).copy()
+            hi = np.broadcast_to((mu + 10 * sd).max(axis=0), lo.shape).copy()
+            tol = 1e-6 * np.sqrt(mu.var(axis=0) + np.mean(sd**2, axis=0))
+            for _ in range(200):  # ~30 halvings reach tol; the cap guards float spacing
+                if not np.any(hi - lo > tol):
+                    break
+                mid = 0.5 * (lo + hi)
+                cdf = ndtr((mid[:, None, :] - mu) / sd).mean(axis=1)
+                below = cdf < q[:, None]
+                lo = np.where(below, mid, lo)
+                hi = np.where(below, hi, mid)
+            out[:, start:stop] = 0.5 * (lo + hi)
         return out
 
 
@@ -328,6 +449,9 @@ def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> Poste
         return _readonly(np.concatenate([values(name), values(f"{name}_mu")[:, None]], axis=1))
 
     weights = tuple((get(w), get(b)) for w, b in spec.weight_names)
+    noise = None
+    if spec.is_regression and not spec.heteroscedastic:
+        noise = _readonly(values("sigma"))
     n_sets = (spec.n_groups + 1,) if spec.hierarchical else ()
     for (W, b), shape in zip(weights, spec.layer_shapes):
         if W.shape[1:] != (*n_sets, *shape) or b.shape[1:] != (*n_sets, shape[1]):
@@ -336,7 +460,7 @@ def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> Poste
                 f"architecture {spec.layer_shapes}" + (
                     f" with {spec.n_groups} groups." if spec.hierarchical else ".")
             )
-    return PosteriorPredictive(spec=spec, weights=weights)
+    return PosteriorPredictive(spec=spec, weights=weights, noise=noise)
 
 
 def posterior_draws(posterior, *, n_draws: int = 500, random_seed: int | None = None):

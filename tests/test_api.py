@@ -4,6 +4,7 @@ import pymc_bnn
 def test_public_api_is_pinned():
     assert sorted(pymc_bnn.__all__) == [
         "BayesianMLPClassifier",
+        "BayesianMLPRegressor",
         "NetworkSpec",
         "Posterior",
         "PosteriorPredictive",
@@ -12,6 +13,7 @@ def test_public_api_is_pinned():
         "forward",
         "network_spec",
         "posterior_predictive",
+        "sample_more",
         "summarize_proba",
     ]
     for name in pymc_bnn.__all__:
