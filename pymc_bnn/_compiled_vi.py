@@ -10,6 +10,15 @@ the same distributions PyMC would use: the standard-normal noise of the
 reparameterisation trick (shape (K, 1, d)) and, for minibatch models, the row indices
 of each step's batch (uniform with replacement, as ``pm.Minibatch``). Everything else
 is PyMC's: same ELBO, same ``total_size`` scaling, same optimiser, same parameters.
+
+Minibatch rows are gathered with NumPy too, and passed in as (K, batch, ...) inputs
+that replace the outputs of PyMC's ``MinibatchOp``: the compiled function never sees
+the full data, so a call costs the same for 10^3 or 10^6 rows. (With the data inside
+the scan, XLA's CPU cost model counted the whole data array as each step's gather cost
+and split those 50-row gathers over its thread pool, +9 ms per 1,000 steps at
+10^6 x 20 rows; and PyTensor passed the NumPy data to JAX at every call, a copy of
+~90 ms unless the data were held as JAX arrays.) As JAX runs a call asynchronously,
+the noise and rows of the next call are drawn and gathered meanwhile.
 """
 
 from __future__ import annotations
@@ -62,6 +71,19 @@ def _clear_constant_traces(variables) -> None:
             stack.extend(ancestors(inner.outputs))
 
 
+def _aligned_empty(shape, dtype, align: int = 64) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data start on an ``align``-byte boundary.
+
+    JAX on CPU takes 64-byte aligned NumPy arguments without copying them; NumPy's own
+    large arrays are only 16-byte aligned, so each call would copy them.
+    """
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + align, dtype=np.uint8)
+    start = (-raw.ctypes.data) % align
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
 def _minibatch_nodes(outputs):
     return list({
         v.owner for v in ancestors(outputs)
@@ -111,34 +133,44 @@ class ScanADVI:
         self.minibatch = None
         eps_seq = pt.tensor3("eps", dtype=noise.type.dtype)
         inputs = [eps_seq]
-        idx_all = None
+        # minibatch containers (shared data sliced together) and, for each, the input
+        # of its gathered rows for all K steps: (K, batch, *row shape)
+        self._containers, rows_all = [], []
         if mb_nodes:
             mb = mb_nodes[0]
-            data = mb.inputs[:-1]  # the containers sliced together; last input is the rng
+            # the containers sliced together; last input is the rng
+            self._containers = list(mb.inputs[:-1])
+            if not all(isinstance(c, SharedVariable) for c in self._containers):
+                raise ScanUnsupported("minibatch over data that are not shared variables")
             batch = mb.outputs[0].type.shape[0]
             if batch is None:
                 raise ScanUnsupported("minibatch size is not static")
-            n_rows = int(data[0].get_value(borrow=True).shape[0])
+            n_rows = int(self._containers[0].get_value(borrow=True).shape[0])
             self.minibatch = (batch, n_rows)
-            # (K, batch) row indices; read row t inside the scan (a second scan sequence
-            # would make the JAX backend compute the number of steps dynamically)
-            idx_all = pt.lmatrix("idx")
-            inputs.append(idx_all)
+            for c, out in zip(self._containers, mb.outputs[:-1]):
+                rows_all.append(pt.tensor(
+                    f"{c.name or 'data'}_rows", dtype=out.type.dtype,
+                    shape=(None, *out.type.shape),
+                ))
+            inputs.extend(rows_all)
         self.state = [s for s in state_updates if not isinstance(s.type, RandomType)]
         self.mode = mode
-        # read-only shared inputs (the data containers): see data_on_device()
-        self.data = [
-            v for v in ancestors(outputs)
-            if isinstance(v, SharedVariable) and v not in state_updates
-            and not isinstance(v.type, RandomType) and v.type.ndim > 0
-        ]
+        # input buffers reused from call to call, two sets (see _draw), and the inputs
+        # drawn ahead for the next call: (rng, n_steps, arrays)
+        self._buffers = {}
+        self._slot = 0
+        self._ahead = None
+        #: draw the next call's inputs while JAX runs the current one (see run)
+        self.draw_ahead = mode == "JAX"
 
         def step(eps_t, t, *states):
             repl = dict(zip(self.state, states))
             repl[noise] = eps_t
             for node in mb_nodes:
-                for out, container in zip(node.outputs[:-1], data):
-                    repl[out] = container[idx_all[t]]
+                for out, rows in zip(node.outputs[:-1], rows_all):
+                    # read step t's rows inside the scan (a second scan sequence would
+                    # make the JAX backend compute the number of steps dynamically)
+                    repl[out] = rows[t]
             new = graph_replace(
                 [state_updates[s] for s in self.state] + [loss], repl, strict=False
             )
@@ -151,6 +183,13 @@ class ScanADVI:
         )
         result = result[1:]
         finals = [r[-1] for r in result[:-1]]
+        # read-only shared inputs left in the graph (full-batch data): see
+        # data_on_device(). Minibatch containers are no longer among them.
+        self.data = [
+            v for v in ancestors([*finals, result[-1]])
+            if isinstance(v, SharedVariable) and v not in state_updates
+            and not isinstance(v.type, RandomType) and v.type.ndim > 0
+        ]
         _clear_constant_traces([*finals, result[-1]])
         with warnings.catch_warnings():
             # The likelihood's parameter checks (e.g. 0 <= p <= 1 of a sigmoid output,
@@ -165,12 +204,13 @@ class ScanADVI:
     def data_on_device(self):
         """Hold the data containers as JAX arrays while running, then restore them.
 
-        PyTensor's JAX functions copy NumPy-valued shared variables to the device on
-        every call: 96 ms per call for 10^6 x 20 rows, which made minibatch steps on
-        large data 6x slower than on small data. Measured with the data held as JAX
-        arrays: 0.034 instead of 0.128 ms per step at 10^6 rows.
+        PyTensor's JAX functions copy NumPy-valued shared variables that are not 64-byte
+        aligned to the device on every call (~90 ms per call for 10^6 x 20 float64
+        rows). This concerns only data still in the compiled graph, i.e. full-batch
+        models: minibatch rows are gathered outside it (see :meth:`run`), so for
+        minibatch models this is a no-op.
         """
-        if self.mode != "JAX":
+        if self.mode != "JAX" or not self.data:
             yield
             return
         import jax.numpy as jnp
@@ -185,13 +225,66 @@ class ScanADVI:
                 v.set_value(value, borrow=True)
 
     def run(self, n_steps: int, rng: np.random.Generator) -> np.ndarray:
-        """Run ``n_steps`` ADVI steps; returns their losses (n_steps,)."""
-        eps = rng.standard_normal((n_steps, 1, self.ddim))
+        """Run ``n_steps`` ADVI steps; returns their losses (n_steps,).
+
+        The random inputs are drawn from ``rng``: the noise, and for minibatch models
+        each step's rows, uniformly with replacement (as ``pm.Minibatch``), the same
+        rows of every container, gathered here with NumPy: O(n_steps x batch) whatever
+        the number of rows. JAX runs the call asynchronously; meanwhile the inputs of
+        the next call (same ``rng``, same ``n_steps``) are drawn ahead. A next call
+        with fewer steps uses the first ``n_steps`` of them; one with another ``rng``,
+        more steps or new data values (``set_value``) draws anew. The losses are a
+        deterministic function of the seed of ``rng`` and the sequence of ``n_steps``.
+        """
+        ahead, self._ahead = self._ahead, None
+        if (ahead is not None and ahead[0] is rng and ahead[1] >= n_steps
+                and all(a is b for a, b in zip(ahead[2], self._data_values()))):
+            args = [a[:n_steps] for a in ahead[3]]
+        else:
+            args = self._draw(n_steps, rng)
+        out = self.fn(*args)
+        if self.draw_ahead:
+            try:
+                self._ahead = (rng, n_steps, self._data_values(), self._draw(n_steps, rng))
+            except ValueError:  # data of another size: the next call raises it
+                pass
+        # reading the losses waits for the call to complete: its input buffers may be
+        # refilled by the call after next
+        return np.array(out, dtype=np.float64)
+
+    def _draw(self, n_steps: int, rng: np.random.Generator) -> list[np.ndarray]:
+        """The inputs of one call, in the next of two alternating sets of buffers.
+
+        The buffers are 64-byte aligned (JAX on CPU then reads them without a copy)
+        and reused (no page faults of fresh allocations); two sets, as the inputs of
+        one call are drawn while the previous call may still read its own.
+        """
+        slot, self._slot = self._slot, 1 - self._slot
+        eps = rng.standard_normal(
+            out=self._buffer((slot, "eps"), (n_steps, 1, self.ddim), np.float64)
+        )
         args = [eps]
         if self.minibatch is not None:
             batch, n_rows = self.minibatch
-            args.append(rng.integers(0, n_rows, size=(n_steps, batch)))
-        return np.array(self.fn(*args), dtype=np.float64)
+            idx = rng.integers(0, n_rows, size=(n_steps, batch))
+            for i, (c, value) in enumerate(zip(self._containers, self._data_values())):
+                if value.shape[0] != n_rows:
+                    raise ValueError(f"{c.name} has {value.shape[0]} rows, expected {n_rows}")
+                rows = self._buffer((slot, i), (n_steps, batch, *value.shape[1:]), value.dtype)
+                # indices are in range by construction: mode="wrap" skips NumPy's
+                # buffered bounds check of mode="raise"
+                np.take(value, idx, axis=0, out=rows, mode="wrap")
+                args.append(rows)
+        return args
+
+    def _data_values(self) -> list:
+        return [c.get_value(borrow=True) for c in self._containers]
+
+    def _buffer(self, key, shape, dtype) -> np.ndarray:
+        buf = self._buffers.get(key)
+        if buf is None or buf.shape != tuple(shape) or buf.dtype != np.dtype(dtype):
+            buf = self._buffers[key] = _aligned_empty(shape, dtype)
+        return buf
 
     def materialize(self) -> None:
         """Store plain NumPy arrays back in the shared variables (JAX leaves its own)."""
