@@ -1,8 +1,9 @@
-"""Figures of fitted classifiers: uncertainty maps, loss curves, reliability diagrams.
+"""Figures of fitted classifiers: uncertainty maps (per model or per task), loss curves,
+reliability diagrams, and posterior intervals of scalar parameters.
 
-Every function takes an optional ``ax`` (a sequence of Axes for :func:`compare_maps`),
-draws on it, and returns it (or its Figure); none calls ``plt.show()``. Maps have
-labelled axes and a colour bar.
+Every function takes an optional ``ax`` (a sequence of Axes for :func:`compare_maps` and
+:func:`task_maps`), draws on it, and returns it (or its Figure); none calls
+``plt.show()``. Maps have labelled axes and a colour bar.
 
 The maps work for any fitted 2-feature classifier: a
 :class:`pymc_bnn.BayesianMLPClassifier` (through ``predict_uncertainty``) or, for
@@ -28,7 +29,7 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 __all__ = [
     "KINDS",
@@ -36,7 +37,9 @@ __all__ = [
     "compare_maps",
     "grid_2d",
     "loss_curve",
+    "posterior_intervals",
     "reliability_diagram",
+    "task_maps",
     "uncertainty_map",
 ]
 
@@ -166,15 +169,20 @@ def _levels(kind: str, n_classes: int, vmax: float | None, values) -> np.ndarray
     return np.linspace(0.0, max(float(vmax), 1e-12), _N_LEVELS)
 
 
-def _scatter(ax, X, y, *, legend: bool = True) -> None:
+def _scatter(ax, X, y, *, legend: bool = True, s: float = 14, hue_order=None) -> None:
     X = np.asarray(X)
     if X.ndim != 2 or X.shape[1] != 2:
         raise ValueError(f"X to overlay must have shape (n_points, 2); got {X.shape}.")
     hue = None if y is None else np.asarray(y)
     palette = None
     if hue is not None:
-        palette = sns.color_palette("colorblind", n_colors=len(np.unique(hue)))
-    sns.scatterplot(x=X[:, 0], y=X[:, 1], hue=hue, palette=palette, s=14,
+        if hue_order is None:
+            palette = sns.color_palette("colorblind", n_colors=len(np.unique(hue)))
+        else:  # fixed colours per class, even if a subset lacks some classes
+            colours = sns.color_palette("colorblind", n_colors=len(hue_order))
+            palette = dict(zip(hue_order, colours))
+            hue_order = list(hue_order)
+    sns.scatterplot(x=X[:, 0], y=X[:, 1], hue=hue, palette=palette, s=s, hue_order=hue_order,
                     edgecolor="white", linewidth=0.3, ax=ax, legend=legend and y is not None)
     if legend and y is not None and ax.get_legend() is not None:
         ax.get_legend().set_title("class")
@@ -362,6 +370,301 @@ def compare_maps(
     if suptitle is not None:
         fig.suptitle(suptitle)
     return fig
+
+
+class _GroupView:
+    """One group of a multi-task classifier, seen as a plain 2-feature classifier: its
+    predictions pass ``groups=[group] * n_points`` (for :func:`task_maps`)."""
+
+    def __init__(self, clf, group):
+        self._clf, self._group = clf, group
+        self.classes_ = clf.classes_
+        self.n_features_in_ = getattr(clf, "n_features_in_", 2)
+        if hasattr(clf, "predict_uncertainty"):
+            self.predict_uncertainty = self._predict_uncertainty
+        else:
+            self.predict_proba = self._predict_proba
+
+    def _groups(self, X):
+        groups = np.empty(len(X), dtype=np.asarray(self._clf.groups_).dtype)
+        groups[:] = self._group
+        return groups
+
+    def _predict_uncertainty(self, X):
+        return self._clf.predict_uncertainty(X, groups=self._groups(X))
+
+    def _predict_proba(self, X):
+        return self._clf.predict_proba(X, groups=self._groups(X))
+
+
+def task_maps(
+    models,
+    *,
+    kind: str = "mean",
+    X=None,
+    y=None,
+    groups=None,
+    tasks=None,
+    titles: Mapping | None = None,
+    lims=(-3.0, 3.0),
+    resolution: int = 60,
+    class_index: int | None = None,
+    vmax: float | None = None,
+    ncols: int = 6,
+    ax: Sequence | None = None,
+    panel_size: float = 1.7,
+    colorbar: bool = True,
+    suptitle: str | None = None,
+):
+    """One small map per task (group) of a multi-task problem, on one colour scale.
+
+    Either one hierarchical classifier, fit with ``fit(X, y, groups=...)``, whose panel
+    for task ``t`` predicts with ``groups=t`` (that task's weights); or one classifier
+    per task, e.g. separate networks each fit on its own task's rows.
+
+    Parameters
+    ----------
+    models : fitted classifier with ``groups_``, or dict of task -> fitted classifier
+        All on 2 features (see :func:`uncertainty_map` for what each ``kind`` needs).
+    kind : {"mean", "std", "entropy", "mutual_info"}, default "mean"
+    X : array of shape (n_points, 2), optional
+        Points to overlay; each panel shows the rows of its task (needs ``groups``).
+    y : array of shape (n_points,), optional
+        Their labels (colours the points, one colour per class on every panel).
+    groups : array of shape (n_points,), optional
+        Task of each row of ``X``.
+    tasks : sequence, optional
+        Tasks to draw, in order; default every task of ``models`` (``groups_`` of a
+        hierarchical classifier, the keys of a dict).
+    titles : dict of task -> str, optional
+        Panel titles; default ``"task {t}"``.
+    lims, resolution, class_index
+        As in :func:`uncertainty_map` (``resolution`` is per panel: keep it small).
+    vmax : float, optional
+        Top of the shared colour scale (default: 1 for a binary mean, else the largest
+        value over all panels). Pass the same value to several figures to compare them.
+    ncols : int, default 6
+        Panels per row (new figure only).
+    ax : sequence of matplotlib Axes, optional
+        At least one Axes per task (e.g. ``fig.subfigures(...)[0].subplots(3, 6)``);
+        extra Axes are hidden. Default: a new figure.
+    panel_size : float
+        Size of one panel in inches (new figure only).
+    colorbar : bool, default True
+        One colour bar for all panels.
+    suptitle : str, optional
+
+    Returns
+    -------
+    matplotlib Figure (or SubFigure, if ``ax`` lives in one)
+        Its first ``len(tasks)`` axes are the maps, in order (then the colour bar).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind``; a single classifier fit without groups; a task that
+        ``models`` does not have; ``X`` without ``groups``; too few ``ax``.
+
+    Examples
+    --------
+    >>> fig = task_maps(hier_clf, X=X_train, y=y_train, groups=g_train)  # doctest: +SKIP
+    >>> fig = task_maps({t: clf_t for t, clf_t in separate.items()})  # doctest: +SKIP
+    """
+    kind = _check_kind(kind)
+    if isinstance(models, Mapping):
+        if len(models) == 0:
+            raise ValueError("models must be a fitted classifier or a non-empty dict of "
+                             "task -> fitted classifier.")
+        known = list(models)
+        view = models.__getitem__
+    else:
+        if not hasattr(models, "groups_"):
+            raise ValueError(
+                f"a single classifier must be fit with groups (fit(X, y, groups=...)); "
+                f"{type(models).__name__} has no groups_. For one classifier per task, "
+                f"pass a dict of task -> classifier."
+            )
+        known = list(np.asarray(models.groups_))
+        view = lambda t: _GroupView(models, t)  # noqa: E731
+    tasks = known if tasks is None else list(tasks)
+    missing = [t for t in tasks if t not in known]
+    if missing or not tasks:
+        raise ValueError(f"tasks must be a non-empty subset of {known}; unknown: {missing}.")
+    if X is not None and groups is None:
+        raise ValueError("X to overlay needs groups= (the task of each row).")
+    clfs = [view(t) for t in tasks]
+    for clf in clfs:
+        _check_2d_classifier(clf, kind)
+
+    n = len(tasks)
+    if ax is None:
+        ncols = max(1, min(int(ncols), n))
+        nrows = -(-n // ncols)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size * ncols + 1.0,
+                                                        panel_size * nrows + 0.3),
+                                 sharex=True, sharey=True, squeeze=False,
+                                 layout="constrained")
+        ncols_grid = ncols
+        axes = list(axes.ravel())
+    else:
+        grid = np.asarray(ax, dtype=object)
+        ncols_grid = grid.shape[-1] if grid.ndim == 2 else len(grid.ravel())
+        axes = list(grid.ravel())
+        if len(axes) < n:
+            raise ValueError(f"ax must hold at least one Axes per task ({n}); got {len(axes)}.")
+        fig = axes[0].figure
+    for extra in axes[n:]:
+        extra.set_visible(False)
+    axes = axes[:n]
+
+    xx, yy, points = grid_2d(lims, resolution)
+    maps = [_map_values(clf, points, kind, class_index) for clf in clfs]
+    labels = {label for _, label, _ in maps}
+    label = labels.pop() if len(labels) == 1 else KINDS[kind]
+    if vmax is None:
+        binary_mean = kind == "mean" and all(k == 2 for _, _, k in maps)
+        vmax = 1.0 if binary_mean else max(float(np.nanmax(v)) for v, _, _ in maps)
+    X_all = None if X is None else np.asarray(X)
+    g_all = None if groups is None else np.asarray(groups)
+    hue_order = None if y is None else np.unique(np.asarray(y))
+    titles = {} if titles is None else titles
+    for i, (a, task, (values, _, n_classes)) in enumerate(zip(axes, tasks, maps)):
+        levels = _levels(kind, n_classes, vmax, values)
+        cs = _draw_map(a, xx, yy, values.reshape(xx.shape), kind=kind, levels=levels,
+                       lims=lims, title=titles.get(task, f"task {_class_str(task)}"))
+        a.title.set_fontsize("small")
+        if X_all is not None:
+            rows = g_all == task
+            _scatter(a, X_all[rows], None if y is None else np.asarray(y)[rows],
+                     legend=False, s=9, hue_order=hue_order)
+        a.tick_params(labelbottom=False, labelleft=False, length=0)
+        a.set(xticks=[], yticks=[])
+        col = i % ncols_grid
+        if i + ncols_grid < n:  # a panel below: its x label is enough
+            a.set_xlabel("")
+        if col != 0:
+            a.set_ylabel("")
+    if colorbar:
+        cb = _colorbar(fig, cs, axes, label, shrink=0.9)
+        cb.ax.yaxis.label.set_fontsize("small")
+    if suptitle is not None:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def _posterior_draws(source, name: str) -> np.ndarray:
+    """The draws of scalar variable ``name`` from an idata-like ``source`` or a dict."""
+    if hasattr(source, "posterior"):
+        post = source.posterior
+        available = list(getattr(post, "data_vars", post))
+    elif isinstance(source, Mapping):
+        post, available = source, list(source)
+    else:
+        raise ValueError(
+            f"each posterior must be an ArviZ DataTree / InferenceData (e.g. clf.idata_) "
+            f"or a dict of name -> draws; got {type(source).__name__}."
+        )
+    if name not in available:
+        raise ValueError(f"no variable {name!r} in the posterior; it has {available}.")
+    var = post[name]
+    dims = getattr(var, "dims", None)
+    if dims is not None and set(dims) - {"chain", "draw"}:
+        raise ValueError(
+            f"{name!r} has dims {dims}: posterior_intervals plots scalar variables (only "
+            f"chain and draw dimensions)."
+        )
+    draws = np.asarray(var, dtype=float).ravel()
+    if dims is None and np.ndim(var) > 1:
+        raise ValueError(f"{name!r} must be a 1-D array of draws; got shape {np.shape(var)}.")
+    return draws
+
+
+def posterior_intervals(
+    posteriors: Mapping[str, object],
+    var_names: Sequence[str],
+    *,
+    prob: float = 0.94,
+    log: bool = False,
+    ax=None,
+    xlabel: str = "posterior value",
+    title: str | None = None,
+):
+    """Posterior mean and central interval of scalar variables, for one or more fits.
+
+    One row per variable (top to bottom in ``var_names`` order); each fit is a marker
+    at the posterior mean with a line over the central ``prob`` interval, offset
+    vertically so that fits of the same variable can be compared.
+
+    Parameters
+    ----------
+    posteriors : dict of str -> posterior
+        Legend label -> an ArviZ DataTree / InferenceData with a ``posterior`` group
+        (e.g. ``clf.idata_``), or a dict of variable name -> 1-D array of draws.
+    var_names : sequence of str
+        Scalar variables (e.g. a hierarchical network's group spreads ``w0_sd``,
+        ``w1_sd``, ... or Neal's precisions ``w0_precision``, ...).
+    prob : float, default 0.94
+        Probability mass of the central interval (quantiles ``(1 - prob) / 2`` and
+        ``(1 + prob) / 2`` of the draws).
+    log : bool, default False
+        Logarithmic x axis (for precisions or spreads over orders of magnitude).
+    ax : matplotlib Axes, optional
+    xlabel : str
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib Axes
+
+    Raises
+    ------
+    ValueError
+        For an empty ``posteriors`` or ``var_names``, ``prob`` outside (0, 1), a missing
+        or non-scalar variable, or (``log=True``) non-positive draws.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> ax = posterior_intervals({"fit": {"a_sd": [0.5, 1.0, 1.5]}}, ["a_sd"])
+    """
+    if not isinstance(posteriors, Mapping) or len(posteriors) == 0:
+        raise ValueError("posteriors must be a non-empty dict of label -> posterior.")
+    var_names = [var_names] if isinstance(var_names, str) else list(var_names)
+    if not var_names:
+        raise ValueError("var_names must name at least one variable.")
+    if not 0.0 < float(prob) < 1.0:
+        raise ValueError(f"prob must be in (0, 1); got {prob!r}.")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 0.45 * len(var_names) * len(posteriors) + 1.5))
+    n_fits = len(posteriors)
+    # the first fit on top within each variable's row, as in the legend
+    offsets = ((n_fits - 1) / 2 - np.arange(n_fits)) * min(0.6 / max(n_fits - 1, 1), 0.25)
+    colours = sns.color_palette("colorblind", n_colors=n_fits)
+    q = [(1.0 - prob) / 2, (1.0 + prob) / 2]
+    for j, (label, source) in enumerate(posteriors.items()):
+        for i, name in enumerate(var_names):
+            draws = _posterior_draws(source, name)
+            if log and np.any(draws <= 0):
+                raise ValueError(f"log=True needs positive draws; {name!r} of {label!r} "
+                                 f"has values <= 0.")
+            lo, hi = np.quantile(draws, q)
+            y = -i + offsets[j]
+            ax.plot([lo, hi], [y, y], color=colours[j], lw=2, solid_capstyle="butt")
+            ax.plot([draws.mean()], [y], marker="o", color=colours[j], ms=6,
+                    label=label if i == 0 else None, ls="none")
+    ax.set_yticks(-np.arange(len(var_names)), var_names)
+    ax.set_ylim(-len(var_names) + 0.5, 0.5)
+    if log:
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(base=10.0, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set(xlabel=f"{xlabel} (mean, {prob:.0%} interval)",
+           title=title if title is not None else "Posterior intervals")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    return ax
 
 
 def loss_curve(loss, *, window: int = 200, ax=None, label: str | None = None):

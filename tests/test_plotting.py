@@ -8,6 +8,7 @@ steps): these tests check figures, not fits. Maps use a coarse grid.
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.contour import ContourSet
 from matplotlib.figure import Figure
@@ -15,13 +16,16 @@ from sklearn.linear_model import LogisticRegression
 
 from pymc_bnn import BayesianMLPClassifier
 from pymc_bnn import plotting
+from pymc_bnn.datasets import make_rotated_moons
 from pymc_bnn.plotting import (
     KINDS,
     calibration_table,
     compare_maps,
     grid_2d,
     loss_curve,
+    posterior_intervals,
     reliability_diagram,
+    task_maps,
     uncertainty_map,
 )
 
@@ -49,6 +53,21 @@ def point_clf(moons):
     return LogisticRegression().fit(X_train, y_train)
 
 
+@pytest.fixture(scope="module")
+def tasks3():
+    """Three rotated-moons tasks, 20 train / 20 test points each."""
+    return make_rotated_moons(n_tasks=3, n_samples=40, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def hier_clf(tasks3):
+    """A small hierarchical (multi-task) network, fit with string group labels."""
+    groups = np.array(["a", "b", "c"])[tasks3["groups_train"]]
+    return BayesianMLPClassifier(hidden_layer_sizes=(3,), n_iter=800, n_draws=30,
+                                 random_state=0).fit(tasks3["X_train"], tasks3["y_train"],
+                                                     groups=groups)
+
+
 @pytest.fixture(autouse=True)
 def _no_show_and_close(monkeypatch):
     def show(*args, **kwargs):
@@ -67,7 +86,7 @@ def _contour(ax) -> ContourSet:
 def test_all_is_explicit_and_documented():
     assert sorted(plotting.__all__) == sorted([
         "KINDS", "calibration_table", "compare_maps", "grid_2d", "loss_curve",
-        "reliability_diagram", "uncertainty_map",
+        "posterior_intervals", "reliability_diagram", "task_maps", "uncertainty_map",
     ])
     for name in plotting.__all__:
         if callable(getattr(plotting, name)):
@@ -267,3 +286,137 @@ def test_reliability_diagram_rejects_bad_input():
         calibration_table(y, np.full((4, 3), 1 / 3), confidence="positive")
     with pytest.raises(ValueError, match="n_bins"):
         calibration_table(y, np.full((4, 3), 1 / 3), n_bins=0)
+
+
+# ------------------------------------------------------------------ task maps
+def _maps(fig):
+    return [a for a in fig.axes if any(isinstance(c, ContourSet) for c in a.collections)]
+
+
+def test_task_maps_of_a_hierarchical_network_predict_with_each_group(hier_clf, tasks3,
+                                                                     monkeypatch):
+    seen = []
+    original = hier_clf.predict_uncertainty
+
+    def spy(X, groups=None):
+        seen.append(set(np.asarray(groups).tolist()))
+        return original(X, groups=groups)
+
+    monkeypatch.setattr(hier_clf, "predict_uncertainty", spy)
+    groups = np.array(["a", "b", "c"])[tasks3["groups_train"]]
+    fig = task_maps(hier_clf, X=tasks3["X_train"], y=tasks3["y_train"], groups=groups,
+                    resolution=RES, suptitle="tasks")
+    assert isinstance(fig, Figure) and fig.get_suptitle() == "tasks"
+    assert seen == [{"a"}, {"b"}, {"c"}]  # one panel per group, with its own weights
+    maps = _maps(fig)
+    assert [a.get_title() for a in maps] == ["task 'a'", "task 'b'", "task 'c'"]
+    # one shared colour bar on the binary mean's full scale
+    assert len(fig.axes) == 4
+    for a in maps:
+        np.testing.assert_array_equal(_contour(a).levels, np.linspace(0, 1, 21))
+    assert fig.axes[-1].get_ylabel() == "posterior predictive mean P(y = 1)"
+    # each panel overlays its own task's points only
+    for a, g in zip(maps, "abc"):
+        (points,) = [c for c in a.collections if not isinstance(c, ContourSet)]
+        assert len(points.get_offsets()) == np.sum(groups == g)
+    # the panels differ: each group has its own decision surface
+    z = [np.asarray(original(grid_2d(resolution=RES)[2], groups=np.full(RES**2, g))["mean"])
+         for g in "ab"]
+    assert not np.allclose(z[0], z[1])
+
+
+def test_task_maps_of_separate_networks_subset_titles_and_given_axes(tasks3):
+    X, y, g = tasks3["X_train"], tasks3["y_train"], tasks3["groups_train"]
+    separate = {t: LogisticRegression().fit(X[g == t], y[g == t]) for t in range(3)}
+    fig, axes = plt.subplots(2, 2)
+    out = task_maps(separate, kind="entropy", tasks=[2, 0], titles={2: "two"}, ax=axes,
+                    X=X, y=y, groups=g, resolution=RES, vmax=0.8)
+    assert out is fig
+    maps = _maps(fig)
+    assert [a.get_title() for a in maps] == ["two", "task 0"]
+    assert [a.get_visible() for a in axes.ravel()] == [True, True, False, False]
+    assert all(_contour(a).levels[-1] == 0.8 for a in maps)
+    # outer panels keep the axis labels: left column y, bottom-most panels x
+    assert maps[0].get_ylabel() and not maps[1].get_ylabel()
+    assert maps[0].get_xlabel() and maps[1].get_xlabel()  # nothing below them
+
+
+def test_task_maps_colour_each_class_the_same_on_every_panel(tasks3, point_clf):
+    X, g = tasks3["X_train"], tasks3["groups_train"]
+    y = np.where(g == 1, 1, tasks3["y_train"])  # task 1: only class 1
+    fig = task_maps({t: point_clf for t in range(3)}, X=X, y=y, groups=g, resolution=RES,
+                    colorbar=False)
+    assert len(fig.axes) == 3  # no colour bar
+    class1 = np.array([*sns.color_palette("colorblind", n_colors=2)[1], 1.0])
+    for a, t in zip(_maps(fig), range(3)):
+        (points,) = [c for c in a.collections if not isinstance(c, ContourSet)]
+        faces = points.get_facecolors()
+        expected = y[g == t] == 1
+        np.testing.assert_allclose(faces[expected], np.tile(class1, (expected.sum(), 1)))
+
+
+def test_task_maps_reject_bad_input(hier_clf, small_clf, tasks3):
+    with pytest.raises(ValueError, match="fit with groups"):
+        task_maps(small_clf, resolution=RES)
+    with pytest.raises(ValueError, match="unknown: \\['z'\\]"):
+        task_maps(hier_clf, tasks=["a", "z"], resolution=RES)
+    with pytest.raises(ValueError, match="needs groups="):
+        task_maps(hier_clf, X=tasks3["X_train"], resolution=RES)
+    with pytest.raises(ValueError, match="at least one Axes per task"):
+        task_maps(hier_clf, ax=plt.subplots(1, 2)[1], resolution=RES)
+    with pytest.raises(ValueError, match="non-empty dict"):
+        task_maps({}, resolution=RES)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        task_maps(hier_clf, kind="variance", resolution=RES)
+
+
+# ------------------------------------------------------------ posterior intervals
+def test_posterior_intervals_draw_mean_and_central_interval():
+    rng = np.random.default_rng(0)
+    draws = {"a_sd": rng.gamma(2.0, 0.5, 400), "b_sd": rng.gamma(5.0, 0.1, 400)}
+    other = {"a_sd": draws["a_sd"] * 2, "b_sd": draws["b_sd"] * 3}
+    ax = posterior_intervals({"one": draws, "two": other}, ["a_sd", "b_sd"], prob=0.9,
+                             title="spreads")
+    assert isinstance(ax, Axes) and ax.get_title() == "spreads"
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a_sd", "b_sd"]
+    assert "90% interval" in ax.get_xlabel()
+    lines = ax.lines  # per fit, per variable: an interval line then a mean marker
+    assert len(lines) == 8
+    for k, (source, var) in enumerate([(draws, "a_sd"), (draws, "b_sd"),
+                                       (other, "a_sd"), (other, "b_sd")]):
+        interval, mean = lines[2 * k], lines[2 * k + 1]
+        np.testing.assert_allclose(interval.get_xdata(), np.quantile(source[var], [0.05, 0.95]))
+        assert mean.get_xdata()[0] == pytest.approx(source[var].mean())
+    # the first variable on top; within a variable, the first fit above the second
+    y_one_a, y_two_a = lines[1].get_ydata()[0], lines[5].get_ydata()[0]
+    assert y_one_a > y_two_a > lines[3].get_ydata()[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["one", "two"]
+
+
+def test_posterior_intervals_of_a_fitted_network(hier_clf):
+    names = ["w0_sd", "w1_sd", "b0_sd"]
+    fig, ax = plt.subplots()
+    out = posterior_intervals({"ADVI": hier_clf.idata_}, names, log=True, ax=ax)
+    assert out is ax and ax.get_xscale() == "log"
+    post = hier_clf.idata_.posterior
+    for i, var in enumerate(names):
+        assert ax.lines[2 * i + 1].get_xdata()[0] == pytest.approx(float(post[var].mean()))
+
+
+def test_posterior_intervals_reject_bad_input(hier_clf):
+    with pytest.raises(ValueError, match="no variable 'nope'.*w0_sd"):
+        posterior_intervals({"x": hier_clf.idata_}, ["nope"])
+    with pytest.raises(ValueError, match="scalar variables"):
+        posterior_intervals({"x": hier_clf.idata_}, ["w0_mu"])
+    with pytest.raises(ValueError, match="1-D array"):
+        posterior_intervals({"x": {"a": np.ones((3, 2))}}, ["a"])
+    with pytest.raises(ValueError, match="positive draws"):
+        posterior_intervals({"x": {"a": [-1.0, 1.0]}}, ["a"], log=True)
+    with pytest.raises(ValueError, match="prob"):
+        posterior_intervals({"x": {"a": [1.0]}}, ["a"], prob=1.0)
+    with pytest.raises(ValueError, match="non-empty dict"):
+        posterior_intervals({}, ["a"])
+    with pytest.raises(ValueError, match="at least one"):
+        posterior_intervals({"x": {"a": [1.0]}}, [])
+    with pytest.raises(ValueError, match="DataTree"):
+        posterior_intervals({"x": [1.0, 2.0]}, ["a"])
