@@ -467,6 +467,14 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
         proba = self.predict_proba(X, groups)
         return self.classes_[np.argmax(proba, axis=1)]
 
+    def score(self, X, y, sample_weight=None, groups=None):
+        """Mean accuracy of :meth:`predict` (scikit-learn's ``score``), with ``groups``
+        passed to it: without them a hierarchical model scores its population-level
+        weights only."""
+        from sklearn.metrics import accuracy_score
+
+        return accuracy_score(y, self.predict(X, groups), sample_weight=sample_weight)
+
     def predict_uncertainty(self, X, groups=None) -> dict[str, np.ndarray]:
         """Per-point summaries of the posterior predictive.
 
@@ -653,6 +661,13 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
         """
         moments = self.predict_uncertainty(X, groups)
         return (moments["mean"], moments["std"]) if return_std else moments["mean"]
+
+    def score(self, X, y, sample_weight=None, groups=None):
+        """R^2 of :meth:`predict` (scikit-learn's ``score``), with ``groups`` passed to
+        it: without them a hierarchical model scores its population-level weights."""
+        from sklearn.metrics import r2_score
+
+        return r2_score(y, self.predict(X, groups=groups), sample_weight=sample_weight)
 
     def predict_interval(self, X, coverage=0.95, groups=None):
         """Central posterior predictive interval.

@@ -96,6 +96,7 @@ def test_hierarchical_estimator_fit_predict(hier_clf, tasks):
     assert proba.shape == (len(g_test), 2)
     acc = np.mean(clf.predict(tasks["X_test"], groups=g_test) == tasks["y_test"])
     assert acc >= 0.8, acc
+    assert clf.score(tasks["X_test"], tasks["y_test"], groups=g_test) == acc
     unc = clf.predict_uncertainty(tasks["X_test"], groups=g_test)
     assert unc["entropy"].shape == (len(g_test),)
     assert clf.sample_proba(tasks["X_test"], groups=g_test).shape == (500, len(g_test), 2)

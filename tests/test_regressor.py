@@ -198,6 +198,7 @@ def test_regressor_with_groups():
     x = np.full((3, 1), 0.8)
     pred = reg.predict(x, groups=np.array([0, 1, 2]))
     np.testing.assert_allclose(pred, [0.8, 1.6, 2.4], atol=0.25)
+    assert reg.score(X, y, groups=g) > reg.score(X, y)  # per-group beats population
 
 
 @pytest.mark.slow
