@@ -573,10 +573,11 @@ def sample_more(
     n_old = int(posterior.idata.posterior.sizes["draw"])
     if random_seed is None:
         random_seed = int(np.random.SeedSequence([posterior.seed, n_old]).generate_state(1)[0] >> 1)
+    plans = _resume_plan(posterior)
     seeds = [int(c.generate_state(1)[0] >> 1)
-             for c in np.random.SeedSequence(int(random_seed)).spawn(len(_resume_plan(posterior)))]
+             for c in np.random.SeedSequence(int(random_seed)).spawn(len(plans))]
     pieces = []
-    for plan, seed in zip(_resume_plan(posterior), seeds):
+    for plan, seed in zip(plans, seeds):
         adapt = tune > 0
         if sampler == "numpyro":
             nuts = {"step_size": plan["step_size"], "inverse_mass_matrix": plan["inv_mass"],
