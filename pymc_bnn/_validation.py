@@ -194,7 +194,7 @@ def check_group_codes(groups, n_groups, *, n_rows: int):
     if n_groups is None:
         n_groups = int(groups.max()) + 1
     n_groups = check_positive_int("n_groups", n_groups)
-    if groups.min() < 0 or groups.max() >= n_groups:
+    if groups.max() >= n_groups:
         raise ValueError(
             f"groups must hold integer group codes 0 .. n_groups - 1 = {n_groups - 1}; got "
             f"values from {int(groups.min())} to {int(groups.max())}."

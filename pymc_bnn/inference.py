@@ -505,19 +505,21 @@ def _resume_plan(posterior) -> list[dict]:
     return plans
 
 
-def _concat_draws(old, new):
-    """Append ``new`` draws to ``old`` along ``draw`` (posterior and sample_stats)."""
+def _concat_runs(trees, dim: str):
+    """Join the ``posterior`` and ``sample_stats`` of several runs along ``dim``
+    (``"chain"`` or ``"draw"``), keeping the variables every run has and numbering
+    ``dim`` afresh; other groups (observed data, ...) come from the first run."""
     import xarray as xr
 
     groups = {}
     for name in ("posterior", "sample_stats"):
-        a, b = old[name].to_dataset(), new[name].to_dataset()
-        keep = [v for v in a.data_vars if v in b.data_vars]
-        b = b[keep].assign_coords(draw=np.arange(a.sizes["draw"], a.sizes["draw"] + b.sizes["draw"]))
-        groups[f"/{name}"] = xr.concat([a[keep], b], dim="draw", combine_attrs="override")
-    for name in old.children:
+        parts = [t[name].to_dataset() for t in trees]
+        keep = [v for v in parts[0].data_vars if all(v in p.data_vars for p in parts)]
+        joined = xr.concat([p[keep] for p in parts], dim=dim, combine_attrs="override")
+        groups[f"/{name}"] = joined.assign_coords({dim: np.arange(joined.sizes[dim])})
+    for name in trees[0].children:
         if name not in ("posterior", "sample_stats"):
-            groups[f"/{name}"] = old[name].to_dataset()
+            groups[f"/{name}"] = trees[0][name].to_dataset()
     return xr.DataTree.from_dict(groups)
 
 
@@ -591,17 +593,5 @@ def sample_more(
             idata = _sample_nuts(model, sampler, draws=draws, tune=tune, chains=1, seed=seed,
                                  initvals=plan["start"], progressbar=progressbar, step=step)
         pieces.append(idata)
-    new = _concat_chains(pieces)
-    return dataclasses.replace(posterior, idata=_concat_draws(posterior.idata, new))
-
-
-def _concat_chains(pieces):
-    import xarray as xr
-
-    groups = {}
-    for name in ("posterior", "sample_stats"):
-        parts = [p[name].to_dataset() for p in pieces]
-        keep = [v for v in parts[0].data_vars if all(v in q.data_vars for q in parts)]
-        parts = [q[keep].assign_coords(chain=[c]) for c, q in enumerate(parts)]
-        groups[f"/{name}"] = xr.concat(parts, dim="chain", combine_attrs="override")
-    return xr.DataTree.from_dict(groups)
+    new = _concat_runs(pieces, "chain")
+    return dataclasses.replace(posterior, idata=_concat_runs([posterior.idata, new], "draw"))

@@ -55,11 +55,8 @@ def _backend() -> tuple[str, str]:
     return "NUMBA", "float64"
 
 
-#: Output heads: how the last layer's outputs become predictions.
-HEADS = ("bernoulli", "categorical", "normal", "normal_hetero")
-
-
 def _head(spec: NetworkSpec) -> str:
+    """How the last layer's outputs become predictions (see :func:`_compiled_forward`)."""
     if spec.is_regression:
         return "normal_hetero" if spec.heteroscedastic else "normal"
     return "bernoulli" if spec.n_classes == 2 else "categorical"
@@ -285,7 +282,11 @@ class PosteriorPredictive:
             Column ``k`` is the probability of class code ``k``; rows sum to 1.
         """
         self._require(False, "sample_proba")
-        out = np.empty((self.n_draws, X.shape[0], self.spec.n_classes))
+        return self._sample(X, groups)
+
+    def _sample(self, X, groups) -> np.ndarray:
+        """All chunks' outputs in one (n_draws, n_points, width) array."""
+        out = np.empty((self.n_draws, X.shape[0], self._width))
         for start, chunk in self._chunks(X, groups):
             out[:, start : start + chunk.shape[1]] = chunk
         return out
@@ -329,9 +330,7 @@ class PosteriorPredictive:
             draw, ``y ~ Normal(mean, sd)``. The posterior predictive is their mixture.
         """
         self._require(True, "sample_normal")
-        out = np.empty((self.n_draws, X.shape[0], 2))
-        for start, chunk in self._chunks(X, groups):
-            out[:, start : start + chunk.shape[1]] = chunk
+        out = self._sample(X, groups)
         return out[..., 0], out[..., 1]
 
     def normal_summary(self, X: np.ndarray, groups=None) -> dict[str, np.ndarray]:
