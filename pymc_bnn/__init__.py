@@ -11,8 +11,14 @@ The public API, in pipeline order (see ``DESIGN.md``):
   regression, per-draw means and noise sds);
 - :class:`BayesianMLPClassifier` and :class:`BayesianMLPRegressor` — the scikit-learn
   estimators on top of them.
+
+Uncertainty and calibration metrics (expected calibration error, reliability curves,
+risk–coverage, OOD AUROC, NLL, Brier score, interval coverage, CRPS) are plain NumPy /
+scikit-learn functions of ``(y_true, predictions)`` in the submodule
+:mod:`pymc_bnn.metrics` (``from pymc_bnn import metrics``), not re-exported here.
 """
 
+from pymc_bnn import metrics as metrics  # the submodule pymc_bnn.metrics
 from pymc_bnn.estimator import BayesianMLPClassifier, BayesianMLPRegressor
 from pymc_bnn.inference import Posterior, fit, sample_more
 from pymc_bnn.model import NetworkSpec, build_model, forward, network_spec

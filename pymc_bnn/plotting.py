@@ -31,6 +31,8 @@ import numpy as np
 import seaborn as sns
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
+from pymc_bnn.metrics import reliability_curve
+
 __all__ = [
     "KINDS",
     "calibration_table",
@@ -710,40 +712,12 @@ def loss_curve(loss, *, window: int = 200, ax=None, label: str | None = None):
     return ax
 
 
-def _check_proba(y_true, proba, classes):
-    y_true = np.asarray(y_true)
-    proba = np.asarray(proba, dtype=float)
-    if proba.ndim == 1:
-        proba = np.column_stack([1.0 - proba, proba])
-    if proba.ndim != 2 or y_true.ndim != 1 or proba.shape[0] != y_true.shape[0]:
-        raise ValueError(
-            "proba must have shape (n_samples, n_classes) or (n_samples,) and y_true shape "
-            f"(n_samples,); got {proba.shape} and {y_true.shape}."
-        )
-    if y_true.size == 0:
-        raise ValueError("y_true and proba are empty.")
-    if not np.all(np.isfinite(proba)) or proba.min() < 0 or proba.max() > 1:
-        raise ValueError("proba must hold probabilities in [0, 1].")
-    classes = np.unique(y_true) if classes is None else np.asarray(classes)
-    if classes.shape[0] != proba.shape[1]:
-        raise ValueError(
-            f"proba has {proba.shape[1]} columns but there are {classes.shape[0]} classes "
-            f"{list(classes)}; pass classes= (e.g. clf.classes_) in proba's column order."
-        )
-    order = np.argsort(classes, kind="stable")
-    pos = np.minimum(np.searchsorted(classes[order], y_true), classes.size - 1)
-    unknown = classes[order][pos] != y_true
-    if np.any(unknown):
-        raise ValueError(
-            f"y_true holds labels not in classes {list(classes)}: "
-            f"{list(np.unique(y_true[unknown]))}."
-        )
-    return order[pos], proba, classes
-
-
 def calibration_table(y_true, proba, *, n_bins: int = 10, classes=None,
                       confidence: str = "auto") -> dict:
     """Binned calibration of predicted probabilities (the numbers of a reliability diagram).
+
+    :func:`pymc_bnn.metrics.reliability_curve` with 10 bins by default (it computes
+    these numbers; ``reliability_curve`` defaults to 15 bins).
 
     Parameters
     ----------
@@ -780,33 +754,8 @@ def calibration_table(y_true, proba, *, n_bins: int = 10, classes=None,
     >>> t["count"].tolist(), t["frequency"].tolist()
     ([2, 2], [0.0, 1.0])
     """
-    from pymc_bnn._validation import check_choice, check_positive_int
-
-    n_bins = check_positive_int("n_bins", n_bins)
-    confidence = check_choice("confidence", confidence, ("auto", "positive", "top"))
-    codes, proba, classes = _check_proba(y_true, proba, classes)
-    n_classes = proba.shape[1]
-    if confidence == "auto":
-        confidence = "positive" if n_classes == 2 else "top"
-    if confidence == "positive":
-        if n_classes != 2:
-            raise ValueError(
-                f"confidence='positive' needs 2 classes; got {n_classes}. Use 'top'."
-            )
-        p, hit, positive = proba[:, 1], (codes == 1).astype(float), classes[1]
-    else:
-        p = proba.max(axis=1)
-        hit, positive = (proba.argmax(axis=1) == codes).astype(float), None
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    idx = np.searchsorted(edges[1:-1], p, side="right")
-    count = np.bincount(idx, minlength=n_bins)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_conf = np.bincount(idx, weights=p, minlength=n_bins) / count
-        freq = np.bincount(idx, weights=hit, minlength=n_bins) / count
-    filled = count > 0
-    ece = float(np.sum(count[filled] / p.size * np.abs(freq[filled] - mean_conf[filled])))
-    return {"edges": edges, "count": count, "mean_confidence": mean_conf, "frequency": freq,
-            "ece": ece, "confidence": confidence, "positive_class": positive}
+    return reliability_curve(y_true, proba, n_bins=n_bins, classes=classes,
+                             confidence=confidence)
 
 
 def reliability_diagram(
