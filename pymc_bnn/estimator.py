@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from pymc_bnn.inference import METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, sample_more
 from pymc_bnn.model import ACTIVATIONS, PRIORS, build_model
 from pymc_bnn.predictive import from_idata, posterior_draws, posterior_predictive
+from pymc_bnn.tempering import cross_fit_temperature
 
 __all__ = ["BayesianMLPClassifier", "BayesianMLPRegressor"]
 
@@ -56,6 +57,7 @@ class _BayesianMLP(BaseEstimator):
         "chains": [Interval(Integral, 1, None, closed="left")],
         "nuts_sampler": [StrOptions(set(NUTS_SAMPLERS)), None],
         "nuts_init": [StrOptions(set(NUTS_INITS))],
+        "posterior_temperature": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "random_state": ["random_state"],
         "progressbar": ["boolean"],
     }
@@ -78,6 +80,7 @@ class _BayesianMLP(BaseEstimator):
         chains=2,
         nuts_sampler=None,
         nuts_init="jitter",
+        posterior_temperature="auto",
         random_state=None,
         progressbar=False,
     ):
@@ -96,6 +99,7 @@ class _BayesianMLP(BaseEstimator):
         self.chains = chains
         self.nuts_sampler = nuts_sampler
         self.nuts_init = nuts_init
+        self.posterior_temperature = posterior_temperature
         self.random_state = random_state
         self.progressbar = progressbar
 
@@ -123,8 +127,8 @@ class _BayesianMLP(BaseEstimator):
     def _seeds(self) -> dict[str, int]:
         """One seed per stage, all from ``random_state`` (DESIGN.md: split per stage)."""
         root = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
-        children = np.random.SeedSequence(root).spawn(3)
-        names = ("init", "fit", "predict")
+        children = np.random.SeedSequence(root).spawn(4)
+        names = ("init", "fit", "predict", "temperature")
         return {n: int(c.generate_state(1)[0] >> 1) for n, c in zip(names, children)}
 
     # ---------------------------------------------------------------------- fit
@@ -164,44 +168,86 @@ class _BayesianMLP(BaseEstimator):
         elif hasattr(self, "groups_"):
             del self.groups_
         seeds = self._seeds()
-        batch_size = self.batch_size
-        if batch_size is not None:
-            batch_size = min(int(batch_size), X.shape[0])
-        model = build_model(
-            X,
-            y_model,
-            hidden_layer_sizes=self.hidden_layer_sizes,
-            activation=self.activation,
-            prior=self.prior,
-            prior_sigma=self.prior_sigma,
-            precision_shape=self.precision_shape,
-            precision_rate=self.precision_rate,
-            groups=group_codes,
-            batch_size=None if self.inference == "nuts" else batch_size,
-            random_state=seeds["init"],
-            **target_kwargs,
-        )
-        posterior = fit(
-            model,
-            method=self.inference,
-            n_iter=self.n_iter,
-            learning_rate=self.learning_rate,
-            draws=self.n_draws,
-            tune=self.tune,
-            chains=self.chains,
-            nuts_sampler=self.nuts_sampler,
-            nuts_init=self.nuts_init,
-            random_seed=seeds["fit"],
-            progressbar=self.progressbar,
-        )
+        n_groups = None if group_codes is None else len(self.groups_)
+
+        def fit_rows(rows, fit_seed):
+            """Build and fit the network on ``X[rows]`` (all rows: ``rows=None``)."""
+            sub = slice(None) if rows is None else rows
+            batch_size = self.batch_size
+            n_rows = X.shape[0] if rows is None else len(rows)
+            if batch_size is not None:
+                batch_size = min(int(batch_size), n_rows)
+            model = build_model(
+                X[sub],
+                y_model[sub],
+                hidden_layer_sizes=self.hidden_layer_sizes,
+                activation=self.activation,
+                prior=self.prior,
+                prior_sigma=self.prior_sigma,
+                precision_shape=self.precision_shape,
+                precision_rate=self.precision_rate,
+                groups=None if group_codes is None else group_codes[sub],
+                n_groups=n_groups,
+                batch_size=None if self.inference == "nuts" else batch_size,
+                random_state=seeds["init"],
+                **target_kwargs,
+            )
+            return fit(
+                model,
+                method=self.inference,
+                n_iter=self.n_iter,
+                learning_rate=self.learning_rate,
+                draws=self.n_draws,
+                tune=self.tune,
+                chains=self.chains,
+                nuts_sampler=self.nuts_sampler,
+                nuts_init=self.nuts_init,
+                random_seed=fit_seed,
+                progressbar=self.progressbar,
+            )
+
+        posterior = fit_rows(None, seeds["fit"])
+        self._choose_temperature(fit_rows, X, y_model, group_codes, seeds["temperature"])
         self._set_posterior(posterior, seeds["predict"])
         return self
+
+    #: Folds of the cross-fitted temperature choice (``posterior_temperature="auto"``).
+    _TEMPERATURE_FOLDS = 3
+
+    def _choose_temperature(self, fit_rows, X, y_model, group_codes, seed) -> None:
+        """Set ``posterior_temperature_`` and ``temperature_selection_``."""
+        self.temperature_selection_ = None
+        if self.inference == "nuts":
+            if self.posterior_temperature not in ("auto", 1, 1.0):
+                raise ValueError(
+                    f"posterior_temperature={self.posterior_temperature!r} applies to "
+                    "variational inference only; NUTS draws are used as they are. Use "
+                    "posterior_temperature='auto' (or 1.0) with inference='nuts'."
+                )
+            self.posterior_temperature_ = 1.0
+            return
+        if self.posterior_temperature != "auto":
+            self.posterior_temperature_ = float(self.posterior_temperature)
+            return
+        folds = self._temperature_folds(y_model, seed)
+        if folds is None:  # too few rows (per class) to hold any out: no tempering
+            self.posterior_temperature_ = 1.0
+            return
+        selection = cross_fit_temperature(fit_rows, X, y_model, folds=folds, seed=seed,
+                                          groups=group_codes)
+        self.temperature_selection_ = selection
+        self.posterior_temperature_ = selection.temperature
+
+    def _temperature_folds(self, y_model, seed):
+        """Folds for the temperature choice, or None when the data are too few."""
+        raise NotImplementedError
 
     def _set_posterior(self, posterior, predict_seed):
         self.posterior_ = posterior
         self.approx_ = posterior.approx
         self.loss_curve_ = posterior.loss
-        self.idata_ = posterior_draws(posterior, n_draws=self.n_draws, random_seed=predict_seed)
+        self.idata_ = posterior_draws(posterior, n_draws=self.n_draws, random_seed=predict_seed,
+                                      temperature=getattr(self, "posterior_temperature_", 1.0))
         self.predictive_ = from_idata(posterior.spec, self.idata_)
 
     def sample_more(self, n_draws, *, tune=0):
@@ -374,6 +420,17 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
     nuts_init : {"jitter", "advi"}, default "jitter"
         Start of the NUTS chains: PyMC's jittered initial point, or a warm start from
         a quick ADVI fit (one approximation draw per chain). See :func:`pymc_bnn.fit`.
+    posterior_temperature : "auto" or float > 0, default "auto"
+        Temper the variational posterior to ``q**(1/T)`` before predicting: every
+        posterior standard deviation is scaled by ``sqrt(T)`` around the unchanged
+        mean (``T < 1`` "cold", ``T > 1`` "warm"; :func:`pymc_bnn.predictive.tempered`).
+        ``"auto"`` chooses ``T`` from a fixed grid by the held-out predictive
+        likelihood of 3 cross-fitted networks (stratified folds of the training data,
+        same settings; :func:`pymc_bnn.tempering.cross_fit_temperature`), so one fit
+        costs about four; ``1.0`` uses the posterior as fitted, with one fit. NUTS
+        draws are never tempered ("auto" means 1 there). Why: with Normal(0, 1)
+        weights, the untempered mean-field posterior is too wide on clean data and
+        its predictive under-confident (``docs/calibration.md``).
     random_state : int, RandomState instance or None
         Seeds the initial weights, minibatch order, ADVI noise, NUTS and the
         prediction draws: the same int gives identical predictions.
@@ -392,9 +449,16 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
     approx_ : pymc Approximation or None
         The variational approximation (VI; None for NUTS).
     idata_ : xarray.DataTree
-        Posterior draws used for prediction (every method).
+        Posterior draws used for prediction (every method); VI: drawn from the
+        approximation tempered to ``posterior_temperature_``.
     posterior_ : Posterior
         The full result of :func:`pymc_bnn.fit`.
+    posterior_temperature_ : float
+        The temperature the predictions use (1.0: untempered).
+    temperature_selection_ : TemperatureSelection or None
+        With ``posterior_temperature="auto"``: the grid of temperatures and their
+        held-out negative log predictive densities (None when not chosen by
+        cross-fitting, e.g. NUTS, a fixed temperature, or fewer than 2 rows in a class).
 
     Examples
     --------
@@ -422,6 +486,15 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
             )
         self.classes_ = classes
         return codes, {"n_classes": classes.shape[0]}
+
+    def _temperature_folds(self, y_model, seed):
+        from sklearn.model_selection import StratifiedKFold
+
+        n_splits = min(self._TEMPERATURE_FOLDS, int(np.bincount(y_model).min()))
+        if n_splits < 2:
+            return None
+        return list(StratifiedKFold(n_splits, shuffle=True, random_state=seed)
+                    .split(np.zeros(len(y_model)), y_model))
 
     def _target_metadata(self):
         from pymc_bnn.persistence import jsonable_labels
@@ -509,7 +582,8 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
             pred = self.predictive_
         elif self.posterior_.is_variational:
             pred = posterior_predictive(self.posterior_, n_draws=n_draws,
-                              random_seed=self._seeds()["predict"])
+                                        random_seed=self._seeds()["predict"],
+                                        temperature=self.posterior_temperature_)
         else:
             pred = from_idata(self.posterior_.spec, self.idata_, n_draws=n_draws)
         return pred.sample_proba(X, codes)
@@ -532,8 +606,9 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
     ----------
     hidden_layer_sizes, activation, prior, prior_sigma, precision_shape, precision_rate,
     inference, n_iter, learning_rate, batch_size, n_draws, tune, chains, nuts_sampler,
-    nuts_init, random_state, progressbar
-        As in :class:`BayesianMLPClassifier`.
+    nuts_init, posterior_temperature, random_state, progressbar
+        As in :class:`BayesianMLPClassifier` (the regressor's held-out criterion is the
+        log density of the predictive mixture; folds are plain K-fold).
     heteroscedastic : bool, default False
         Learn the noise level as a function of ``x`` (a second output head).
     noise_scale : float, default 0.5
@@ -545,7 +620,7 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
     y_mean_, y_scale_ : float
         Mean and standard deviation of the training targets (the standardisation).
     n_features_in_, feature_names_in_, groups_, loss_curve_, approx_, idata_,
-    posterior_
+    posterior_, posterior_temperature_, temperature_selection_
         As in :class:`BayesianMLPClassifier`.
 
     Examples
@@ -587,6 +662,7 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
         chains=2,
         nuts_sampler=None,
         nuts_init="jitter",
+        posterior_temperature="auto",
         random_state=None,
         progressbar=False,
     ):
@@ -595,7 +671,8 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
             precision_shape=precision_shape, precision_rate=precision_rate,
             inference=inference, n_iter=n_iter, learning_rate=learning_rate,
             batch_size=batch_size, n_draws=n_draws, tune=tune, chains=chains,
-            nuts_sampler=nuts_sampler, nuts_init=nuts_init, random_state=random_state,
+            nuts_sampler=nuts_sampler, nuts_init=nuts_init,
+            posterior_temperature=posterior_temperature, random_state=random_state,
             progressbar=progressbar,
         )
         self.heteroscedastic = heteroscedastic
@@ -609,6 +686,14 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
         kwargs = {"likelihood": "normal", "heteroscedastic": bool(self.heteroscedastic),
                   "noise_scale": self.noise_scale}
         return (y - self.y_mean_) / self.y_scale_, kwargs
+
+    def _temperature_folds(self, y_model, seed):
+        from sklearn.model_selection import KFold
+
+        if len(y_model) < 2 * self._TEMPERATURE_FOLDS:
+            return None
+        return list(KFold(self._TEMPERATURE_FOLDS, shuffle=True, random_state=seed)
+                    .split(np.zeros(len(y_model))))
 
     def _target_metadata(self):
         return {"y_mean": self.y_mean_, "y_scale": self.y_scale_}

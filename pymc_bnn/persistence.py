@@ -82,6 +82,10 @@ def save(estimator, path) -> Path:
         "seed": int(post.seed),
         "learning_rate": post.learning_rate,
         "nuts_sampler": post.nuts_sampler,
+        # the stored draws are already tempered; these record how T was chosen
+        "posterior_temperature": float(estimator.posterior_temperature_),
+        "temperature_selection": (None if estimator.temperature_selection_ is None
+                                  else estimator.temperature_selection_.as_dict()),
     }
     posterior = estimator.idata_.posterior.to_dataset()
     tree = xr.DataTree.from_dict({
@@ -135,6 +139,7 @@ def load(cls, path):
     from pymc_bnn.inference import Posterior
     from pymc_bnn.model import NetworkSpec
     from pymc_bnn.predictive import from_idata
+    from pymc_bnn.tempering import TemperatureSelection
 
     path = Path(path)
     if not path.is_file():
@@ -170,6 +175,15 @@ def load(cls, path):
         est._restore_target(meta["target"], spec)
         groups = meta.get("groups")
         groups = None if groups is None else restore_labels(groups, meta["groups_dtype"])
+        # files written before tempering existed hold untempered draws
+        temperature = float(meta.get("posterior_temperature", 1.0))
+        selection = meta.get("temperature_selection")
+        if selection is not None:
+            selection = TemperatureSelection(
+                temperature=float(selection["temperature"]),
+                temperatures=tuple(float(t) for t in selection["temperatures"]),
+                scores=np.array(selection["scores"], dtype=np.float64),
+                n_splits=int(selection["n_splits"]))
     except (KeyError, TypeError, ValueError) as err:
         raise ValueError(f"{path} is a damaged pymc_bnn model file: {err}") from None
     n_groups = 0 if groups is None else groups.shape[0]
@@ -186,6 +200,8 @@ def load(cls, path):
         learning_rate=meta["learning_rate"], nuts_sampler=meta["nuts_sampler"],
     )
     est.approx_ = None
+    est.posterior_temperature_ = temperature
+    est.temperature_selection_ = selection
     est.loss_curve_ = loss
     est.idata_ = idata
     est.predictive_ = predictive

@@ -18,9 +18,11 @@ PyMC's ``sample_node``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 import pytensor
@@ -34,6 +36,7 @@ __all__ = [
     "posterior_draws",
     "posterior_predictive",
     "summarize_proba",
+    "tempered",
 ]
 
 #: Upper bound on the working memory of one chunk of the batched forward pass. 16 MB
@@ -462,20 +465,96 @@ def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> Poste
     return PosteriorPredictive(spec=spec, weights=weights, noise=noise)
 
 
-def posterior_draws(posterior, *, n_draws: int = 500, random_seed: int | None = None):
+def check_temperature(temperature) -> float:
+    """Validate a posterior temperature: a positive, finite number."""
+    if (isinstance(temperature, bool) or not isinstance(temperature, Real)
+            or not np.isfinite(temperature) or temperature <= 0):
+        raise ValueError(
+            f"temperature must be a positive finite number; got {temperature!r}.")
+    return float(temperature)
+
+
+def _softplus_inv(sigma: np.ndarray) -> np.ndarray:
+    """Inverse of ``log1p(exp(rho))`` (PyMC's ``rho2sigma``), stable for small and
+    large ``sigma``."""
+    return sigma + np.log(-np.expm1(-sigma))
+
+
+@contextlib.contextmanager
+def tempered(approx, temperature: float):
+    """Temporarily temper a Gaussian variational approximation: ``q -> q**(1/T)``.
+
+    For a Gaussian ``q = N(mu, Sigma)`` in PyMC's unconstrained space,
+    ``q**(1/T)`` normalised is ``N(mu, T * Sigma)``: every standard deviation (mean
+    field) or the whole Cholesky factor (full rank) is multiplied by ``sqrt(T)``,
+    the mean is unchanged. ``T < 1`` is a *cold* posterior (Wenzel et al. 2020),
+    ``T > 1`` a warm one. The approximation's parameters are restored on exit, even
+    after an error; draws made inside the block with a fixed seed use the same
+    standard-normal noise for every ``T`` (common random numbers).
+
+    Parameters
+    ----------
+    approx : pymc Approximation
+        Mean-field (``pm.ADVI``) or full-rank (``pm.FullRankADVI``) approximation.
+    temperature : float
+        ``T > 0``; 1 leaves the approximation as it is.
+    """
+    temperature = check_temperature(temperature)
+    saved = []
+    try:
+        if temperature != 1.0:
+            scale = np.sqrt(temperature)
+            for group in approx.groups:
+                params = group.params_dict
+                if "rho" in params:
+                    shared = params["rho"]
+                    rho = shared.get_value()
+                    sigma = np.logaddexp(0.0, rho.astype(np.float64))
+                    new = _softplus_inv(scale * sigma)
+                elif "L_tril" in params:
+                    shared = params["L_tril"]
+                    rho = shared.get_value()
+                    n = group.ddim
+                    rows, cols = np.tril_indices(n)
+                    diag = rows == cols
+                    new = scale * rho.astype(np.float64)
+                    # the diagonal is stored through softplus (pymc's rho2sigma)
+                    new[diag] = _softplus_inv(scale * np.logaddexp(0.0, rho[diag]))
+                else:
+                    raise ValueError(
+                        f"cannot temper a {type(group).__name__}: only mean-field and "
+                        "full-rank Gaussian approximations are supported.")
+                saved.append((shared, rho))
+                shared.set_value(new.astype(rho.dtype))
+        yield approx
+    finally:
+        for shared, value in saved:
+            shared.set_value(value)
+
+
+def posterior_draws(posterior, *, n_draws: int = 500, random_seed: int | None = None,
+                    temperature: float = 1.0):
     """Posterior draws as an ArviZ DataTree.
 
-    VI: ``n_draws`` fresh draws from the approximation (seeded by ``random_seed``).
-    MCMC: the stored draws, all of them (``n_draws`` is ignored).
+    VI: ``n_draws`` fresh draws from the approximation (seeded by ``random_seed``),
+    tempered to ``q**(1/temperature)`` (see :func:`tempered`).
+    MCMC: the stored draws, all of them (``n_draws`` is ignored); ``temperature``
+    must be 1 (MCMC draws cannot be tempered after the fact).
     """
+    temperature = check_temperature(temperature)
     if posterior.is_variational:
         n_draws = _check_n_draws(n_draws, allow_none=False)
-        return posterior.approx.sample(n_draws, random_seed=random_seed)
+        with tempered(posterior.approx, temperature):
+            return posterior.approx.sample(n_draws, random_seed=random_seed)
+    if temperature != 1.0:
+        raise ValueError(
+            f"temperature={temperature} applies to variational posteriors only; this "
+            f"posterior was fit by {posterior.method!r} (its draws are used as they are).")
     return posterior.idata
 
 
-def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: int | None = None
-               ) -> PosteriorPredictive:
+def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: int | None = None,
+                         temperature: float = 1.0) -> PosteriorPredictive:
     """Weight draws from a fitted posterior, ready for fast prediction.
 
     Parameters
@@ -487,6 +566,9 @@ def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: i
         MCMC: that many draws evenly thinned from the stored chains (None: all).
     random_seed : int, optional
         Seed of the VI draws (MCMC draws are fixed).
+    temperature : float, default 1.0
+        VI only: draw from the tempered approximation ``q**(1/temperature)`` (the
+        spread around the mean scaled by ``sqrt(temperature)``; see :func:`tempered`).
 
     Returns
     -------
@@ -503,7 +585,9 @@ def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: i
     """
     if posterior.is_variational:
         idata = posterior_draws(
-            posterior, n_draws=500 if n_draws is None else n_draws, random_seed=random_seed
+            posterior, n_draws=500 if n_draws is None else n_draws, random_seed=random_seed,
+            temperature=temperature,
         )
         return from_idata(posterior.spec, idata)
+    posterior_draws(posterior, temperature=temperature)  # MCMC: rejects T != 1
     return from_idata(posterior.spec, posterior.idata, n_draws=n_draws)

@@ -60,6 +60,7 @@ def minibatch_clf(moons):
 @pytest.fixture(scope="session")
 def blobs_clf(blobs3):
     X_train, _, y_train, _ = blobs3
-    return BayesianMLPClassifier(hidden_layer_sizes=(8,), n_iter=4000, random_state=SEED).fit(
+    return BayesianMLPClassifier(hidden_layer_sizes=(8,), n_iter=4000, posterior_temperature=1.0,
+                                 random_state=SEED).fit(
         X_train, y_train
     )

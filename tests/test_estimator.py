@@ -17,7 +17,8 @@ from pymc_bnn import BayesianMLPClassifier
 
 def fast(**kw):
     """A quick configuration for structural tests."""
-    kw = {"hidden_layer_sizes": (4,), "n_iter": 400, "n_draws": 30, "random_state": 0, **kw}
+    kw = {"hidden_layer_sizes": (4,), "n_iter": 400, "n_draws": 30, "random_state": 0,
+          "posterior_temperature": 1.0, **kw}
     return BayesianMLPClassifier(**kw)
 
 
@@ -258,7 +259,8 @@ def test_get_params_and_clone_see_every_setting():
     assert set(params) == {
         "hidden_layer_sizes", "activation", "prior", "prior_sigma", "precision_shape",
         "precision_rate", "inference", "n_iter", "learning_rate", "batch_size", "n_draws",
-        "tune", "chains", "nuts_sampler", "nuts_init", "random_state", "progressbar",
+        "tune", "chains", "nuts_sampler", "nuts_init", "posterior_temperature",
+        "random_state", "progressbar",
     }
     assert clone(clf).get_params() == params
 

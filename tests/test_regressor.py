@@ -39,7 +39,7 @@ def reg():
 def het_reg():
     X, y, _ = hetero()
     return BayesianMLPRegressor((10,), heteroscedastic=True, n_iter=8000, n_draws=200,
-                                random_state=0).fit(X, y)
+                                posterior_temperature=1.0, random_state=0).fit(X, y)
 
 
 # -------------------------------------------------------------------- must-show

@@ -10,12 +10,12 @@ EXPECTED_FAILED_CHECKS: dict[str, str] = {}
 
 def _fast_classifier():
     return BayesianMLPClassifier(hidden_layer_sizes=(6,), n_iter=600, n_draws=40,
-                                 random_state=0)
+                                 posterior_temperature=1.0, random_state=0)
 
 
 def _fast_regressor():
     return BayesianMLPRegressor(hidden_layer_sizes=(6,), n_iter=600, n_draws=40,
-                                random_state=0)
+                                posterior_temperature=1.0, random_state=0)
 
 
 @parametrize_with_checks([_fast_classifier(), _fast_regressor()],

@@ -1,0 +1,148 @@
+"""Choose the posterior temperature of a variational fit by cross-fitting.
+
+Why: with the fixed Normal(0, 1) prior and mean-field ADVI, the posterior's spread on
+clean data is too wide: the draws disagree, so the averaged predictive is
+*under-confident* (wine: mean top-class probability 0.90 at 98% accuracy). The
+literature calls it the cold-posterior effect (Wenzel et al. 2020) and fixes it by
+tempering, ``p(theta | D)**(1/T)`` with ``T < 1``, with ``T`` chosen on held-out data.
+On noisy labels the same data-driven choice keeps ``T`` near (or above) 1.
+
+How: the training rows are split into ``n_splits`` stratified folds; a network of
+the same settings is fit on each fold's complement, its approximation is tempered to
+every ``T`` of a fixed grid (:func:`pymc_bnn.predictive.tempered`: the spread around
+the mean scaled by ``sqrt(T)``, common random numbers across ``T``), and the
+held-out negative log predictive density of every ``T`` is summed over folds. The
+``T`` with the smallest held-out NLL is used for the final fit's predictions. This
+is a plain function of a "fit on these rows" callback, so it serves both
+estimators; ``docs/calibration.md`` holds the evidence for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import logsumexp
+
+from pymc_bnn.predictive import PosteriorPredictive, posterior_predictive
+
+__all__ = ["TEMPERATURES", "TemperatureSelection", "cross_fit_temperature", "heldout_nll"]
+
+#: Candidate temperatures: roughly log-spaced spread factors sqrt(T) from 0.03 to 1.41.
+TEMPERATURES = (0.001, 0.003, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
+#: Posterior draws per fold used to score the temperatures.
+SCORE_DRAWS = 200
+
+
+@dataclass(frozen=True)
+class TemperatureSelection:
+    """Result of :func:`cross_fit_temperature`.
+
+    Attributes
+    ----------
+    temperature : float
+        The chosen temperature (smallest held-out NLL; ties go to the one nearest 1).
+    temperatures : tuple of float
+        The grid that was scored.
+    scores : ndarray of shape (n_temperatures,)
+        Mean held-out negative log predictive density per temperature (nats per row).
+    n_splits : int
+        Number of folds.
+    """
+
+    temperature: float
+    temperatures: tuple
+    scores: np.ndarray
+    n_splits: int
+
+    def as_dict(self) -> dict:
+        """Plain-data form (JSON-able), e.g. for persistence."""
+        return {"temperature": self.temperature, "temperatures": list(self.temperatures),
+                "scores": [float(s) for s in self.scores], "n_splits": self.n_splits}
+
+
+def heldout_nll(predictive: PosteriorPredictive, X: np.ndarray, y: np.ndarray,
+                groups=None) -> np.ndarray:
+    """Negative log posterior predictive density of each held-out row.
+
+    Classification: ``-log mean_s p_s(y_i | x_i)`` with ``y`` integer class codes.
+    Regression: ``-log mean_s N(y_i | mu_s(x_i), sigma_s(x_i)^2)`` (the predictive
+    mixture), ``y`` in the model's (standardised) units.
+
+    Returns
+    -------
+    ndarray of shape (n_rows,)
+    """
+    rows = np.arange(X.shape[0])
+    if predictive.spec.is_regression:
+        mean, sd = predictive.sample_normal(X, groups)           # (n_draws, n_rows)
+        logpdf = (-0.5 * ((y[None] - mean) / sd) ** 2 - np.log(sd)
+                  - 0.5 * np.log(2 * np.pi))
+        return -(logsumexp(logpdf, axis=0) - np.log(mean.shape[0]))
+    proba = predictive.sample_proba(X, groups).mean(axis=0)      # (n_rows, n_classes)
+    return -np.log(np.clip(proba[rows, y], 1e-300, None))
+
+
+def cross_fit_temperature(
+    fit_rows: Callable[[np.ndarray, int], object],
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    folds: list[tuple[np.ndarray, np.ndarray]],
+    seed: int,
+    groups=None,
+    temperatures=TEMPERATURES,
+) -> TemperatureSelection:
+    """Choose a posterior temperature by held-out predictive density over folds.
+
+    Parameters
+    ----------
+    fit_rows : callable ``(train_rows, seed) -> Posterior``
+        Fits a variational posterior on the given rows of ``X`` / ``y`` with the
+        caller's settings.
+    X : array of shape (n_rows, n_features)
+    y : array of shape (n_rows,)
+        Model targets (class codes, or standardised regression targets).
+    folds : list of (train_rows, test_rows)
+        E.g. from ``StratifiedKFold.split``.
+    seed : int
+        Seeds the fold fits (``seed + k``) and their scoring draws.
+    groups : int array of shape (n_rows,), optional
+        Group codes of a hierarchical network.
+    temperatures : sequence of float
+        Candidate temperatures.
+
+    Returns
+    -------
+    TemperatureSelection
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_bnn import build_model, fit
+    >>> from sklearn.model_selection import StratifiedKFold
+    >>> X = np.random.default_rng(0).normal(size=(60, 2)); y = (X[:, 0] > 0).astype(int)
+    >>> fit_rows = lambda rows, s: fit(build_model(X[rows], y[rows], hidden_layer_sizes=(3,)),
+    ...                                n_iter=300, random_seed=s)
+    >>> folds = list(StratifiedKFold(2).split(X, y))
+    >>> sel = cross_fit_temperature(fit_rows, X, y, folds=folds, seed=0)
+    >>> sel.scores.shape
+    (13,)
+    """
+    temperatures = tuple(float(t) for t in temperatures)
+    total = np.zeros(len(temperatures))
+    for k, (train, test) in enumerate(folds):
+        posterior = fit_rows(train, seed + k)
+        g = None if groups is None else groups[test]
+        for i, t in enumerate(temperatures):
+            pred = posterior_predictive(posterior, n_draws=SCORE_DRAWS,
+                                        random_seed=seed + k, temperature=t)
+            total[i] += heldout_nll(pred, X[test], y[test], g).sum()
+    scores = total / X.shape[0]
+    best = scores.min()
+    # ties (within 1e-9 nats per row) go to the temperature nearest 1 (least tempering)
+    near = [i for i, s in enumerate(scores) if s <= best + 1e-9]
+    choice = min(near, key=lambda i: abs(np.log(temperatures[i])))
+    return TemperatureSelection(temperature=temperatures[choice], temperatures=temperatures,
+                                scores=scores, n_splits=len(folds))

@@ -1,0 +1,170 @@
+"""Posterior tempering and its cross-fitted choice (``posterior_temperature="auto"``)."""
+
+import numpy as np
+import pytest
+from sklearn.model_selection import StratifiedKFold
+
+from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor, build_model, fit
+from pymc_bnn.predictive import posterior_draws, posterior_predictive, tempered
+from pymc_bnn.tempering import TEMPERATURES, cross_fit_temperature, heldout_nll
+
+
+@pytest.fixture(scope="module")
+def logistic_data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 2))
+    y = (X @ np.array([1.5, -1.0]) + rng.logistic(size=120) > 0).astype(int)
+    return X, y
+
+
+@pytest.fixture(scope="module", params=["advi", "fullrank_advi"])
+def vi_posterior(request, logistic_data):
+    """Bayesian logistic regression (no hidden layer) by mean-field / full-rank ADVI."""
+    X, y = logistic_data
+    model = build_model(X, y, hidden_layer_sizes=(), random_state=0)
+    return fit(model, method=request.param, n_iter=2000, random_seed=0)
+
+
+def _params(approx):
+    return [p.get_value().copy() for p in approx.params]
+
+
+@pytest.mark.parametrize("temperature", [0.04, 0.5, 2.0])
+def test_tempered_scales_the_covariance_by_t_and_keeps_the_mean(vi_posterior, temperature):
+    approx = vi_posterior.approx
+    cov, mean = approx.cov.eval(), approx.mean.eval()
+    with tempered(approx, temperature):
+        np.testing.assert_allclose(approx.cov.eval(), temperature * cov, rtol=1e-6, atol=1e-12)
+        np.testing.assert_array_equal(approx.mean.eval(), mean)
+    np.testing.assert_array_equal(approx.cov.eval(), cov)
+
+
+def test_tempered_restores_the_parameters_after_an_error(vi_posterior):
+    approx = vi_posterior.approx
+    before = _params(approx)
+    with pytest.raises(RuntimeError, match="boom"):
+        with tempered(approx, 0.1):
+            raise RuntimeError("boom")
+    for a, b in zip(before, _params(approx)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_tempered_draws_use_common_random_numbers(vi_posterior):
+    """Same seed: the tempered draws are mean + sqrt(T) * (untempered draw - mean)
+    exactly (the weights are free variables here, with no transform)."""
+    w = posterior_draws(vi_posterior, n_draws=50, random_seed=3).posterior["w0"].values
+    wt = posterior_draws(vi_posterior, n_draws=50, random_seed=3,
+                         temperature=0.25).posterior["w0"].values
+    # wt = mu + 0.5 (w - mu)  <=>  wt - 0.5 w = 0.5 mu, the same for every draw
+    const = (wt - 0.5 * w)[0]
+    np.testing.assert_allclose(wt - 0.5 * w, np.broadcast_to(const, w.shape[1:])[None],
+                               atol=1e-6)
+    assert w.std(axis=1).min() > 1e-2  # the draws do vary: the check is not vacuous
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, np.inf, np.nan, "cold", True])
+def test_bad_temperature_is_rejected(vi_posterior, bad):
+    with pytest.raises(ValueError, match="temperature must be a positive finite number"):
+        posterior_draws(vi_posterior, n_draws=5, temperature=bad)
+
+
+def test_cross_fit_equals_the_obvious_loop(logistic_data):
+    """The selection's scores are the held-out NLLs summed over folds, computed here
+    again by hand from the same fold fits and draws; the choice is their argmin."""
+    X, y = logistic_data
+    fits = {}
+
+    def fit_rows(rows, seed):
+        fits[seed] = fit(build_model(X[rows], y[rows], hidden_layer_sizes=(), random_state=0),
+                         n_iter=1500, random_seed=seed)
+        return fits[seed]
+
+    folds = list(StratifiedKFold(3, shuffle=True, random_state=0).split(X, y))
+    sel = cross_fit_temperature(fit_rows, X, y, folds=folds, seed=10)
+    assert sel.temperatures == TEMPERATURES and sel.n_splits == 3
+    expected = np.zeros(len(TEMPERATURES))
+    for k, (_, test) in enumerate(folds):
+        for i, t in enumerate(TEMPERATURES):
+            pred = posterior_predictive(fits[10 + k], n_draws=200, random_seed=10 + k,
+                                        temperature=t)
+            p = pred.sample_proba(X[test]).mean(0)[np.arange(len(test)), y[test]]
+            expected[i] -= np.log(p).sum()
+    np.testing.assert_allclose(sel.scores, expected / len(y), rtol=1e-10)
+    assert sel.temperature == TEMPERATURES[int(np.argmin(expected))]
+
+
+def test_heldout_nll_regression_is_the_mixture_density():
+    from scipy.stats import norm
+
+    X = np.linspace(-1, 1, 40)[:, None]
+    y = np.sin(3 * X[:, 0])
+    post = fit(build_model(X, y, hidden_layer_sizes=(4,), likelihood="normal", random_state=0),
+               n_iter=800, random_seed=0)
+    pred = posterior_predictive(post, n_draws=30, random_seed=1)
+    mean, sd = pred.sample_normal(X)
+    expected = -np.log(norm.pdf(y[None], mean, sd).mean(0))
+    np.testing.assert_allclose(heldout_nll(pred, X, y), expected, rtol=1e-6)
+
+
+# ----------------------------------------------------------------- estimator
+def test_auto_temperature_is_chosen_and_used(advi_clf, moons):
+    """The default estimator chose T on held-out folds, and its stored draws are the
+    approximation tempered to that T (same seed, same draws as posterior_draws)."""
+    sel = advi_clf.temperature_selection_
+    assert advi_clf.posterior_temperature == "auto"
+    assert advi_clf.posterior_temperature_ == sel.temperature
+    assert sel.temperature in TEMPERATURES and sel.scores.shape == (len(TEMPERATURES),)
+    assert sel.scores[TEMPERATURES.index(sel.temperature)] == sel.scores.min()
+    again = posterior_draws(advi_clf.posterior_, n_draws=advi_clf.n_draws,
+                            random_seed=advi_clf._seeds()["predict"],
+                            temperature=sel.temperature)
+    np.testing.assert_array_equal(again.posterior["w0"].values,
+                                  advi_clf.idata_.posterior["w0"].values)
+
+
+def test_fixed_temperature_skips_the_selection(tiny):
+    X, y = tiny
+    clf = BayesianMLPClassifier((3,), n_iter=500, n_draws=40, posterior_temperature=0.3,
+                                random_state=0).fit(X, y)
+    assert clf.posterior_temperature_ == 0.3 and clf.temperature_selection_ is None
+    cold = clf.predictive_.weights[0][0].std(0)
+    warm = BayesianMLPClassifier((3,), n_iter=500, n_draws=40, posterior_temperature=1.0,
+                                 random_state=0).fit(X, y).predictive_.weights[0][0].std(0)
+    # same fit and noise: the spread of every weight shrinks by sqrt(0.3)
+    np.testing.assert_allclose(cold, np.sqrt(0.3) * warm, rtol=1e-4)
+
+
+def test_too_few_rows_per_class_means_no_tempering():
+    X = np.arange(10, dtype=float)[:, None]
+    y = np.array([0] * 9 + [1])
+    clf = BayesianMLPClassifier((2,), n_iter=200, n_draws=10, random_state=0).fit(X, y)
+    assert clf.posterior_temperature_ == 1.0 and clf.temperature_selection_ is None
+
+
+def test_nuts_rejects_a_temperature(tiny):
+    X, y = tiny
+    with pytest.raises(ValueError, match="applies to variational inference only"):
+        BayesianMLPClassifier((), inference="nuts", posterior_temperature=0.5).fit(X, y)
+
+
+def test_regressor_chooses_a_temperature_too():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, size=(60, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=60)
+    reg = BayesianMLPRegressor((8,), n_iter=1500, n_draws=50, random_state=0).fit(X, y)
+    assert reg.posterior_temperature_ in TEMPERATURES
+    assert reg.temperature_selection_.n_splits == 3
+
+
+def test_temperature_survives_save_load_and_pickle(advi_clf, moons, tmp_path):
+    import pickle
+
+    _, X_test, _, _ = moons
+    loaded = BayesianMLPClassifier.load(advi_clf.save(tmp_path / "m.nc"))
+    unpickled = pickle.loads(pickle.dumps(advi_clf))
+    for other in (loaded, unpickled):
+        assert other.posterior_temperature_ == advi_clf.posterior_temperature_
+        sel, ref = other.temperature_selection_, advi_clf.temperature_selection_
+        assert sel.temperatures == ref.temperatures and sel.n_splits == ref.n_splits
+        np.testing.assert_array_equal(sel.scores, ref.scores)
+        np.testing.assert_array_equal(other.predict_proba(X_test), advi_clf.predict_proba(X_test))
