@@ -604,7 +604,15 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
 
     Parameters
     ----------
-    hidden_layer_sizes, activation, prior, prior_sigma, precision_shape, precision_rate,
+    prior : {"normal", "gamma_precision"}, default "gamma_precision"
+        Unlike the classifier, the regressor defaults to Neal's prior (a Gamma
+        precision per layer, inferred): how large the function is against the noise
+        varies from one regression problem to the next, and the per-layer precisions
+        let the data set it. Measured against the fixed N(0, 1) prior (70/30 splits,
+        (16,) units): diabetes RMSE 55.1 vs 58.4, make_friedman1 2.51 vs 2.73, a
+        heteroscedastic set 0.639 vs 0.636; 90% intervals covered 0.93-0.94 of test
+        targets (``docs/calibration.md``). For classifiers it did worse under ADVI.
+    hidden_layer_sizes, activation, prior_sigma, precision_shape, precision_rate,
     inference, n_iter, learning_rate, batch_size, n_draws, tune, chains, nuts_sampler,
     nuts_init, posterior_temperature, random_state, progressbar
         As in :class:`BayesianMLPClassifier` (the regressor's held-out criterion is the
@@ -649,7 +657,7 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
         *,
         heteroscedastic=False,
         noise_scale=0.5,
-        prior="normal",
+        prior="gamma_precision",
         prior_sigma=1.0,
         precision_shape=1.0,
         precision_rate=1.0,
