@@ -204,6 +204,9 @@ class _BayesianMLP(BaseEstimator):
                 nuts_init=self.nuts_init,
                 random_seed=fit_seed,
                 progressbar=self.progressbar,
+                # only the kept fit warns: a fold fit that has not quite levelled off
+                # moves the temperature score a little, and the user cannot act on it
+                warn=rows is None,
             )
 
         posterior = fit_rows(None, seeds["fit"])
@@ -246,6 +249,7 @@ class _BayesianMLP(BaseEstimator):
         self.posterior_ = posterior
         self.approx_ = posterior.approx
         self.loss_curve_ = posterior.loss
+        self.diagnostics_ = dict(posterior.diagnostics)
         self.idata_ = posterior_draws(posterior, n_draws=self.n_draws, random_seed=predict_seed,
                                       temperature=getattr(self, "posterior_temperature_", 1.0))
         self.predictive_ = from_idata(posterior.spec, self.idata_)
@@ -255,7 +259,9 @@ class _BayesianMLP(BaseEstimator):
 
         The chains restart from their last draws with the adapted step sizes, without
         re-tuning unless ``tune > 0`` (see :func:`pymc_bnn.inference.sample_more`);
-        ``idata_`` and the predictions then use all draws. Seeded from
+        ``idata_`` and the predictions then use all draws, and ``diagnostics_`` is
+        recomputed over all of them (with a
+        :class:`~pymc_bnn.inference.SamplingWarning` if it still fails). Seeded from
         ``random_state`` and the number of draws so far.
 
         Returns
@@ -453,6 +459,16 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
         approximation tempered to ``posterior_temperature_``.
     posterior_ : Posterior
         The full result of :func:`pymc_bnn.fit`.
+    diagnostics_ : dict
+        Convergence diagnostics of the fit (:func:`pymc_bnn.inference.diagnose`):
+        ``"converged"`` (bool), ``"message"`` and the statistics. VI: whether the
+        ELBO levelled off (``"relative_decrease"`` of the loss over the last 10% of
+        the steps, ...); if not, ``fit`` warns ``sklearn.exceptions.ConvergenceWarning``.
+        NUTS: ``"n_divergences"``, and ``"max_rhat"``, ``"min_ess_bulk"``,
+        ``"min_ess_tail"`` of the network's outputs at up to 50 training points (not
+        of the weights, which are not identifiable); if a check fails, ``fit`` warns
+        :class:`pymc_bnn.inference.SamplingWarning`. Kept by :meth:`save` / :meth:`load`
+        (files saved before diagnostics existed load with ``{}``) and by pickling.
     posterior_temperature_ : float
         The temperature the predictions use (1.0: untempered).
     temperature_selection_ : TemperatureSelection or None
@@ -628,8 +644,9 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
     y_mean_, y_scale_ : float
         Mean and standard deviation of the training targets (the standardisation).
     n_features_in_, feature_names_in_, groups_, loss_curve_, approx_, idata_,
-    posterior_, posterior_temperature_, temperature_selection_
-        As in :class:`BayesianMLPClassifier`.
+    posterior_, diagnostics_, posterior_temperature_, temperature_selection_
+        As in :class:`BayesianMLPClassifier` (NUTS diagnostics use the mean of the
+        network, in standardised target units).
 
     Examples
     --------

@@ -3,7 +3,8 @@
 One netCDF-4 file (HDF5, through h5netcdf) holds the posterior draws that the
 estimator predicts from, its loss curve, and a JSON document (in the root group's
 attributes) with the parameters, the target encoding (classes, or the regressor's
-target scaling), the groups, the architecture and a format version.
+target scaling), the groups, the architecture, the fit's convergence diagnostics and a
+format version.
 Loading reads arrays and JSON only, unlike pickle/joblib, which can run arbitrary code
 from an untrusted file.
 """
@@ -23,6 +24,9 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "jsonable_labels", "load", "restore_label
 #: ``"pymc_bnn.BayesianMLPClassifier"``.
 FORMAT = "pymc_bnn"
 #: Version 2 (adds the regressor, groups and priors) also reads version-1 files.
+#: Later additions are optional keys of the JSON that older files lack, read with a
+#: default, so they need no new version: the posterior temperature (default 1.0, the
+#: draws are untempered) and the diagnostics (default ``{}``, not computed).
 FORMAT_VERSION = 2
 _META = "pymc_bnn_metadata"
 _LOSS = "loss_curve"
@@ -86,6 +90,8 @@ def save(estimator, path) -> Path:
         "posterior_temperature": float(estimator.posterior_temperature_),
         "temperature_selection": (None if estimator.temperature_selection_ is None
                                   else estimator.temperature_selection_.as_dict()),
+        # str / int / float / bool / None values (pymc_bnn.inference.diagnose)
+        "diagnostics": dict(getattr(estimator, "diagnostics_", {})),
     }
     posterior = estimator.idata_.posterior.to_dataset()
     tree = xr.DataTree.from_dict({
@@ -184,6 +190,10 @@ def load(cls, path):
                 temperatures=tuple(float(t) for t in selection["temperatures"]),
                 scores=np.array(selection["scores"], dtype=np.float64),
                 n_splits=int(selection["n_splits"]))
+        # files written before diagnostics existed have none: {} (not computed)
+        diagnostics = meta.get("diagnostics") or {}
+        if not isinstance(diagnostics, dict):
+            raise TypeError("the diagnostics are not a JSON object")
     except (KeyError, TypeError, ValueError) as err:
         raise ValueError(f"{path} is a damaged pymc_bnn model file: {err}") from None
     n_groups = 0 if groups is None else groups.shape[0]
@@ -198,11 +208,13 @@ def load(cls, path):
     est.posterior_ = Posterior(
         method=meta["method"], spec=spec, seed=meta["seed"], idata=idata, loss=loss,
         learning_rate=meta["learning_rate"], nuts_sampler=meta["nuts_sampler"],
+        diagnostics=diagnostics,
     )
     est.approx_ = None
     est.posterior_temperature_ = temperature
     est.temperature_selection_ = selection
     est.loss_curve_ = loss
+    est.diagnostics_ = dict(diagnostics)
     est.idata_ = idata
     est.predictive_ = predictive
     return est

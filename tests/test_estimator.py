@@ -16,8 +16,9 @@ from pymc_bnn import BayesianMLPClassifier
 
 
 def fast(**kw):
-    """A quick configuration for structural tests."""
-    kw = {"hidden_layer_sizes": (4,), "n_iter": 400, "n_draws": 30, "random_state": 0,
+    """A quick configuration for structural tests. 2,000 steps: the ELBO levels off on
+    ``tiny`` (no ConvergenceWarning), and cost no more than 400 (compile-bound)."""
+    kw = {"hidden_layer_sizes": (4,), "n_iter": 2000, "n_draws": 30, "random_state": 0,
           "posterior_temperature": 1.0, **kw}
     return BayesianMLPClassifier(**kw)
 
@@ -67,7 +68,7 @@ def test_fitted_attributes_and_shapes(fast_clf, tiny):
     X, y = tiny
     clf = fast_clf
     assert list(clf.classes_) == [0, 1] and clf.n_features_in_ == 2
-    assert clf.loss_curve_.shape == (400,)
+    assert clf.loss_curve_.shape == (2000,)
     assert clf.approx_ is not None
     assert clf.idata_.posterior["w0"].shape == (1, 30, 2, 4)
     u = clf.predict_uncertainty(X)
@@ -168,6 +169,8 @@ def test_predict_before_fit_raises_not_fitted():
         fast().predict_proba(np.zeros((2, 2)))
 
 
+# features of 1e150 are not meant to converge, only to stay finite or fail clearly
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_extreme_feature_scales_never_give_nan(tiny):
     """Huge features either fit to finite probabilities or fail with a clear error."""
     X, y = tiny
@@ -267,11 +270,11 @@ def test_get_params_and_clone_see_every_setting():
 
 def test_pipeline_gridsearch_and_cross_val_score(tiny):
     X, y = tiny
-    pipe = make_pipeline(StandardScaler(), fast(n_iter=200))
+    pipe = make_pipeline(StandardScaler(), fast())
     assert pipe.fit(X, y).score(X, y) > 0.8
-    grid = GridSearchCV(fast(n_iter=200), {"hidden_layer_sizes": [(2,), (4,)],
+    grid = GridSearchCV(fast(), {"hidden_layer_sizes": [(2,), (4,)],
                                            "prior_sigma": [0.5, 1.0]}, cv=2)
     grid.fit(X, y)
     assert set(grid.best_params_) == {"hidden_layer_sizes", "prior_sigma"}
-    scores = cross_val_score(fast(n_iter=200), X, y, cv=3)
+    scores = cross_val_score(fast(), X, y, cv=3)
     assert scores.shape == (3,) and np.all(scores > 0.5)

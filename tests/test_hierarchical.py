@@ -137,7 +137,7 @@ def test_groups_are_validated(hier_clf, tasks, advi_clf, moons):
 
 def test_groups_input_not_mutated_and_refit_without_groups_forgets_them(tasks):
     g = tasks["groups_train"].copy()
-    clf = BayesianMLPClassifier(hidden_layer_sizes=(2,), n_iter=200, random_state=0)
+    clf = BayesianMLPClassifier(hidden_layer_sizes=(2,), n_iter=3000, random_state=0)
     clf.fit(tasks["X_train"], tasks["y_train"], groups=g)
     np.testing.assert_array_equal(g, tasks["groups_train"])
     assert hasattr(clf, "groups_")
@@ -198,7 +198,7 @@ def test_gamma_precision_prior_learns_larger_precision_for_small_weights():
 
 def test_estimator_with_gamma_precision_prior(moons):
     X_train, X_test, y_train, y_test = moons
-    clf = BayesianMLPClassifier(prior="gamma_precision", n_iter=6000, random_state=0)
+    clf = BayesianMLPClassifier(prior="gamma_precision", n_iter=10_000, random_state=0)
     clf.fit(X_train, y_train)
     assert clf.score(X_test, y_test) >= 0.93
     assert "w0_precision" in clf.idata_.posterior
@@ -206,6 +206,9 @@ def test_estimator_with_gamma_precision_prior(moons):
 
 # ------------------------------------------------------- NUTS warm start and resume
 @pytest.mark.slow
+# 100 draws per chain: ESS below 100 per chain and R-hat ~1.03 are expected; the test
+# is about where the chains start
+@pytest.mark.filterwarnings("ignore::pymc_bnn.inference.SamplingWarning")
 def test_nuts_warm_start_from_advi_draws(tiny, monkeypatch):
     X, y = tiny
     seen = {}
@@ -231,6 +234,9 @@ def test_nuts_warm_start_from_advi_draws(tiny, monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sampler", ["numpyro", "pymc"])
+# 100 (then 160) draws per chain: ESS below 100 per chain is expected; the test is about
+# how the chains continue
+@pytest.mark.filterwarnings("ignore::pymc_bnn.inference.SamplingWarning")
 def test_sample_more_continues_the_chains(tiny, sampler):
     pytest.importorskip("numpyro") if sampler == "numpyro" else None
     X, y = tiny
@@ -259,6 +265,9 @@ def test_sample_more_continues_the_chains(tiny, sampler):
 
 
 @pytest.mark.slow
+# 50 (then 75) draws per chain: ESS below 100 per chain is expected; the test is about
+# the estimator's bookkeeping
+@pytest.mark.filterwarnings("ignore::pymc_bnn.inference.SamplingWarning")
 def test_estimator_sample_more_and_errors(tiny, advi_clf, tmp_path):
     X, y = tiny
     clf = BayesianMLPClassifier(hidden_layer_sizes=(2,), inference="nuts", n_draws=50,

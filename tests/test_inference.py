@@ -11,13 +11,13 @@ from pymc_bnn.inference import NUTS_SAMPLERS, default_nuts_sampler
 @pytest.fixture(scope="module")
 def tiny_post(tiny):
     X, y = tiny
-    return fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=300,
+    return fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=2000,
                random_seed=3)
 
 
 def test_result_is_immutable_and_documented(tiny_post):
     assert tiny_post.method == "advi" and tiny_post.seed == 3
-    assert tiny_post.loss.shape == (300,) and np.all(np.isfinite(tiny_post.loss))
+    assert tiny_post.loss.shape == (2000,) and np.all(np.isfinite(tiny_post.loss))
     with pytest.raises(dataclasses.FrozenInstanceError):
         tiny_post.method = "nuts"
     with pytest.raises(ValueError):
@@ -26,14 +26,16 @@ def test_result_is_immutable_and_documented(tiny_post):
 
 def test_same_seed_same_fit_different_seed_different_fit(tiny, tiny_post):
     X, y = tiny
-    again = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=300,
+    again = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=2000,
                 random_seed=3)
-    other = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=300,
+    other = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=2000,
                 random_seed=4)
     np.testing.assert_array_equal(again.loss, tiny_post.loss)
     assert not np.array_equal(other.loss, tiny_post.loss)
 
 
+# one step at a vanishing learning rate, on purpose
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_initial_spread_is_applied(tiny):
     """ADVI starts every factor at sigma=init_sigma, not PyMC's softplus(0)=0.69."""
     X, y = tiny
@@ -57,6 +59,8 @@ def test_nan_elbo_restarts_then_raises_clearly(tiny):
             fit(model, n_iter=50, learning_rate=1e12, max_restarts=1, random_seed=0)
 
 
+# 100 steps, restarted from scratch at a 10x smaller learning rate: about the restart only
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_nan_elbo_recovers_with_smaller_learning_rate(tiny):
     """A run that blows up once is restarted at a 10x smaller step and returned."""
     X, y = tiny
@@ -94,6 +98,8 @@ def test_default_nuts_sampler_is_the_fastest_installed():
     assert default_nuts_sampler() == expected
 
 
+# 30 draws of one chain cannot reach an ESS of 100 per chain: about the backend only
+@pytest.mark.filterwarnings("ignore::pymc_bnn.inference.SamplingWarning")
 def test_nuts_with_pymc_sampler_gives_usable_draws(tiny):
     X, y = tiny
     post = fit(build_model(X, y, hidden_layer_sizes=(2,), random_state=0), method="nuts",
@@ -135,6 +141,10 @@ def test_minibatch_run_really_minibatches(minibatch_clf):
 
 
 @pytest.mark.slow
+# Full-rank ADVI's default 20,000 steps at learning rate 0.003 have not always levelled
+# off on moons (here the loss still fell 1.7%, 5 standard errors, over the last 2,000
+# steps); the test is about the accuracy reached
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_fullrank_advi_reaches_accuracy(moons):
     from pymc_bnn import BayesianMLPClassifier
 
@@ -194,6 +204,8 @@ def test_scan_engine_is_really_taken_in_chunks(tiny, monkeypatch):
 
 
 @jax_only
+# 300 steps (full-rank ADVI needs ~20,000): about the seeding of the engine only
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_scan_engine_seeded_and_fullrank(tiny):
     X, y = tiny
 

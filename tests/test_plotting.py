@@ -35,14 +35,14 @@ RES = 25  # grid points per axis: enough to draw, fast to evaluate
 @pytest.fixture(scope="module")
 def small_clf(moons):
     X_train, _, y_train, _ = moons
-    return BayesianMLPClassifier(hidden_layer_sizes=(5,), n_iter=1500, n_draws=100,
+    return BayesianMLPClassifier(hidden_layer_sizes=(5,), n_iter=5000, n_draws=100,
                                  posterior_temperature=1.0, random_state=0).fit(X_train, y_train)
 
 
 @pytest.fixture(scope="module")
 def small_clf3(blobs3):
     X_train, _, y_train, _ = blobs3
-    return BayesianMLPClassifier(hidden_layer_sizes=(5,), n_iter=1500, n_draws=100,
+    return BayesianMLPClassifier(hidden_layer_sizes=(5,), n_iter=5000, n_draws=100,
                                  posterior_temperature=1.0, random_state=0).fit(X_train, y_train)
 
 
@@ -63,7 +63,7 @@ def tasks3():
 def hier_clf(tasks3):
     """A small hierarchical (multi-task) network, fit with string group labels."""
     groups = np.array(["a", "b", "c"])[tasks3["groups_train"]]
-    return BayesianMLPClassifier(hidden_layer_sizes=(3,), n_iter=800, n_draws=30,
+    return BayesianMLPClassifier(hidden_layer_sizes=(3,), n_iter=3000, n_draws=30,
                                  posterior_temperature=1.0,
                                  random_state=0).fit(tasks3["X_train"], tasks3["y_train"],
                                                      groups=groups)

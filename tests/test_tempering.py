@@ -99,7 +99,7 @@ def test_heldout_nll_regression_is_the_mixture_density():
     X = np.linspace(-1, 1, 40)[:, None]
     y = np.sin(3 * X[:, 0])
     post = fit(build_model(X, y, hidden_layer_sizes=(4,), likelihood="normal", random_state=0),
-               n_iter=800, random_seed=0)
+               n_iter=3000, random_seed=0)
     pred = posterior_predictive(post, n_draws=30, random_seed=1)
     mean, sd = pred.sample_normal(X)
     expected = -np.log(norm.pdf(y[None], mean, sd).mean(0))
@@ -124,11 +124,11 @@ def test_auto_temperature_is_chosen_and_used(advi_clf, moons):
 
 def test_fixed_temperature_skips_the_selection(tiny):
     X, y = tiny
-    clf = BayesianMLPClassifier((3,), n_iter=500, n_draws=40, posterior_temperature=0.3,
+    clf = BayesianMLPClassifier((3,), n_iter=3000, n_draws=40, posterior_temperature=0.3,
                                 random_state=0).fit(X, y)
     assert clf.posterior_temperature_ == 0.3 and clf.temperature_selection_ is None
     cold = clf.predictive_.weights[0][0].std(0)
-    warm = BayesianMLPClassifier((3,), n_iter=500, n_draws=40, posterior_temperature=1.0,
+    warm = BayesianMLPClassifier((3,), n_iter=3000, n_draws=40, posterior_temperature=1.0,
                                  random_state=0).fit(X, y).predictive_.weights[0][0].std(0)
     # same fit and noise: the spread of every weight shrinks by sqrt(0.3)
     np.testing.assert_allclose(cold, np.sqrt(0.3) * warm, rtol=1e-4)
@@ -137,7 +137,7 @@ def test_fixed_temperature_skips_the_selection(tiny):
 def test_too_few_rows_per_class_means_no_tempering():
     X = np.arange(10, dtype=float)[:, None]
     y = np.array([0] * 9 + [1])
-    clf = BayesianMLPClassifier((2,), n_iter=200, n_draws=10, random_state=0).fit(X, y)
+    clf = BayesianMLPClassifier((2,), n_iter=3000, n_draws=10, random_state=0).fit(X, y)
     assert clf.posterior_temperature_ == 1.0 and clf.temperature_selection_ is None
 
 
@@ -151,7 +151,7 @@ def test_regressor_chooses_a_temperature_too():
     rng = np.random.default_rng(0)
     X = rng.uniform(-2, 2, size=(60, 1))
     y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=60)
-    reg = BayesianMLPRegressor((8,), n_iter=1500, n_draws=50, random_state=0).fit(X, y)
+    reg = BayesianMLPRegressor((8,), n_iter=3000, n_draws=50, random_state=0).fit(X, y)
     assert reg.posterior_temperature_ in TEMPERATURES
     assert reg.temperature_selection_.n_splits == 3
 
