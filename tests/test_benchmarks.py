@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
-SCRIPTS = ("ppc_strategies", "inference_throughput", "scaling")
+SCRIPTS = ("ppc_strategies", "inference_throughput", "scaling", "calibration")
 TOP_KEYS = {"benchmark", "machine", "config", "rows", "table", "notes", "elapsed_s"}
 MACHINE_KEYS = {"cpu_model", "cores", "cores_usable", "python", "versions", "timestamp_utc"}
 
@@ -133,6 +133,55 @@ def test_scaling_schema(quick_run):
             assert key in r, key
         assert r["ms_per_it_clock"] > 0 and r["peak_rss_mb"] > 0
         assert r["batch_size"] == 50 and r["n_features"] == 20
+
+
+CALIBRATION_CLS_MODELS = ("BNN default (32,)", "BNN default (5, 5)", "MLP (32,)", "MLP (5, 5)",
+                          "5-MLP ensemble (32,)", "LogisticRegression")
+CALIBRATION_REG_MODELS = ("BNN default (16,)", "MLP (16,)", "RidgeCV", "GPR")
+
+
+def test_calibration_schema(quick_run, out_dir):
+    _, data = quick_run("calibration")
+    config = data["config"]
+    # the BNNs measured are the package defaults (plus only the --quick overrides)
+    defaults = config["package_defaults"]["BayesianMLPClassifier"]
+    quick = config["quick_bnn_overrides"]
+    for name, params in config["classification_estimators"].items():
+        if name.startswith("BNN default"):
+            assert {k: v for k, v in params.items()
+                    if k not in ("hidden_layer_sizes", "random_state", *quick)} == \
+                {k: v for k, v in defaults.items()
+                 if k not in ("hidden_layer_sizes", "random_state", *quick)}
+    rows = [r for r in data["rows"] if r["section"] == "classification"]
+    assert config["classification_datasets"]
+    for ds in config["classification_datasets"]:
+        by_model = {r["model"]: r for r in rows if r["dataset"] == ds}
+        for model in CALIBRATION_CLS_MODELS:
+            r = by_model[model]
+            assert r["status"] == "ok", r
+            for key in ("accuracy", "nll", "brier", "ece", "confidence", "fit_s"):
+                assert math.isfinite(r[key]), (ds, model, key)
+            assert 0 <= r["accuracy"] <= 1 and 0 <= r["ece"] <= 1 and r["nll"] >= 0
+        gpc = by_model["GPC"]
+        assert gpc["status"] == "ok" or (gpc["status"] == "skipped" and gpc["reason"])
+    reg = [r for r in data["rows"] if r["section"] == "regression"]
+    for ds in config["regression_datasets"]:
+        by_model = {r["model"]: r for r in reg if r["dataset"] == ds}
+        for model in CALIBRATION_REG_MODELS:
+            r = by_model[model]
+            assert r["status"] == "ok", r
+            for key in ("rmse", "nll", "coverage90", "crps", "fit_s"):
+                assert math.isfinite(r[key]), (ds, model, key)
+    hier = {r["model"]: r for r in data["rows"] if r["section"] == "hierarchical"}
+    assert len(hier) == 2 and all(r["status"] == "ok" for r in hier.values())
+    # the wins table has one entry per default architecture and a summary line each
+    assert {(w["variant"], w["hidden"]) for w in data["wins"]} == {
+        ("default", "(32,)"), ("default", "(5, 5)")}
+    assert any(line.startswith("default (32,): meets the criteria on")
+               for line in data["summary"])
+    # markdown next to the JSON, reliability figure in --quick next to it as well
+    assert (out_dir / "calibration.md").read_text().startswith("# Calibration")
+    assert (out_dir / "calibration_reliability.png").stat().st_size > 0
 
 
 def test_run_all_reports_every_table(quick_run, out_dir):
