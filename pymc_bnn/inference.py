@@ -890,30 +890,16 @@ def _network_outputs(posterior: Posterior, X: np.ndarray, groups) -> tuple[np.nd
     """The network's outputs at ``X`` for every stored draw: an array of shape
     (chains, draws, n_quantities) and the quantity's name.
 
-    Uses the predictive's compiled forward pass (the same graph as the likelihood),
-    with its identity head and in float64: class probabilities in float32 saturate at
-    1 for logits above ~17, which would tie the draws of confidently classified points.
+    Uses the predictive's compiled forward pass (the same graph as the likelihood)
+    with its identity head, in float64 (``PosteriorPredictive._outputs``).
     """
-    from pymc_bnn.predictive import CHUNK_BYTES, _backend, _compiled_forward, from_idata
+    from pymc_bnn.predictive import from_idata
 
     spec = posterior.spec
-    predictive = from_idata(spec, posterior.idata)  # draws stacked chain-major
     post = posterior.idata.posterior
     n_chains, n_draws = int(post.sizes["chain"]), int(post.sizes["draw"])
-    mode, _ = _backend()
-    f = _compiled_forward(len(spec.layer_shapes), spec.activation, "normal", mode, "float64",
-                          spec.hierarchical)
-    index = predictive._group_index(groups, X.shape[0])
-    weights = predictive._inputs("float64")
-    total = n_chains * n_draws
-    widest = max([spec.n_features, *spec.hidden_layer_sizes, spec.n_outputs])
-    step = max(1, CHUNK_BYTES // (32 * X.shape[0] * widest))
-    parts = []
-    for start in range(0, total, step):
-        chunk = [a[start : start + step] for a in weights]
-        args = [X] + ([] if index is None else [index]) + chunk
-        parts.append(np.asarray(f(*args), dtype=np.float64))
-    out = np.concatenate(parts, axis=0)  # (total, n_points, n_outputs)
+    # draws stacked chain-major: (n_chains * n_draws, n_points, n_outputs)
+    out = from_idata(spec, posterior.idata)._outputs(X, groups)
     if spec.is_regression:
         values, quantity = out[..., 0], "mean"
     elif spec.n_classes == 2:

@@ -166,11 +166,11 @@ class PosteriorPredictive:
         """Number of posterior draws."""
         return int(self.weights[0][0].shape[0])
 
-    def _function(self, dtype: str | None = None):
+    def _function(self, dtype: str | None = None, head: str | None = None):
         mode, default = _backend()
         dtype = dtype or default
-        f = _compiled_forward(len(self.weights), self.spec.activation, _head(self.spec),
-                              mode, dtype, self.spec.hierarchical)
+        f = _compiled_forward(len(self.weights), self.spec.activation,
+                              head or _head(self.spec), mode, dtype, self.spec.hierarchical)
         if dtype == "float64":
             return f
         return lambda X, *args: np.asarray(f(X.astype(dtype), *args), dtype=np.float64)
@@ -239,15 +239,18 @@ class PosteriorPredictive:
             )
         return np.where(groups < 0, population, groups).astype(np.int64)
 
-    def _chunks(self, X: np.ndarray, groups=None):
+    def _chunks(self, X: np.ndarray, groups=None, *, head: str | None = None,
+                dtype: str | None = None):
+        """``(start, outputs)`` per chunk of rows; ``head`` / ``dtype`` default to the
+        network's own head and :meth:`_dtype_for`."""
         X = np.ascontiguousarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != self.spec.n_features:
             raise ValueError(
                 f"X must have shape (n_points, {self.spec.n_features}); got {X.shape}."
             )
         index = self._group_index(groups, X.shape[0])
-        dtype = self._dtype_for(X)
-        f = self._function(dtype)
+        dtype = dtype or self._dtype_for(X)
+        f = self._function(dtype, head)
         flat = self._inputs(dtype)
         step = self._chunk_rows()
         n = X.shape[0]
@@ -269,6 +272,15 @@ class PosteriorPredictive:
                 sd = np.broadcast_to(self.noise[:, None, None], out.shape)
                 out = np.concatenate([out, sd], axis=-1)
             yield start, out
+
+    def _outputs(self, X: np.ndarray, groups=None) -> np.ndarray:
+        """The network's outputs before any link, in float64, for every draw: shape
+        (n_draws, n_points, n_outputs) (a homoscedastic regressor's noise sd appended
+        as a last column). For the convergence diagnostics: class probabilities in
+        float32 saturate at 1 for logits above ~17, which would tie confident draws."""
+        return np.concatenate(
+            [out for _, out in self._chunks(X, groups, head="normal", dtype="float64")],
+            axis=1)
 
     def sample_proba(self, X: np.ndarray, groups=None) -> np.ndarray:
         """Class-probability draws.
