@@ -23,21 +23,23 @@ the noise and rows of the next call are drawn and gathered meanwhile.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import importlib.util
+import threading
 import warnings
 
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pytensor.compile.sharedvalue import SharedVariable
-from pytensor.graph.basic import Constant
+from pytensor.graph.basic import Constant, equal_computations
 from pytensor.graph.replace import graph_replace
-from pytensor.graph.traversal import ancestors
+from pytensor.graph.traversal import ancestors, graph_inputs
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.random.type import RandomType
 
-__all__ = ["ScanUnsupported", "jax_available", "ScanADVI"]
+__all__ = ["ScanUnsupported", "jax_available", "ScanADVI", "RunnerCache", "RUNNERS"]
 
 
 class ScanUnsupported(RuntimeError):
@@ -107,11 +109,25 @@ class ScanADVI:
     def __init__(self, inference, *, learning_rate: float, mode: str):
         import pymc as pm
 
+        if mode == "JAX":
+            from pymc_bnn.compile_cache import enable
+
+            enable()
+        # an input, not a constant: a cached runner serves fits at any step size
+        self.learning_rate = pytensor.shared(np.float64(learning_rate), name="learning_rate")
         updates = inference.objective.updates(
-            obj_n_mc=1, obj_optimizer=pm.adam(learning_rate=learning_rate)
+            obj_n_mc=1, obj_optimizer=pm.adam(learning_rate=self.learning_rate)
         )
-        loss = updates.loss
-        state_updates = dict(updates)
+        # The runner computes on private copies of the approximation's parameters and
+        # of the model's shared inputs (data, prior scale): a cached runner serves
+        # later fits (see bind) without ever writing into an earlier fit's model or
+        # posterior; the fit's own parameters receive the results (materialize).
+        model_inputs = _shared_inputs(inference.approx.model.logp())
+        private = {v: _private_copy(v, copy=True) for v in inference.approx.params}
+        private.update({v: _private_copy(v, copy=False) for v in model_inputs})
+        keys = [private.get(k, k) for k in updates]
+        loss, *values = graph_replace([updates.loss, *updates.values()], private, strict=False)
+        state_updates = dict(zip(keys, values))
         outputs = [loss, *state_updates.values()]
         rv_nodes = {
             v.owner for v in ancestors(outputs)
@@ -155,6 +171,16 @@ class ScanADVI:
             inputs.extend(rows_all)
         self.state = [s for s in state_updates if not isinstance(s.type, RandomType)]
         self.mode = mode
+        # what a reuse for another fit of the same structure rebinds (see bind): the
+        # variational parameters, the optimiser's state (reset to its start) and the
+        # model's data containers
+        self.params = [private[p] for p in inference.approx.params]
+        self._targets = list(inference.approx.params)
+        self._start = {s: np.array(s.get_value(borrow=True)) for s in self.state
+                       if s not in self.params}
+        #: private copies of the shared inputs of the model's log density (data
+        #: containers, prior scale), which :meth:`bind` sets to another fit's values
+        self.inputs = [private[v] for v in model_inputs]
         # input buffers reused from call to call, two sets (see _draw), and the inputs
         # drawn ahead for the next call: (rng, n_steps, arrays)
         self._buffers = {}
@@ -287,6 +313,138 @@ class ScanADVI:
         return buf
 
     def materialize(self) -> None:
-        """Store plain NumPy arrays back in the shared variables (JAX leaves its own)."""
+        """Store plain NumPy arrays back in the shared variables (JAX leaves its own),
+        and the variational parameters in the bound fit's approximation."""
         for s in self.state:
             s.set_value(np.array(s.get_value(borrow=True)))
+        for p, target in zip(self.params, self._targets, strict=True):
+            target.set_value(np.array(p.get_value(borrow=True)))
+
+    def bind(self, inference, inputs, *, learning_rate: float) -> None:
+        """Run for another fit of the same structure (see :class:`RunnerCache`).
+
+        ``inputs`` are that fit's counterparts of :attr:`inputs` (same order). Its
+        starting parameters, learning rate, data and prior scales are copied in; the
+        optimiser starts afresh, exactly as in a newly compiled runner.
+        """
+        for p, target in zip(self.params, inference.approx.params, strict=True):
+            p.set_value(np.array(target.get_value(borrow=True)))
+        self._targets = list(inference.approx.params)
+        for s, value in self._start.items():
+            s.set_value(value.copy())
+        self.learning_rate.set_value(np.float64(learning_rate))
+        for mine, theirs in zip(self.inputs, inputs, strict=True):
+            mine.set_value(theirs.get_value(borrow=True), borrow=True)
+        if self.minibatch is not None:
+            self.minibatch = (self.minibatch[0], int(self._data_values()[0].shape[0]))
+        self._ahead = None
+
+    def release(self) -> None:
+        """Drop the references to the last fit's data and approximation."""
+        for c in self.inputs:
+            value = c.get_value(borrow=True)
+            if value.ndim:
+                c.set_value(np.empty((0,) * value.ndim, dtype=value.dtype), borrow=True)
+        self._targets = []
+        self._ahead = None
+
+
+def _private_copy(v: SharedVariable, *, copy: bool) -> SharedVariable:
+    """A shared variable of ``v``'s type and name holding ``v``'s current value in its
+    own storage; ``copy=False`` shares the array (data the runner only reads)."""
+    value = v.get_value(borrow=not copy)
+    return pytensor.shared(value, name=v.name, shape=v.type.shape, borrow=True)
+
+
+def _shared_inputs(logp) -> list:
+    """The shared variables a log-density graph reads, random generators aside."""
+    return [v for v in graph_inputs([logp])
+            if isinstance(v, SharedVariable) and not isinstance(v.type, RandomType)]
+
+
+def _signature(inference):
+    """(coarse hashable key, graph, graph inputs) of an ADVI problem's structure.
+
+    Two problems with equal keys and equal graphs (:func:`equal_computations`, inputs
+    paired in order) have the same ELBO up to the values of shared variables (data,
+    prior scales, variational parameters), which a cached runner takes as inputs.
+    Everything else — layer sizes, likelihood, prior family, ``total_size``, batch
+    size, dtypes — is a constant of the model's log-density graph, so a change in any
+    of them changes the graph and the runner is not reused.
+    """
+    approx = inference.approx
+    model = approx.model
+    logp = model.logp()
+    inputs = [v for v in graph_inputs([logp]) if not isinstance(v, Constant)]
+    key = (
+        type(inference).__name__,
+        type(approx).__name__,
+        bool(approx.scale_cost_to_minibatch),
+        tuple((g.__class__.__name__, g.ddim) for g in approx.groups),
+        tuple((p.type, p.get_value(borrow=True).shape) for p in approx.params),
+        tuple(str(v.type) for v in inputs),
+    )
+    return key, logp, inputs
+
+
+class RunnerCache:
+    """Compiled :class:`ScanADVI` runners kept for reuse, keyed by model structure.
+
+    A fit of the same network structure on new data (cross-validation folds, grid
+    search over step sizes, ensemble members, the cross-fitted temperature fits)
+    reuses a runner instead of compiling the scan again (~1.5-2 s of PyTensor graph
+    rewriting and XLA compilation against ~0.25 s for 10,000 steps on moons). A
+    runner is taken out while a fit uses it, so concurrent fits (threads) never
+    share one; at most ``maxsize`` idle runners are kept, least recently used first
+    out, and an idle runner holds no data (:meth:`ScanADVI.release`).
+    """
+
+    def __init__(self, maxsize: int = 8):
+        self.maxsize = maxsize
+        self._idle = collections.OrderedDict()  # id -> (key, logp, inputs, runner)
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._idle)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._idle.clear()
+
+    @contextlib.contextmanager
+    def runner(self, inference, *, learning_rate: float, mode: str):
+        """A runner bound to ``inference`` (cached or newly compiled); back when done."""
+        key, logp, inputs = _signature(inference)
+        found = None
+        with self._lock:
+            for ident, (k, t_logp, t_inputs, r) in reversed(self._idle.items()):
+                if (k == (key, mode) and len(t_inputs) == len(inputs)
+                        and equal_computations([logp], [t_logp], inputs, t_inputs)):
+                    found = r
+                    del self._idle[ident]
+                    break
+        if found is None:
+            self.misses += 1
+            runner = ScanADVI(inference, learning_rate=learning_rate, mode=mode)
+            t_logp, t_inputs = logp, inputs
+        else:
+            self.hits += 1
+            runner = found
+            t_logp, t_inputs = runner.signature
+            runner.bind(inference, _shared_inputs(logp), learning_rate=learning_rate)
+        runner.signature = (t_logp, t_inputs)
+        try:
+            yield runner
+        finally:
+            runner.release()
+            if self.maxsize > 0:
+                with self._lock:
+                    self._idle[id(runner)] = ((key, mode), t_logp, t_inputs, runner)
+                    while len(self._idle) > self.maxsize:
+                        self._idle.popitem(last=False)
+
+
+#: The process-wide cache of compiled ADVI runners (``RUNNERS.clear()`` empties it).
+RUNNERS = RunnerCache()

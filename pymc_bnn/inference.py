@@ -255,10 +255,16 @@ def _check_engine(engine: str) -> str:
 
 
 def _run_scan(inference, *, n_iter, learning_rate, seed, callbacks, progressbar):
-    """ADVI by :class:`pymc_bnn._compiled_vi.ScanADVI`; returns the loss history."""
-    from pymc_bnn._compiled_vi import ScanADVI
+    """ADVI by :class:`pymc_bnn._compiled_vi.ScanADVI`, compiled once per model
+    structure (:data:`pymc_bnn._compiled_vi.RUNNERS`); returns the loss history."""
+    from pymc_bnn._compiled_vi import RUNNERS
 
-    runner = ScanADVI(inference, learning_rate=learning_rate, mode="JAX")
+    with RUNNERS.runner(inference, learning_rate=learning_rate, mode="JAX") as runner:
+        return _run_chunks(runner, inference, n_iter=n_iter, seed=seed,
+                           callbacks=callbacks, progressbar=progressbar)
+
+
+def _run_chunks(runner, inference, *, n_iter, seed, callbacks, progressbar):
     rng = np.random.default_rng(seed)
     losses, done = [], 0
     # PyMC's convergence check reads only the variational parameters; other callbacks
@@ -539,6 +545,9 @@ def _sample_nuts(model, sampler, *, draws, tune, chains, seed, initvals, progres
     kwargs = {}
     nuts = dict(nuts or {})
     if sampler == "numpyro":
+        from pymc_bnn.compile_cache import enable
+
+        enable()  # a second process reads the sampler's XLA programs back from disk
         nuts.setdefault("chain_method", _numpyro_chain_method(chains))
         if initvals is not None:
             nuts.setdefault("jitter", False)  # start exactly where asked

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
+from pytensor.compile.sharedvalue import SharedVariable
 
 __all__ = ["ACTIVATIONS", "LIKELIHOODS", "PRIORS", "noise_sd", "NetworkSpec", "build_model", "forward", "network_spec"]
 
@@ -197,14 +199,15 @@ def noise_sd(raw):
     return pt.softplus(raw) + MIN_NOISE
 
 
-def _layer_scales(spec: NetworkSpec, layer: int):
+def _layer_scales(spec: NetworkSpec, layer: int, prior_sigma):
     """Prior standard deviations ``(weights, biases)`` of one layer.
 
-    Floats for the fixed Normal prior; for Neal's prior, ``1 / sqrt(tau)`` of two
-    Gamma-distributed precisions ``w{i}_precision`` and ``b{i}_precision``.
+    ``prior_sigma`` (a shared scalar) for the fixed Normal prior; for Neal's prior,
+    ``1 / sqrt(tau)`` of two Gamma-distributed precisions ``w{i}_precision`` and
+    ``b{i}_precision``.
     """
     if spec.prior == "normal":
-        return spec.prior_sigma, spec.prior_sigma
+        return prior_sigma, prior_sigma
     scales = []
     for kind in ("w", "b"):
         tau = pm.Gamma(f"{kind}{layer}_precision", alpha=spec.precision_shape,
@@ -216,7 +219,7 @@ def _layer_scales(spec: NetworkSpec, layer: int):
 def _normal_block(name: str, shape: tuple, scale, init: np.ndarray, spec: NetworkSpec):
     """``name ~ Normal(0, scale)``; non-centred (``name_raw`` ~ N(0, 1)) when ``scale``
     is itself random, which NUTS and mean-field ADVI both handle far better."""
-    if isinstance(scale, float):
+    if isinstance(scale, SharedVariable):
         return pm.Normal(name, 0.0, scale, shape=shape, initval=init)
     # the precision starts at its prior mean, so the raw value is init * sqrt(mean)
     raw = pm.Normal(f"{name}_raw", 0.0, 1.0, shape=shape,
@@ -350,6 +353,9 @@ def build_model(
         noise_scale=noise_scale,
     )
     rng = np.random.default_rng(random_state)
+    # the prior scale is a shared input, not a constant of the graph: fits that differ
+    # only in it (a grid search) reuse one compiled ADVI runner (pymc_bnn._compiled_vi)
+    prior_sigma = pytensor.shared(np.float64(spec.prior_sigma), name="prior_sigma")
 
     with pm.Model() as model:
         data = [pm.Data("X", X), pm.Data("y", y)]
@@ -368,7 +374,7 @@ def build_model(
         for layer, ((w_name, b_name), (fan_in, fan_out)) in enumerate(
             zip(spec.weight_names, spec.layer_shapes)
         ):
-            w_scale, b_scale = _layer_scales(spec, layer)
+            w_scale, b_scale = _layer_scales(spec, layer, prior_sigma)
             scale = min(1.0, 2.0 / np.sqrt(fan_in))
             W = _layer_param(w_name, (fan_in, fan_out), w_scale,
                              rng.normal(0.0, scale, size=(fan_in, fan_out)), spec, rng)
