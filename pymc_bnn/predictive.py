@@ -18,10 +18,13 @@ PyMC's ``sample_node``.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import copy
 import functools
 import importlib.util
 from dataclasses import dataclass
+import threading
 from numbers import Real
 
 import numpy as np
@@ -98,6 +101,10 @@ def _compiled_forward(n_layers: int, activation: str, head: str, mode: str = "NU
     else:
         out = pt.stack([logits[..., 0], noise_sd(logits[..., 1])], axis=-1)
     inputs = [X] + ([groups] if grouped else []) + [v for pair in weights for v in pair]
+    if mode == "JAX":
+        from pymc_bnn.compile_cache import enable
+
+        enable()
     return pytensor.function(inputs, out, on_unused_input="ignore", mode=mode)
 
 
@@ -456,6 +463,22 @@ def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> Poste
         values = post[name].values
         return values.reshape(total, *values.shape[2:])[idx]
 
+    return _from_values(spec, values)
+
+
+def _needed_names(spec: NetworkSpec) -> list[str]:
+    """The posterior variables a predictive reads."""
+    names = [n for pair in spec.weight_names for n in pair]
+    if spec.hierarchical:
+        names += [f"{n}_mu" for n in names]
+    if spec.is_regression and not spec.heteroscedastic:
+        names.append("sigma")
+    return names
+
+
+def _from_values(spec: NetworkSpec, values) -> PosteriorPredictive:
+    """A predictive from ``values(name) -> draws of shape (n_draws, ...)``."""
+
     def get(name):
         if not spec.hierarchical:
             return _readonly(values(name))
@@ -596,10 +619,92 @@ def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: i
     (50, 40, 2)
     """
     if posterior.is_variational:
-        idata = posterior_draws(
-            posterior, n_draws=500 if n_draws is None else n_draws, random_seed=random_seed,
-            temperature=temperature,
-        )
+        n_draws = 500 if n_draws is None else n_draws
+        if random_seed is not None and _plain_variables(posterior):
+            n_draws = _check_n_draws(n_draws, allow_none=False)
+            with tempered(posterior.approx, check_temperature(temperature)) as approx:
+                draws = _vi_draws(approx, n_draws, random_seed)
+            return _from_values(posterior.spec, draws.__getitem__)
+        idata = posterior_draws(posterior, n_draws=n_draws, random_seed=random_seed,
+                                temperature=temperature)
         return from_idata(posterior.spec, idata)
     posterior_draws(posterior, temperature=temperature)  # MCMC: rejects T != 1
     return from_idata(posterior.spec, posterior.idata, n_draws=n_draws)
+
+
+def _plain_variables(posterior) -> bool:
+    """Whether every variable the predictive reads is a free variable of the model
+    without a transform: its draws in the approximation's space are the draws."""
+    model = posterior.approx.model
+    free = {rv.name: rv for rv in model.free_RVs}
+    return all(name in free and model.rvs_to_transforms.get(free[name]) is None
+               for name in _needed_names(posterior.spec))
+
+
+def _vi_draws(approx, n_draws: int, random_seed: int) -> dict[str, np.ndarray]:
+    """``approx.sample(n_draws, random_seed=random_seed)``'s draws of the free
+    variables, identical to them (tested), faster.
+
+    ``approx.sample`` compiles a sampler per approximation (~0.3 s) and builds a
+    per-draw trace and an InferenceData on every call (~25 ms; the temperature
+    selection makes 39 calls per fit). Here the same sampler graph (PyMC's
+    ``rslice`` + ``set_size_and_deterministic``, as in ``sample_dict_fn``) is
+    compiled once per approximation *structure* with the variational parameters as
+    inputs, seeded as PyMC seeds it, and returns the arrays. Valid for untransformed
+    free variables only (see :func:`_plain_variables`).
+    """
+    from pymc.pytensorf import reseed_rngs
+    from pymc.util import _get_seeds_per_chain
+
+    (seed,) = _get_seeds_per_chain(random_seed, 1)
+    sampler = _vi_sampler(approx)
+    with sampler["lock"]:
+        for mine, theirs in zip(sampler["params"], approx.params, strict=True):
+            mine.set_value(theirs.get_value(borrow=True), borrow=True)
+        reseed_rngs(sampler["rngs"], seed)
+        draws = sampler["fn"](n_draws)
+    return dict(zip(sampler["names"], draws))
+
+
+_VI_SAMPLERS: collections.OrderedDict = collections.OrderedDict()
+_VI_SAMPLERS_MAX = 16
+
+
+def _vi_sampler(approx) -> dict:
+    """The compiled sampler of an approximation's structure (bounded LRU cache)."""
+    from pymc.pytensorf import compile as pymc_compile
+    from pymc.pytensorf import find_rng_nodes
+    from pytensor.graph.replace import graph_replace
+
+    orderings = [tuple((name, o[1], o[2], str(o[3])) for name, o in ordering.items())
+                 for ordering in approx.collect("ordering")]
+    key = (type(approx).__name__, tuple(type(g).__name__ for g in approx.groups),
+           tuple(orderings), tuple((p.type, p.get_value(borrow=True).shape)
+                                   for p in approx.params))
+    key = repr(key)  # slices are not hashable before Python 3.12
+    with _VI_SAMPLERS_LOCK:
+        sampler = _VI_SAMPLERS.get(key)
+        if sampler is not None:
+            _VI_SAMPLERS.move_to_end(key)
+            return sampler
+    names = [name for ordering in approx.collect("ordering") for name in ordering]
+    size = pt.iscalar("n_draws")
+    sampled = approx.set_size_and_deterministic([approx.rslice(n) for n in names], size, 0)
+    # private parameters and generators: the cached sampler never touches the state of
+    # the approximation it was built from
+    private = {p: pytensor.shared(np.array(p.get_value()), name=p.name, shape=p.type.shape)
+               for p in approx.params}
+    private.update({r: pytensor.shared(copy.deepcopy(r.get_value()), name=r.name)
+                    for r in find_rng_nodes(sampled)})
+    sampled = graph_replace(sampled, private, strict=False)
+    sampler = {"names": names, "params": [private[p] for p in approx.params],
+               "rngs": find_rng_nodes(sampled), "fn": pymc_compile([size], sampled),
+               "lock": threading.Lock()}
+    with _VI_SAMPLERS_LOCK:
+        _VI_SAMPLERS[key] = sampler
+        while len(_VI_SAMPLERS) > _VI_SAMPLERS_MAX:
+            _VI_SAMPLERS.popitem(last=False)
+    return sampler
+
+
+_VI_SAMPLERS_LOCK = threading.Lock()

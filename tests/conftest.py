@@ -1,12 +1,26 @@
 """Shared fixtures: fixed seeds, data sets, and session-scoped fitted models.
 
 Fits are session-scoped so that each PyTensor graph is compiled and each model fit
-once per test run; tests never assume that a compile cache is warm.
+once per test run; tests never assume that a compile cache is warm. JAX's persistent
+compilation cache (pymc_bnn.compile_cache) points at a new empty directory for the
+session (inherited by the subprocesses of the notebook, CLI and benchmark tests), so
+a run never reads what an earlier run compiled; ``PYMC_BNN_COMPILE_CACHE`` set by
+the caller is respected.
 """
 
-import matplotlib
-import numpy as np
-import pytest
+import atexit
+import os
+import shutil
+import tempfile
+
+if "PYMC_BNN_COMPILE_CACHE" not in os.environ:
+    _CACHE = tempfile.mkdtemp(prefix="pymc_bnn-test-jax-cache-")
+    os.environ["PYMC_BNN_COMPILE_CACHE"] = _CACHE
+    atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+
+import matplotlib  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 matplotlib.use("Agg")
 
