@@ -193,3 +193,49 @@ def test_vi_predictive_is_seeded(advi_clf):
     c = posterior_predictive(post, n_draws=20, random_seed=2).weights[0][0]
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
+
+
+# ------------------------------------------ VI draws: compiled once per structure
+def _weights_equal(a, b):
+    return all(np.array_equal(x, y) for pa, pb in zip(a.weights, b.weights)
+               for x, y in zip(pa, pb))
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.3])
+def test_vi_draws_equal_approx_sample_and_the_fast_path_is_taken(tiny, temperature,
+                                                                   monkeypatch):
+    """``posterior_predictive`` draws a VI posterior's weights with a sampler compiled
+    once per approximation structure: the same draws as PyMC's ``approx.sample`` with
+    the same seed (the slow path), for a second fit too (the cached sampler gets that
+    fit's parameters), and ``approx.sample`` is not called."""
+    from pymc_bnn import build_model, fit
+
+    X, y = tiny
+    posts = [fit(build_model(X[:n], y[:n], hidden_layer_sizes=(3,), random_state=s),
+                 n_iter=300, random_seed=s, warn=False) for n, s in ((40, 0), (30, 1))]
+    slow = [P.from_idata(p.spec, P.posterior_draws(p, n_draws=50, random_seed=5,
+                                                   temperature=temperature))
+            for p in posts]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("approx.sample was called")
+
+    for p in posts:
+        monkeypatch.setattr(p.approx, "sample", refuse)
+    fast = [posterior_predictive(p, n_draws=50, random_seed=5, temperature=temperature)
+            for p in posts]
+    assert _weights_equal(fast[0], slow[0]) and _weights_equal(fast[1], slow[1])
+    assert not _weights_equal(fast[0], fast[1])
+
+
+def test_vi_draws_of_transformed_or_deterministic_weights_use_approx_sample(tiny):
+    """Neal's prior makes the weights deterministics of transformed variables: there
+    the trace of ``approx.sample`` computes them (the fast path does not apply)."""
+    from pymc_bnn import build_model, fit
+
+    X, y = tiny
+    post = fit(build_model(X, y, hidden_layer_sizes=(3,), prior="gamma_precision",
+                           random_state=0), n_iter=300, random_seed=0, warn=False)
+    assert not P._plain_variables(post)
+    slow = P.from_idata(post.spec, P.posterior_draws(post, n_draws=20, random_seed=2))
+    assert _weights_equal(posterior_predictive(post, n_draws=20, random_seed=2), slow)
