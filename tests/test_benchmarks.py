@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
-SCRIPTS = ("ppc_strategies", "inference_throughput", "scaling", "calibration")
+SCRIPTS = ("ppc_strategies", "inference_throughput", "scaling", "calibration", "repeated_fits")
 TOP_KEYS = {"benchmark", "machine", "config", "rows", "table", "notes", "elapsed_s"}
 MACHINE_KEYS = {"cpu_model", "cores", "cores_usable", "python", "versions", "timestamp_utc"}
 
@@ -182,6 +182,46 @@ def test_calibration_schema(quick_run, out_dir):
     # markdown next to the JSON, reliability figure in --quick next to it as well
     assert (out_dir / "calibration.md").read_text().startswith("# Calibration")
     assert (out_dir / "calibration_reliability.png").stat().st_size > 0
+
+
+def test_repeated_fits_schema(quick_run):
+    _, data = quick_run("repeated_fits")
+    config, rows = data["config"], data["rows"]
+    by_workload = {}
+    for r in rows:
+        assert r["status"] == "ok" or (r["status"] == "skipped" and r["reason"]), r
+        by_workload.setdefault(r["workload"].split()[0], []).append(r)
+    assert set(by_workload) == {"cross_val", "GridSearchCV", "ensemble", "cold", "memory"}
+    assert {(r["engine"], r["variant"]) for r in by_workload["cross_val"]} == {
+        ("pymc_bnn", "T=1.0"), ("pymc_bnn", "T=auto"), ("sklearn", None), ("numpyro", "SVI.run")}
+    assert {r["engine"] for r in by_workload["GridSearchCV"]} == {"pymc_bnn", "sklearn"}
+    assert {r["engine"] for r in by_workload["ensemble"]} == {"pymc_bnn", "sklearn", "numpyro"}
+    for r in rows:
+        if r["status"] != "ok":
+            continue
+        for key in ("n_fits", "total_s", "per_fit_s", "runs", "convergence_warnings"):
+            assert key in r, (r["workload"], key)
+        assert r["total_s"] > 0 and r["n_fits"] >= 1
+        single = r["workload"].startswith(("cold", "memory"))
+        assert len(r["runs"]) == (1 if single else config["repeats"])
+        if r["accuracy"] is not None:
+            assert 0.5 < r["accuracy"] <= 1, r
+        if r["engine"] == "pymc_bnn" and not single:
+            assert "ratio_vs_sklearn" in r
+    for r in by_workload["cross_val"] + by_workload["ensemble"]:
+        if r["status"] == "ok":
+            assert all(len(run["fit_times"]) == r["n_fits"] for run in r["runs"])
+            assert r["first_fit_s"] > 0 and r["later_fit_s"] > 0
+    assert all(r["n_fits"] == config["members"] for r in by_workload["ensemble"])
+    cold = by_workload["cold"]
+    assert [r["workload"] for r in cold] == ["cold start (1st process)", "cold start (2nd process)"]
+    for r in cold:
+        assert {"import_s", "fit_s", "accuracy"} <= set(r["runs"][0])
+    (mem,) = by_workload["memory"]
+    assert mem["n_fits"] == config["memory_fits"]
+    run = mem["runs"][0]
+    assert [n for n, _ in run["rss_trace_mb"]][-1] == config["memory_fits"]
+    assert math.isfinite(mem["rss_growth_mb"]) and run["rss_before_mb"] > 0
 
 
 def test_run_all_reports_every_table(quick_run, out_dir):

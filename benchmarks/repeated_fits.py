@@ -1,0 +1,418 @@
+"""Repeated fits: what a user pays when one estimator is fit many times (issue #13).
+
+A scikit-learn workflow rarely fits once: cross-validation, a grid search, an ensemble
+or a loop over seeds fit the same network on data of the same shape again and again.
+When each fit compiles its own ADVI step function, compilation (seconds) dwarfs the
+optimisation itself (a fraction of a second for a small network): this benchmark
+measures that cost as a user meets it, with the public estimator only, beside
+scikit-learn's ``MLPClassifier`` and NumPyro SVI doing the same fits.
+
+Workloads (each timed ``--repeats`` times in this process, medians reported, every
+run's timings kept in the JSON; the first run of a workload may pay compilations
+that later runs reuse, which is the point):
+
+1. ``cross_validate`` (what ``cross_val_score`` calls, plus the per-fold fit times)
+   of ``make_pipeline(StandardScaler(), BayesianMLPClassifier((16,),
+   random_state=0))`` on breast_cancer, ``cv=5``, ``n_jobs=1``: with
+   ``posterior_temperature=1.0`` (one ADVI fit per fold) and the default ``"auto"``
+   (3 extra cross-fitted ADVI fits per fold); beside ``MLPClassifier((16,),
+   max_iter=2000)`` in the same pipeline and NumPyro SVI on the same folds
+   (``_peers.numpyro_bnn``, ``AutoNormal`` guide, ``Adam(0.01)``, ``Trace_ELBO``, as
+   many steps as the BNN's default ``n_iter``; ``SVI.run`` per fit, which
+   ``jax.jit``-compiles its scan of steps; 500 guide draws predict the fold).
+2. ``GridSearchCV`` over 3 x 3 candidates (``hidden_layer_sizes`` x ``prior_sigma``;
+   for the MLP ``alpha``), ``cv=3``, ``n_jobs=1``, default refit: 28 fits.
+3. An ensemble of 10 default estimators on ``make_moons(500, noise=0.2)``
+   (``random_state`` 0..9) beside 10 ``MLPClassifier((5, 5))`` and 10 SVI fits of the
+   same network: first fit, median of the later fits, total; accuracy of the averaged
+   probabilities on a second moons sample.
+4. Cold start: a fresh ``python -c`` that imports ``pymc_bnn``, fits the default moons
+   estimator and prints its accuracy, run twice (wall clock of the whole process;
+   the second run sees whatever on-disk cache the first one left).
+5. Memory: resident set size (``VmRSS``) before and after N repeated moons fits
+   (``posterior_temperature=1.0``, ``n_iter=2000``), sampled every few fits: a
+   per-fit compile cache must not grow without bound.
+
+sklearn ``ConvergenceWarning``s (short MLP fits, and the BNN's own ELBO check) are
+silenced and counted per row.
+
+Run: ``python benchmarks/repeated_fits.py [--quick] [--out PATH]``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import importlib.util
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+import _peers  # noqa: E402
+
+NAME = "repeated_fits"
+ROOT = Path(__file__).resolve().parents[1]
+WORKLOADS = ("cv", "grid", "ensemble", "cold_start", "memory")
+HAVE_NUMPYRO = all(importlib.util.find_spec(m) is not None for m in ("jax", "numpyro"))
+
+#: The child process of the cold-start workload: import, fit the default, print.
+COLD_START = """
+import json, sys, time
+t0 = time.perf_counter()
+from sklearn.datasets import make_moons
+from pymc_bnn import BayesianMLPClassifier
+t1 = time.perf_counter()
+kw = json.loads(sys.argv[1])
+X, y = make_moons(n_samples=500, noise=0.2, random_state=0)
+Xt, yt = make_moons(n_samples=500, noise=0.2, random_state=1)
+clf = BayesianMLPClassifier(random_state=0, **kw).fit(X, y)
+t2 = time.perf_counter()
+print("RESULT " + json.dumps({"import_s": t1 - t0, "fit_s": t2 - t1,
+                              "accuracy": float(clf.score(Xt, yt))}))
+"""
+
+
+@contextlib.contextmanager
+def counting_convergence_warnings(counter: list):
+    """Silence sklearn ConvergenceWarnings, appending their number to ``counter``."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        yield
+    counter.append(sum(issubclass(w.category, ConvergenceWarning) for w in caught))
+    for w in caught:  # anything else is shown as usual
+        if not issubclass(w.category, ConvergenceWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
+# ------------------------------------------------------------------------- engines
+def bnn(**params):
+    from pymc_bnn import BayesianMLPClassifier
+
+    return BayesianMLPClassifier(**params)
+
+
+def mlp(hidden, **params):
+    from sklearn.neural_network import MLPClassifier
+
+    return MLPClassifier(hidden, max_iter=2000, **params)
+
+
+def svi_proba(X_train, y_train, X_test, hidden, *, steps, seed, n_draws=500):
+    """NumPyro SVI on the BNN's model (as ``SVI.run`` compiles it); mean P(y=1 | X_test)."""
+    import jax
+    import jax.numpy as jnp
+    from numpyro.infer import SVI, Trace_ELBO
+    from numpyro.infer.autoguide import AutoNormal
+    from numpyro.optim import Adam
+
+    sizes = [X_train.shape[1], *hidden, 1]
+    shapes = list(itertools.pairwise(sizes))
+    model = functools.partial(_peers.numpyro_bnn, layer_shapes=shapes, sigma=1.0,
+                              with_p=False)
+    guide = AutoNormal(model)
+    svi = SVI(model, guide, Adam(0.01), Trace_ELBO())
+    res = svi.run(jax.random.PRNGKey(seed), steps, jnp.asarray(X_train),
+                  jnp.asarray(y_train), progress_bar=False)
+    draws = guide.sample_posterior(jax.random.PRNGKey(seed + 1), res.params,
+                                   sample_shape=(n_draws,))
+    draws = {k: np.asarray(v, dtype=np.float64) for k, v in draws.items()}
+    return _peers.numpy_mean_proba(X_test, draws, len(shapes))
+
+
+# ------------------------------------------------------------------------- workloads
+def breast_cancer():
+    from sklearn.datasets import load_breast_cancer
+
+    return load_breast_cancer(return_X_y=True)
+
+
+def moons():
+    from sklearn.datasets import make_moons
+
+    return (*make_moons(n_samples=500, noise=0.2, random_state=0),
+            *make_moons(n_samples=500, noise=0.2, random_state=1))
+
+
+def cv_run(estimator, folds):
+    """One ``cross_validate`` run: fit time per fold and mean accuracy."""
+    from sklearn.model_selection import cross_validate
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = breast_cancer()
+    res = cross_validate(make_pipeline(StandardScaler(), estimator), X, y, cv=folds, n_jobs=1)
+    return {"fit_times": list(res["fit_time"]), "accuracy": float(np.mean(res["test_score"]))}
+
+
+def cv_svi_run(folds, steps, seed):
+    """The same folds (``check_cv``: StratifiedKFold) fit by NumPyro SVI."""
+    from sklearn.model_selection import check_cv
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = breast_cancer()
+    fit_times, accs = [], []
+    for train, test in check_cv(folds, y, classifier=True).split(X, y):
+        t0 = time.perf_counter()
+        scaler = StandardScaler().fit(X[train])
+        p = svi_proba(scaler.transform(X[train]), y[train], scaler.transform(X[test]), (16,),
+                      steps=steps, seed=seed)
+        fit_times.append(time.perf_counter() - t0)
+        accs.append(float(((p > 0.5) == y[test]).mean()))
+    return {"fit_times": fit_times, "accuracy": float(np.mean(accs))}
+
+
+def grid_run(estimator, grid, folds):
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = breast_cancer()
+    pipe = make_pipeline(StandardScaler(), estimator)
+    step = pipe.steps[-1][0]
+    search = GridSearchCV(pipe, {f"{step}__{k}": v for k, v in grid.items()}, cv=folds,
+                          n_jobs=1).fit(X, y)
+    return {"accuracy": float(search.best_score_), "refit_s": float(search.refit_time_),
+            "mean_fit_times": list(search.cv_results_["mean_fit_time"]),
+            "best_params": {k.split("__", 1)[1]: v for k, v in search.best_params_.items()}}
+
+
+def ensemble_run(make_proba, members):
+    """``members`` fits of ``make_proba(seed) -> P(y=1 | X_test)``; averaged accuracy."""
+    *_, y_test = moons()
+    fit_times, probas = [], []
+    for seed in range(members):
+        t, p = _common.time_call(make_proba, seed)
+        fit_times.append(t)
+        probas.append(p)
+    acc = float(((np.mean(probas, axis=0) > 0.5) == y_test).mean())
+    return {"fit_times": fit_times, "accuracy": acc}
+
+
+def cold_start_run(bnn_kw: dict, cache_dir: str | None) -> dict:
+    """One fresh ``python -c COLD_START``: its own import and fit times, accuracy.
+
+    ``cache_dir``: JAX's persistent compilation cache of the child
+    (``PYMC_BNN_COMPILE_CACHE``; None: switched off).
+    """
+    env = {**os.environ, "PYMC_BNN_COMPILE_CACHE": cache_dir or "off"}
+    proc = subprocess.run([sys.executable, "-c", COLD_START, json.dumps(bnn_kw)],
+                          capture_output=True, text=True, timeout=1800, cwd=ROOT, env=env)
+    if proc.returncode != 0:
+        raise RuntimeError(f"cold-start child failed: {proc.stderr[-2000:]}")
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
+    return json.loads(line[len("RESULT "):])
+
+
+def memory_run(n_fits: int, every: int, n_iter: int) -> dict:
+    X, y, *_ = moons()
+    gc.collect()
+    trace = [(0, _common.rss_mb())]
+    fit_times = []
+    for i in range(n_fits):
+        t, _ = _common.time_call(bnn(random_state=i, n_iter=n_iter,
+                                     posterior_temperature=1.0).fit, X, y)
+        fit_times.append(t)
+        if i == 0 or (i + 1) % every == 0 or i + 1 == n_fits:
+            gc.collect()
+            trace.append((i + 1, _common.rss_mb()))
+    rss = dict(trace)
+    # total_s: the fits alone, without the gc.collect() of the RSS samples
+    return {"total_s": sum(fit_times), "fit_times": fit_times, "rss_trace_mb": trace,
+            "rss_before_mb": rss[0], "rss_after_first_mb": rss[1], "rss_after_mb": rss[n_fits],
+            "rss_growth_mb": rss[n_fits] - rss[0],
+            "rss_growth_after_first_mb": rss[n_fits] - rss[1]}
+
+
+# ------------------------------------------------------------------------- rows
+def measure(rows, workload, engine, variant, n_fits, run, repeats=1):
+    """Time ``run() -> dict`` ``repeats`` times into one row of medians.
+
+    A ``total_s`` in the returned dict replaces the wall clock of the call.
+    """
+    row = {"workload": workload, "engine": engine, "variant": variant, "n_fits": n_fits}
+    try:
+        if engine == "numpyro" and not HAVE_NUMPYRO:
+            raise ImportError("numpyro / jax not installed")
+        runs = []
+        for _ in range(repeats):
+            counted: list[int] = []
+            with counting_convergence_warnings(counted):
+                t, out = _common.time_call(run)
+            runs.append({"total_s": t, **out, "convergence_warnings": counted[0]})
+    except ImportError as exc:
+        row.update(status="skipped", reason=str(exc))
+    except Exception as exc:  # keep the other measurements
+        traceback.print_exc()
+        row.update(status="failed", reason=f"{type(exc).__name__}: {exc}")
+    else:
+        med = _common.median
+        row.update(status="ok", runs=runs, total_s=med(r["total_s"] for r in runs),
+                   per_fit_s=med(r["total_s"] / n_fits for r in runs),
+                   accuracy=med(r.get("accuracy") for r in runs),
+                   convergence_warnings=sum(r.get("convergence_warnings", 0) for r in runs))
+        if all(r.get("fit_times") for r in runs):
+            row["first_fit_s"] = med(r["fit_times"][0] for r in runs)
+            row["later_fit_s"] = med(med(r["fit_times"][1:]) for r in runs)
+        if "rss_growth_mb" in runs[0]:
+            row["rss_growth_mb"] = runs[0]["rss_growth_mb"]
+            row["rss_growth_after_first_mb"] = runs[0]["rss_growth_after_first_mb"]
+    rows.append(row)
+    shown = [f"{k} {row[k]:.3g}" for k in ("total_s", "per_fit_s", "first_fit_s", "accuracy")
+             if row.get(k) is not None]
+    print(f"{workload:32s} {engine:9s} {variant or '':8s} {row['status']:7s} "
+          + "  ".join(shown), flush=True)
+    return row
+
+
+def add_ratios(rows) -> None:
+    for row in rows:
+        for peer in ("sklearn", "numpyro"):
+            ref = next((r for r in rows if r["workload"] == row["workload"]
+                        and r["engine"] == peer and r["status"] == "ok"), None)
+            if row["status"] == "ok" and ref and row is not ref:
+                row[f"ratio_vs_{peer}"] = row["total_s"] / ref["total_s"]
+
+
+# ------------------------------------------------------------------------- main
+def main(argv=None) -> int:
+    parser = _common.base_parser(__doc__.split("\n\n")[0], NAME)
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="timed runs per workload (default 3; --quick 1)")
+    parser.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
+    args = parser.parse_args(argv)
+
+    from pymc_bnn.inference import VI_DEFAULTS
+
+    q = args.quick
+    args.repeats = args.repeats or (1 if q else 3)
+    n_iter = VI_DEFAULTS["advi"][0]
+    settings = {
+        # --quick: short fits (BNN n_iter and SVI steps), fewer folds, candidates, members
+        "bnn_overrides": {"n_iter": 1000} if q else {},
+        "svi_steps": 1000 if q else n_iter,
+        "cv_folds": 2 if q else 5,
+        "grid": {"hidden_layer_sizes": [(8,), (16,)] if q else [(8,), (16,), (32,)],
+                 "prior_sigma": [0.5, 1.0] if q else [0.5, 1.0, 2.0]},
+        "mlp_alpha": [1e-4, 1e-2] if q else [1e-4, 1e-2, 1.0],
+        "grid_folds": 2 if q else 3,
+        "members": 3 if q else 10,
+        "memory_fits": 20 if q else 200,
+        "memory_every": 5 if q else 20,
+        "memory_n_iter": 2000,
+    }
+    try:
+        import jax
+
+        settings["jax_enable_x64"] = bool(jax.config.jax_enable_x64)
+        settings["jax_compilation_cache_dir"] = jax.config.jax_compilation_cache_dir
+    except ImportError:
+        pass
+    s = settings
+    kw = s["bnn_overrides"]
+    info = _common.machine_info()
+    _common.print_header("Repeated fits (issue #13: compile once)", info)
+    t_start = time.perf_counter()
+    rows: list[dict] = []
+    rep = functools.partial(measure, rows, repeats=args.repeats)
+
+    if "cv" in args.workloads:
+        k = s["cv_folds"]
+        w = f"cross_val {k}-fold breast_cancer"
+        rep(w, "pymc_bnn", "T=1.0", k, lambda: cv_run(
+            bnn(hidden_layer_sizes=(16,), random_state=0, posterior_temperature=1.0, **kw), k))
+        rep(w, "pymc_bnn", "T=auto", k, lambda: cv_run(
+            bnn(hidden_layer_sizes=(16,), random_state=0, **kw), k))
+        rep(w, "sklearn", None, k, lambda: cv_run(mlp((16,), random_state=0), k))
+        rep(w, "numpyro", "SVI.run", k, lambda: cv_svi_run(k, s["svi_steps"], args.seed))
+
+    if "grid" in args.workloads:
+        g, k = s["grid"], s["grid_folds"]
+        n_fits = len(g["hidden_layer_sizes"]) * len(g["prior_sigma"]) * k + 1
+        w = f"GridSearchCV {len(g['hidden_layer_sizes'])}x{len(g['prior_sigma'])} cv={k}"
+        rep(w, "pymc_bnn", "T=auto", n_fits, lambda: grid_run(bnn(random_state=0, **kw), g, k))
+        mlp_grid = {"hidden_layer_sizes": g["hidden_layer_sizes"], "alpha": s["mlp_alpha"]}
+        rep(w, "sklearn", None, n_fits, lambda: grid_run(mlp((16,), random_state=0),
+                                                          mlp_grid, k))
+
+    if "ensemble" in args.workloads:
+        m = s["members"]
+        X, y, X_test, _ = moons()
+        w = f"ensemble of {m} on moons"
+        rep(w, "pymc_bnn", "T=auto", m, lambda: ensemble_run(
+            lambda i: bnn(random_state=i, **kw).fit(X, y).predict_proba(X_test)[:, 1], m))
+        rep(w, "sklearn", None, m, lambda: ensemble_run(
+            lambda i: mlp((5, 5), random_state=i).fit(X, y).predict_proba(X_test)[:, 1], m))
+        rep(w, "numpyro", "SVI.run", m, lambda: ensemble_run(
+            lambda i: svi_proba(X, y, X_test, (5, 5), steps=s["svi_steps"], seed=i), m))
+
+    if "cold_start" in args.workloads:
+        # a new, empty compilation cache: the 1st process compiles everything and
+        # fills it, the 2nd reads it back (what a user's second run on a machine sees)
+        with tempfile.TemporaryDirectory(prefix="pymc_bnn-jax-cache-") as cache:
+            runs = [("1st", cache), ("2nd", cache)]
+            variants = [("T=auto", {})]
+            if not args.quick:
+                runs.insert(0, ("no cache", None))
+                variants.append(("T=1.0", {"posterior_temperature": 1.0}))
+            for name, where in runs:
+                for variant, extra in variants:
+                    measure(rows, f"cold start ({name} process)", "pymc_bnn", variant, 1,
+                            lambda: cold_start_run({**kw, **extra}, where))
+
+    if "memory" in args.workloads:
+        n = s["memory_fits"]
+        measure(rows, f"memory ({n} moons fits)", "pymc_bnn", "T=1.0", n,
+                lambda: memory_run(n, s["memory_every"], s["memory_n_iter"]))  # run once
+
+    add_ratios(rows)
+    table = _common.markdown_table(rows, [
+        ("workload", "workload"), ("engine", "engine"), ("variant", "variant"),
+        ("n_fits", "fits"), ("total_s", "total s"), ("per_fit_s", "s / fit"),
+        ("first_fit_s", "first fit s"), ("later_fit_s", "later fits s (median)"),
+        ("ratio_vs_sklearn", "× sklearn"), ("ratio_vs_numpyro", "× numpyro"),
+        ("accuracy", "accuracy"), ("rss_growth_mb", "RSS growth MB"), ("status", "status")])
+    print("\n" + table + "\n")
+    payload = {
+        "benchmark": NAME, "machine": info, "config": {**vars(args), **settings},
+        "rows": rows, "table": table, "elapsed_s": time.perf_counter() - t_start,
+        "notes": [
+            f"medians over {args.repeats} run(s) per workload, all in one process and in "
+            "the order of the table; each row's 'runs' holds every run's timings.",
+            "total s: wall clock of the whole workload (fits, predictions, scoring); "
+            "s / fit = total / fits; first fit / later fits: per-fit times where the "
+            "workload exposes them (cross_validate fit_time; one clock per member).",
+            "× sklearn / × numpyro: total time over the peer's on the same workload.",
+            "accuracy: cross-validation mean; GridSearchCV best_score_; ensemble: "
+            "averaged probabilities on make_moons(500, noise=0.2, random_state=1); "
+            "cold start: the default fit on the same test sample.",
+            "cold start: a fresh python process (interpreter, imports, fit); total s is "
+            "the process's wall clock, fit_s in 'runs' the fit alone; 'no cache': JAX's "
+            "persistent compilation cache off; '1st' / '2nd': one new empty cache "
+            "directory, filled by the 1st process, read by the 2nd.",
+            "memory: VmRSS after gc.collect(); growth = after N fits - before the first; "
+            "total s = sum of the fit times (the RSS samples' gc.collect() excluded); "
+            "rss_growth_after_first_mb excludes the first fit; rss_trace_mb in 'runs'.",
+            "ConvergenceWarnings (MLP max_iter, BNN ELBO check) silenced, counted per row.",
+        ],
+    }
+    path = _common.write_json(args.out, payload)
+    print(f"wrote {path}")
+    return 1 if any(r["status"] == "failed" for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
