@@ -258,3 +258,30 @@ def test_vi_draws_of_transformed_or_deterministic_weights_use_approx_sample(tiny
     assert not P._plain_variables(post)
     slow = P.from_idata(post.spec, P.posterior_draws(post, n_draws=20, random_seed=2))
     assert _weights_equal(posterior_predictive(post, n_draws=20, random_seed=2), slow)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.2])
+def test_vi_idata_equals_approx_sample(tiny, temperature, monkeypatch):
+    """``posterior_draws`` (the estimators' ``idata_``) of a plain Normal-prior network:
+    the same DataTree as PyMC's ``approx.sample`` (groups, variables, dims, values;
+    creation time aside), which is not called."""
+    import xarray as xr
+
+    from pymc_bnn import build_model, fit
+
+    X, y = tiny
+    post = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=300,
+               random_seed=0, warn=False)
+    with P.tempered(post.approx, temperature) as approx:
+        slow = approx.sample(40, random_seed=3)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("approx.sample was called")
+
+    monkeypatch.setattr(post.approx, "sample", refuse)
+    fast = P.posterior_draws(post, n_draws=40, random_seed=3, temperature=temperature)
+    assert sorted(fast.children) == sorted(slow.children)
+    for group in slow.children:
+        a, b = fast[group].to_dataset(), slow[group].to_dataset()
+        a.attrs.pop("created_at"), b.attrs.pop("created_at")
+        xr.testing.assert_identical(a, b)
