@@ -27,11 +27,15 @@ venv: $(call STAMP,test)
 demo: $(call STAMP,run)
 	$(PY) -m pymc_bnn demo --out figures
 
+# two workers (the machines have 2 cores): most of a test's time is single-threaded
+# graph compilation; the benchmark smoke tests stay together (one xdist group)
+XDIST := -n 2 --dist loadgroup
+
 test: $(call STAMP,test)
-	$(PY) -m pytest
+	$(PY) -m pytest $(XDIST)
 
 test-fast: $(call STAMP,test)
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest $(XDIST) -m "not slow"
 
 bench: $(call STAMP,test)
 	$(PY) benchmarks/run_all.py

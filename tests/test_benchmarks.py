@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+# one xdist group: the scripts run once per module (quick_run) and the last test reads
+# all their tables
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("benchmarks")]
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
@@ -23,14 +25,16 @@ TOP_KEYS = {"benchmark", "machine", "config", "rows", "table", "notes", "elapsed
 MACHINE_KEYS = {"cpu_model", "cores", "cores_usable", "python", "versions", "timestamp_utc"}
 
 
-@pytest.fixture(scope="module")
+# Session scope: under pytest-xdist other modules' tests may run between these on the
+# same worker, and a module-scoped cache would be torn down and every script run again.
+@pytest.fixture(scope="session")
 def out_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("bench")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def quick_run(out_dir):
-    """Run a script once with --quick (cached per module): (completed process, JSON)."""
+    """Run a script once with --quick (cached per session): (completed process, JSON)."""
     cache = {}
 
     def run(name):
