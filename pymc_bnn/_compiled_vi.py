@@ -11,6 +11,10 @@ reparameterisation trick (shape (K, 1, d)) and, for minibatch models, the row in
 of each step's batch (uniform with replacement, as ``pm.Minibatch``). Everything else
 is PyMC's: same ELBO, same ``total_size`` scaling, same optimiser, same parameters.
 
+A compiled runner is kept (:class:`RunnerCache`) and serves every later fit whose
+model has an equal log-density graph: data, prior scale, learning rate and seed are
+inputs, everything else that shapes the graph is checked, not assumed.
+
 Minibatch rows are gathered with NumPy too, and passed in as (K, batch, ...) inputs
 that replace the outputs of PyMC's ``MinibatchOp``: the compiled function never sees
 the full data, so a call costs the same for 10^3 or 10^6 rows. (With the data inside

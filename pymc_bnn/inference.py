@@ -407,7 +407,9 @@ def fit(
     engine : {"auto", "jax", "pymc"}, default "auto"
         How VI steps are run. ``"pymc"``: ``pm.fit``'s loop, one compiled call per step.
         ``"jax"``: the same PyMC objective and Adam updates, 1,000 steps per compiled
-        JAX call (:mod:`pymc_bnn._compiled_vi`; ~5-10x faster on small networks).
+        JAX call (:mod:`pymc_bnn._compiled_vi`; ~5-10x faster on small networks),
+        compiled once per model structure: a later fit whose model has the same
+        log-density graph (other data, prior scale, learning rate or seed) reuses it.
         ``"auto"``: ``"jax"`` when jax is installed, else ``"pymc"``.
     nuts_init : {"jitter", "advi"}, default "jitter"
         How NUTS chains start. ``"jitter"``: PyMC's default (the model's initial
