@@ -159,6 +159,7 @@ class _BayesianMLP(BaseEstimator):
                 "hidden_layer_sizes must be a positive int or a sequence of positive ints; "
                 f"got {self.hidden_layer_sizes!r}."
             )
+        self._check_temperature_for_inference()
         X, y = self._validate_X(X, reset=True, y=y)
         y_model, target_kwargs = self._encode_target(y)
         group_codes = None
@@ -214,19 +215,22 @@ class _BayesianMLP(BaseEstimator):
         self._set_posterior(posterior, seeds["predict"])
         return self
 
+    def _check_temperature_for_inference(self) -> None:
+        """Refuse a temperature with NUTS before anything is fit."""
+        if self.inference == "nuts" and self.posterior_temperature not in ("auto", 1, 1.0):
+            raise ValueError(
+                f"posterior_temperature={self.posterior_temperature!r} applies to "
+                "variational inference only; NUTS draws are used as they are. Use "
+                "posterior_temperature='auto' (or 1.0) with inference='nuts'."
+            )
+
     #: Folds of the cross-fitted temperature choice (``posterior_temperature="auto"``).
     _TEMPERATURE_FOLDS = 3
 
     def _choose_temperature(self, fit_rows, X, y_model, group_codes, seed) -> None:
         """Set ``posterior_temperature_`` and ``temperature_selection_``."""
         self.temperature_selection_ = None
-        if self.inference == "nuts":
-            if self.posterior_temperature not in ("auto", 1, 1.0):
-                raise ValueError(
-                    f"posterior_temperature={self.posterior_temperature!r} applies to "
-                    "variational inference only; NUTS draws are used as they are. Use "
-                    "posterior_temperature='auto' (or 1.0) with inference='nuts'."
-                )
+        if self.inference == "nuts":  # a temperature other than 1 was refused in fit
             self.posterior_temperature_ = 1.0
             return
         if self.posterior_temperature != "auto":

@@ -141,10 +141,18 @@ def test_too_few_rows_per_class_means_no_tempering():
     assert clf.posterior_temperature_ == 1.0 and clf.temperature_selection_ is None
 
 
-def test_nuts_rejects_a_temperature(tiny):
+def test_nuts_rejects_a_temperature(tiny, monkeypatch):
+    """Refused at the start of fit, before any sampling (nothing is fit)."""
+    import pymc_bnn.estimator as E
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("a model was fit before the temperature was checked")
+
+    monkeypatch.setattr(E, "fit", no_fit)
     X, y = tiny
     with pytest.raises(ValueError, match="applies to variational inference only"):
-        BayesianMLPClassifier((), inference="nuts", posterior_temperature=0.5).fit(X, y)
+        BayesianMLPClassifier((), inference="nuts", posterior_temperature=0.5,
+                              random_state=0).fit(X, y)
 
 
 def test_regressor_chooses_a_temperature_too():
