@@ -126,7 +126,7 @@ class ScanADVI:
         # of the model's shared inputs (data, prior scale): a cached runner serves
         # later fits (see bind) without ever writing into an earlier fit's model or
         # posterior; the fit's own parameters receive the results (materialize).
-        model_inputs = _shared_inputs(inference.approx.model.logp())
+        model_inputs = _shared_inputs(graph_inputs([inference.approx.model.logp()]))
         private = {v: _private_copy(v, copy=True) for v in inference.approx.params}
         private.update({v: _private_copy(v, copy=False) for v in model_inputs})
         keys = [private.get(k, k) for k in updates]
@@ -360,9 +360,9 @@ def _private_copy(v: SharedVariable, *, copy: bool) -> SharedVariable:
     return pytensor.shared(value, name=v.name, shape=v.type.shape, borrow=True)
 
 
-def _shared_inputs(logp) -> list:
-    """The shared variables a log-density graph reads, random generators aside."""
-    return [v for v in graph_inputs([logp])
+def _shared_inputs(variables) -> list:
+    """The shared variables among graph inputs, random generators aside."""
+    return [v for v in variables
             if isinstance(v, SharedVariable) and not isinstance(v.type, RandomType)]
 
 
@@ -405,7 +405,7 @@ class RunnerCache:
 
     def __init__(self, maxsize: int = 8):
         self.maxsize = maxsize
-        self._idle = collections.OrderedDict()  # id -> (key, logp, inputs, runner)
+        self._idle = collections.OrderedDict()  # id(runner) -> runner
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -421,10 +421,12 @@ class RunnerCache:
     def runner(self, inference, *, learning_rate: float, mode: str):
         """A runner bound to ``inference`` (cached or newly compiled); back when done."""
         key, logp, inputs = _signature(inference)
+        key = (key, mode)
         found = None
         with self._lock:
-            for ident, (k, t_logp, t_inputs, r) in reversed(self._idle.items()):
-                if (k == (key, mode) and len(t_inputs) == len(inputs)
+            for ident, r in reversed(self._idle.items()):
+                k, t_logp, t_inputs = r.signature
+                if (k == key and len(t_inputs) == len(inputs)
                         and equal_computations([logp], [t_logp], inputs, t_inputs)):
                     found = r
                     del self._idle[ident]
@@ -432,20 +434,19 @@ class RunnerCache:
         if found is None:
             self.misses += 1
             runner = ScanADVI(inference, learning_rate=learning_rate, mode=mode)
-            t_logp, t_inputs = logp, inputs
+            #: what a later fit's problem is compared with (see _signature)
+            runner.signature = (key, logp, inputs)
         else:
             self.hits += 1
             runner = found
-            t_logp, t_inputs = runner.signature
-            runner.bind(inference, _shared_inputs(logp), learning_rate=learning_rate)
-        runner.signature = (t_logp, t_inputs)
+            runner.bind(inference, _shared_inputs(inputs), learning_rate=learning_rate)
         try:
             yield runner
         finally:
             runner.release()
             if self.maxsize > 0:
                 with self._lock:
-                    self._idle[id(runner)] = ((key, mode), t_logp, t_inputs, runner)
+                    self._idle[id(runner)] = runner
                     while len(self._idle) > self.maxsize:
                         self._idle.popitem(last=False)
 

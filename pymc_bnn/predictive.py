@@ -481,16 +481,6 @@ def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> Poste
     return _from_values(spec, values)
 
 
-def _needed_names(spec: NetworkSpec) -> list[str]:
-    """The posterior variables a predictive reads."""
-    names = [n for pair in spec.weight_names for n in pair]
-    if spec.hierarchical:
-        names += [f"{n}_mu" for n in names]
-    if spec.is_regression and not spec.heteroscedastic:
-        names.append("sigma")
-    return names
-
-
 def _from_values(spec: NetworkSpec, values) -> PosteriorPredictive:
     """A predictive from ``values(name) -> draws of shape (n_draws, ...)``."""
 
@@ -595,7 +585,7 @@ def posterior_draws(posterior, *, n_draws: int = 500, random_seed: int | None = 
     if posterior.is_variational:
         n_draws = _check_n_draws(n_draws, allow_none=False)
         with tempered(posterior.approx, temperature) as approx:
-            if random_seed is not None and _plain_model(approx.model):
+            if random_seed is not None and _plain_variables(posterior):
                 return _vi_idata(approx, n_draws, random_seed)
             return approx.sample(n_draws, random_seed=random_seed)
     if temperature != 1.0:
@@ -650,18 +640,11 @@ def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: i
 
 
 def _plain_variables(posterior) -> bool:
-    """Whether every variable the predictive reads is a free variable of the model
-    without a transform: its draws in the approximation's space are the draws."""
+    """Whether every variable a trace of the posterior's model records is an
+    untransformed free variable (no deterministics, no transforms; e.g. the classifier
+    under its default Normal prior): its draws in the approximation's space are the
+    draws, and :func:`_vi_draws` / :func:`_vi_idata` apply."""
     model = posterior.approx.model
-    free = {rv.name: rv for rv in model.free_RVs}
-    return all(name in free and model.rvs_to_transforms.get(free[name]) is None
-               for name in _needed_names(posterior.spec))
-
-
-def _plain_model(model) -> bool:
-    """Whether every variable a trace of ``model`` records is an untransformed free
-    variable (no deterministics, no transforms): the classifier under its default
-    Normal prior."""
     free = {rv.name: rv for rv in model.free_RVs}
     return all(v.name in free and model.rvs_to_transforms.get(free[v.name]) is None
                for v in model.unobserved_value_vars)
@@ -669,7 +652,7 @@ def _plain_model(model) -> bool:
 
 def _vi_idata(approx, n_draws: int, random_seed: int):
     """``approx.sample(n_draws, random_seed=random_seed)``, identical (tested), for a
-    model where :func:`_plain_model` holds: the draws of :func:`_vi_draws` recorded in
+    model where :func:`_plain_variables` holds: the draws of :func:`_vi_draws` recorded in
     PyMC's own trace and converted by ``pm.to_inference_data`` — without the two
     functions ``approx.sample`` compiles for every approximation (its sampler, and the
     trace's point function, here the identity), ~0.3 s and some never-freed Numba
