@@ -36,25 +36,6 @@ def test_compiled_predictive_equals_numpy_loop_over_mcmc_draws(n_classes, activa
     assert proba.shape == (50, 33, n_classes)
     np.testing.assert_allclose(proba, expected, rtol=0, atol=ATOL)
     np.testing.assert_allclose(proba.sum(-1), 1.0, rtol=0, atol=ATOL)
-    np.testing.assert_allclose(pred.mean_proba(X), expected.mean(0), rtol=0, atol=ATOL)
-
-
-def test_mean_proba_averages_inside_the_compiled_function(monkeypatch):
-    """The fast path of ``mean_proba`` (``predict_proba``): the mean over draws is taken
-    in the compiled function, whose output has no draw axis."""
-    spec = _spec(n_classes=3, activation="tanh")
-    pred = P.from_idata(spec, _idata(spec))
-    shapes = []
-    chunks = P.PosteriorPredictive._chunks
-
-    def spy(self, *args, **kwargs):
-        for start, out in chunks(self, *args, **kwargs):
-            shapes.append(out.shape)
-            yield start, out
-
-    monkeypatch.setattr(P.PosteriorPredictive, "_chunks", spy)
-    pred.mean_proba(np.zeros((7, 2)))
-    assert shapes == [(7, 3)]
 
 
 def test_compiled_predictive_equals_numpy_loop_over_vi_draws(advi_clf, moons):
