@@ -19,6 +19,9 @@ class):
 Regression: :func:`interval_coverage`, :func:`gaussian_nll`, :func:`crps_gaussian` and
 :func:`crps_ensemble` (from predictive draws).
 
+Summaries (one dict of headline numbers, e.g. for a report):
+:func:`classification_summary`, :func:`regression_summary`.
+
 Every function checks its inputs (shapes agree, values finite, probabilities in [0, 1]
 and rows summing to 1) and raises a ValueError naming the bad argument; nothing
 passed in is modified.
@@ -45,6 +48,7 @@ from pymc_bnn._validation import check_choice, check_positive_int
 
 __all__ = [
     "brier_score",
+    "classification_summary",
     "crps_ensemble",
     "crps_gaussian",
     "expected_calibration_error",
@@ -54,6 +58,7 @@ __all__ = [
     "negative_log_likelihood",
     "ood_auroc",
     "predictive_entropy",
+    "regression_summary",
     "reliability_curve",
     "risk_coverage_curve",
 ]
@@ -729,3 +734,118 @@ def crps_ensemble(y_true: ArrayLike, samples: ArrayLike) -> float:
     weights = 2.0 * np.arange(1, m + 1) - m - 1
     half_spread = (x @ weights) / m**2  # 0.5 E|X - X'|
     return float(np.mean(abs_error - half_spread))
+
+
+# ------------------------------------------------------------------------- summaries
+def classification_summary(
+    y_true: ArrayLike,
+    proba: ArrayLike,
+    *,
+    classes: ArrayLike | None = None,
+    n_bins: int = 15,
+) -> dict:
+    """Headline numbers of predicted class probabilities, in one dict.
+
+    Parameters
+    ----------
+    y_true : array of shape (n_samples,)
+    proba : array of shape (n_samples, n_classes), or (n_samples,) for binary
+        Columns in ``classes`` order (1-D: probability of the second class).
+    classes : array of shape (n_classes,), optional
+        Default ``np.unique(y_true)``.
+    n_bins : int, default 15
+        Bins of the expected calibration error.
+
+    Returns
+    -------
+    dict, in this key order, with
+        ``n`` (int): number of samples;
+        ``accuracy``: share of samples whose top class (ties: the first column) is
+        the true one;
+        ``nll``: :func:`negative_log_likelihood` (nats);
+        ``brier``: :func:`brier_score` (summed over classes, in [0, 2]);
+        ``ece``: top-label :func:`expected_calibration_error` with ``n_bins`` bins;
+        ``aurc``: area under the :func:`risk_coverage_curve`, points ranked by
+        ``1 - proba.max(axis=1)``.
+        Every value but ``n`` is a float.
+
+    Examples
+    --------
+    >>> s = classification_summary([0, 1, 1, 0], [0.1, 0.8, 0.4, 0.3], n_bins=2)
+    >>> list(s), s["n"], s["accuracy"]
+    (['n', 'accuracy', 'nll', 'brier', 'ece', 'aurc'], 4, 0.75)
+    """
+    n_bins = check_positive_int("n_bins", n_bins)
+    codes, p, _ = _check_proba(y_true, proba, classes)
+    return {
+        "n": int(codes.shape[0]),
+        "accuracy": float(np.mean(p.argmax(axis=1) == codes)),
+        "nll": negative_log_likelihood(y_true, proba, classes=classes),
+        "brier": brier_score(y_true, proba, classes=classes),
+        "ece": expected_calibration_error(y_true, proba, n_bins=n_bins, classes=classes),
+        "aurc": risk_coverage_curve(y_true, proba, classes=classes)["aurc"],
+    }
+
+
+def regression_summary(
+    y_true: ArrayLike,
+    mean: ArrayLike,
+    std: ArrayLike,
+    *,
+    lower: ArrayLike | None = None,
+    upper: ArrayLike | None = None,
+) -> dict:
+    """Headline numbers of Gaussian predictive distributions (and intervals), in one dict.
+
+    Parameters
+    ----------
+    y_true : array of shape (n_samples,)
+    mean : array of shape (n_samples,), or a scalar
+        Predictive means.
+    std : array of shape (n_samples,), or a scalar
+        Predictive standard deviations, > 0.
+    lower, upper : arrays of shape (n_samples,), or scalars, optional
+        Predictive interval bounds (e.g. the 5% and 95% quantiles); both or neither.
+
+    Returns
+    -------
+    dict, in this key order, with
+        ``n`` (int): number of samples;
+        ``rmse``, ``mae``: root mean squared and mean absolute error of ``mean``;
+        ``nll``: :func:`gaussian_nll` (nats);
+        ``crps``: :func:`crps_gaussian` (units of ``y``);
+        and, with ``lower`` and ``upper``: ``coverage`` (:func:`interval_coverage`) and
+        ``mean_interval_width`` (``mean(upper - lower)``).
+        Every value but ``n`` is a float.
+
+    Raises
+    ------
+    ValueError
+        For mismatched shapes, non-finite values, ``std <= 0``, ``lower > upper``, or
+        only one of ``lower`` and ``upper``.
+
+    Examples
+    --------
+    >>> s = regression_summary([0.0, 2.0], [1.0, 1.0], 1.0, lower=0.5, upper=2.5)
+    >>> s["rmse"], s["mae"], s["coverage"], s["mean_interval_width"]
+    (1.0, 1.0, 0.5, 2.0)
+    """
+    if (lower is None) != (upper is None):
+        given, missing = ("lower", "upper") if upper is None else ("upper", "lower")
+        raise ValueError(
+            f"lower and upper must be given together; got {given} without {missing}."
+        )
+    y, mu, sd = _normal_params(y_true, mean, std)
+    summary = {
+        "n": int(y.shape[0]),
+        "rmse": float(np.sqrt(np.mean((y - mu) ** 2))),
+        "mae": float(np.mean(np.abs(y - mu))),
+        "nll": gaussian_nll(y, mu, sd),
+        "crps": crps_gaussian(y, mu, sd),
+    }
+    if lower is not None:
+        summary["coverage"] = interval_coverage(y, lower, upper)
+        n = y.shape[0]
+        width = _like_targets("upper", upper, n) - _like_targets("lower", lower, n)
+        summary["mean_interval_width"] = float(np.mean(width))
+    return summary

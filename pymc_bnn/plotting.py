@@ -1,5 +1,8 @@
 """Figures of fitted classifiers: uncertainty maps (per model or per task), loss curves,
-reliability diagrams, and posterior intervals of scalar parameters.
+reliability diagrams, and posterior intervals of scalar parameters; and figures of
+predictions a user already holds: risk-coverage curves, uncertainty histograms and
+predicted-vs-actual plots of regressions (these draw what :mod:`pymc_bnn.metrics`
+computes).
 
 Every function takes an optional ``ax`` (a sequence of Axes for :func:`compare_maps` and
 :func:`task_maps`), draws on it, and returns it (or its Figure); none calls
@@ -31,7 +34,8 @@ import numpy as np
 import seaborn as sns
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
-from pymc_bnn.metrics import reliability_curve
+from pymc_bnn._validation import check_positive_int
+from pymc_bnn.metrics import interval_coverage, reliability_curve, risk_coverage_curve
 
 __all__ = [
     "KINDS",
@@ -40,8 +44,11 @@ __all__ = [
     "grid_2d",
     "loss_curve",
     "posterior_intervals",
+    "predicted_vs_actual",
     "reliability_diagram",
+    "risk_coverage_plot",
     "task_maps",
+    "uncertainty_histogram",
     "uncertainty_map",
 ]
 
@@ -833,4 +840,260 @@ def reliability_diagram(
         ax.set_zorder(twin.get_zorder() + 1)
         ax.patch.set_visible(False)
     ax.legend(loc="upper left")
+    return ax
+
+
+def _vector(name: str, value, n: int | None = None) -> np.ndarray:
+    """A finite, non-empty float array of shape (n,) (any length if ``n`` is None)."""
+    try:
+        a = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of numbers; got {value!r}.") from None
+    if a.ndim != 1 or a.size == 0 or (n is not None and a.shape[0] != n):
+        want = "(n_samples,)" if n is None else f"({n},), one value per point,"
+        raise ValueError(f"{name} must have shape {want} and be non-empty; got {a.shape}.")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} contains NaN or infinity.")
+    return a
+
+
+def risk_coverage_plot(
+    y_true,
+    proba,
+    *,
+    uncertainty=None,
+    classes=None,
+    ax=None,
+    label: str | None = None,
+):
+    """Risk-coverage curve: the error rate when only the most certain points are kept.
+
+    Points are ranked from most to least certain; at coverage ``c`` the most certain
+    fraction ``c`` is kept and the curve shows its error rate (the numbers of
+    :func:`pymc_bnn.metrics.risk_coverage_curve`). A useful uncertainty gives a curve
+    that is low on the left and rises only towards coverage 1. A dotted horizontal line
+    in the same colour marks the error rate with every point kept (what abstaining at
+    random would give at any coverage).
+
+    Parameters
+    ----------
+    y_true : array of shape (n_samples,)
+    proba : array of shape (n_samples, n_classes), or (n_samples,) for binary
+        Columns in ``classes`` order (1-D: probability of the second class).
+    uncertainty : array of shape (n_samples,), optional
+        Per-point score, larger = less certain (e.g. predictive entropy or mutual
+        information). Default ``1 - proba.max(axis=1)``.
+    classes : array of shape (n_classes,), optional
+        Default ``np.unique(y_true)``.
+    ax : matplotlib Axes, optional
+    label : str, optional
+        Legend label (the AURC is appended). Call again on the same ``ax`` to overlay
+        models or uncertainty scores.
+
+    Returns
+    -------
+    matplotlib Axes
+        With two new lines: the curve (x = coverage, y = risk) and the dotted error rate.
+
+    Raises
+    ------
+    ValueError
+        For the bad inputs :func:`pymc_bnn.metrics.risk_coverage_curve` rejects.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> ax = risk_coverage_plot([0, 1, 1, 0], [0.1, 0.8, 0.4, 0.3], label="BNN")
+    >>> ax.get_legend().get_texts()[0].get_text()
+    'BNN (AURC 0.062)'
+    """
+    rc = risk_coverage_curve(y_true, proba, uncertainty=uncertainty, classes=classes)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 4.5))
+    name = f"{label} " if label else ""
+    (curve,) = ax.plot(rc["coverage"], rc["risk"], lw=1.8, gid="pymc_bnn-risk-coverage",
+                       label=f"{name}(AURC {rc['aurc']:.3f})")
+    ax.axhline(rc["risk"][-1], color=curve.get_color(), ls=":", lw=1)
+    top = max(float(np.max(line.get_ydata())) for line in ax.lines
+              if line.get_gid() == "pymc_bnn-risk-coverage")
+    ax.set(xlim=(0, 1), ylim=(0, max(1.08 * top, 0.01)),
+           xlabel="coverage (share of most certain points kept)",
+           ylabel="risk (error rate among kept points)",
+           title=ax.get_title() or "Risk-coverage")
+    ax.legend(loc="upper left")
+    return ax
+
+
+def uncertainty_histogram(
+    uncertainty,
+    *,
+    correct=None,
+    ax=None,
+    xlabel: str = "predictive entropy (nats)",
+    bins: int = 30,
+    labels: tuple[str, str] = ("correct", "wrong"),
+):
+    """Histogram of a per-point uncertainty, optionally split into right and wrong predictions.
+
+    With ``correct``, the two groups are drawn as overlaid density histograms on the
+    same bins (densities, so that a small group of errors is as visible as the large
+    group of right answers): a model that knows when it does not know puts its wrong
+    predictions at higher uncertainty. Each legend entry gives the group's size and
+    median.
+
+    Parameters
+    ----------
+    uncertainty : array of shape (n_samples,)
+        E.g. predictive entropy, mutual information or a predictive std.
+    correct : bool array of shape (n_samples,), optional
+        Whether each prediction is right (0/1 integers are accepted).
+    ax : matplotlib Axes, optional
+    xlabel : str, default "predictive entropy (nats)"
+    bins : int, default 30
+        Number of equal-width bins over the range of ``uncertainty``.
+    labels : (str, str), default ("correct", "wrong")
+        Legend names of the ``correct`` and the other points (e.g. "interval covers
+        the truth", "interval misses").
+
+    Returns
+    -------
+    matplotlib Axes
+        One bar container per drawn group (``ax.containers``).
+
+    Raises
+    ------
+    ValueError
+        For an empty or non-finite ``uncertainty``, a ``correct`` of another length or
+        not boolean, or ``bins < 1``.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> ax = uncertainty_histogram([0.1, 0.2, 0.6, 0.7], correct=[True, True, False, True],
+    ...                            bins=5)
+    >>> len(ax.containers)
+    2
+    """
+    u = _vector("uncertainty", uncertainty)
+    bins = check_positive_int("bins", bins)
+    if correct is not None:
+        c = np.asarray(correct)
+        if c.shape != u.shape:
+            raise ValueError(f"correct must have shape {u.shape} like uncertainty; "
+                             f"got {c.shape}.")
+        if c.dtype != bool:
+            if c.dtype.kind not in "iuf" or not np.all((c == 0) | (c == 1)):
+                raise ValueError("correct must be a boolean array (or 0/1).")
+            c = c.astype(bool)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 4.5))
+    edges = np.histogram_bin_edges(u, bins=bins)
+    colours = sns.color_palette("colorblind")
+    if correct is None:
+        ax.hist(u, bins=edges, color=colours[0], alpha=0.8, edgecolor="white", lw=0.4)
+        ylabel = "points"
+    else:
+        for mask, colour, name in ((c, colours[0], labels[0]), (~c, colours[1], labels[1])):
+            if mask.any():
+                ax.hist(u[mask], bins=edges, density=True, color=colour, alpha=0.55,
+                        edgecolor="white", lw=0.4,
+                        label=f"{name} (n={int(mask.sum())}, median {np.median(u[mask]):.3g})")
+        ax.legend(loc="upper right")
+        ylabel = "density"
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=ax.get_title() or "Uncertainty")
+    return ax
+
+
+def predicted_vs_actual(
+    y_true,
+    mean,
+    *,
+    lower=None,
+    upper=None,
+    ax=None,
+    coverage: float | None = None,
+):
+    """Regression predictions against the truth, with predictive intervals.
+
+    One point per sample at (actual, predicted mean), and the dashed line y = x of
+    perfect predictions. With ``lower`` and ``upper`` each point carries its interval
+    as a vertical line; points whose interval misses the truth are drawn in a second
+    colour and the title gives the empirical coverage
+    (:func:`pymc_bnn.metrics.interval_coverage`).
+
+    Parameters
+    ----------
+    y_true : array of shape (n_samples,)
+    mean : array of shape (n_samples,)
+        Predicted means.
+    lower, upper : arrays of shape (n_samples,), optional
+        Predictive interval bounds, ``lower <= upper``; both or neither.
+    ax : matplotlib Axes, optional
+    coverage : float in (0, 1), optional
+        The nominal coverage of the intervals (e.g. 0.9), shown in the legend and the
+        title beside the empirical coverage; needs ``lower`` and ``upper``.
+
+    Returns
+    -------
+    matplotlib Axes
+        Lines: the diagonal. Collections: per drawn group (covered, missed; or all
+        points without intervals) a LineCollection of intervals (intervals only) and
+        a PathCollection of points.
+
+    Raises
+    ------
+    ValueError
+        For arrays of different lengths or with NaN, only one of ``lower`` and
+        ``upper``, ``lower > upper``, or ``coverage`` outside (0, 1) or without intervals.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> ax = predicted_vs_actual([0.0, 1.0, 2.0, 3.0], [0.2, 0.9, 2.5, 2.8],
+    ...                          lower=[-1, 0, 2.2, 2], upper=[1, 2, 2.8, 4], coverage=0.9)
+    >>> ax.get_title()
+    'Predicted vs actual: 90% intervals cover 75.0%'
+    """
+    y = _vector("y_true", y_true)
+    mu = _vector("mean", mean, y.shape[0])
+    if (lower is None) != (upper is None):
+        raise ValueError("lower and upper must be given together; got "
+                         f"{'lower' if upper is None else 'upper'} only.")
+    if coverage is not None:
+        if lower is None:
+            raise ValueError("coverage is the nominal level of the intervals: it needs "
+                             "lower and upper.")
+        if not 0.0 < float(coverage) < 1.0:
+            raise ValueError(f"coverage must be in (0, 1); got {coverage!r}.")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 5))
+    colours = sns.color_palette("colorblind")
+    points = dict(s=14, edgecolor="white", linewidth=0.3, zorder=3)
+    if lower is None:
+        ax.scatter(y, mu, color=colours[0], label="predicted mean", **points)
+        span = np.concatenate([y, mu])
+        title = "Predicted vs actual"
+    else:
+        lo, hi = _vector("lower", lower, y.shape[0]), _vector("upper", upper, y.shape[0])
+        empirical = interval_coverage(y, lo, hi)  # also checks lower <= upper
+        covered = (lo <= y) & (y <= hi)
+        name = "interval" if coverage is None else f"{100 * float(coverage):g}% interval"
+        groups = ((covered, colours[0], "covers the truth"), (~covered, colours[3], "misses"))
+        for mask, colour, text in groups:
+            if mask.any():
+                ax.vlines(y[mask], lo[mask], hi[mask], color=colour, alpha=0.45, lw=1)
+                ax.scatter(y[mask], mu[mask], color=colour,
+                           label=f"{name} {text} ({int(mask.sum())})", **points)
+        span = np.concatenate([y, mu, lo, hi])
+        title = f"Predicted vs actual: {name}s cover {empirical:.1%}"
+    a, b = float(span.min()), float(span.max())
+    pad = 0.05 * (b - a) if b > a else 1.0
+    lims = (a - pad, b + pad)
+    ax.plot(lims, lims, ls="--", color="0.45", lw=1, label="y = x (perfect prediction)",
+            gid="pymc_bnn-diagonal")
+    ax.set(xlim=lims, ylim=lims, xlabel="actual value", ylabel="predicted mean", title=title)
+    ax.legend(loc="upper left", fontsize="small")
     return ax

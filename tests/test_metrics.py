@@ -17,6 +17,7 @@ import pymc_bnn
 from pymc_bnn import metrics, plotting, summarize_proba
 from pymc_bnn.metrics import (
     brier_score,
+    classification_summary,
     crps_ensemble,
     crps_gaussian,
     expected_calibration_error,
@@ -26,6 +27,7 @@ from pymc_bnn.metrics import (
     negative_log_likelihood,
     ood_auroc,
     predictive_entropy,
+    regression_summary,
     reliability_curve,
     risk_coverage_curve,
 )
@@ -44,10 +46,10 @@ P4 = np.array([
 def test_metrics_is_a_public_submodule_not_in_the_top_level_all():
     assert pymc_bnn.metrics is metrics
     assert sorted(metrics.__all__) == [
-        "brier_score", "crps_ensemble", "crps_gaussian", "expected_calibration_error",
-        "gaussian_nll", "interval_coverage", "mutual_information",
-        "negative_log_likelihood", "ood_auroc", "predictive_entropy", "reliability_curve",
-        "risk_coverage_curve",
+        "brier_score", "classification_summary", "crps_ensemble", "crps_gaussian",
+        "expected_calibration_error", "gaussian_nll", "interval_coverage",
+        "mutual_information", "negative_log_likelihood", "ood_auroc", "predictive_entropy",
+        "regression_summary", "reliability_curve", "risk_coverage_curve",
     ]
     assert not set(metrics.__all__) & set(pymc_bnn.__all__)
     for name in metrics.__all__:
@@ -438,5 +440,85 @@ def test_inputs_are_not_modified():
     gaussian_nll(yr, mu, sd)
     crps_gaussian(yr, mu, sd)
     crps_ensemble(yr, samples)
+    for a, c in zip(arrays, copies):
+        np.testing.assert_array_equal(a, c)
+
+
+# -------------------------------------------------------------------- summaries
+def test_classification_summary_by_hand_multiclass():
+    s = classification_summary(Y4, P4, n_bins=2)
+    assert list(s) == ["n", "accuracy", "nll", "brier", "ece", "aurc"]
+    assert s["n"] == 4 and type(s["n"]) is int
+    assert all(type(v) is float for k, v in s.items() if k != "n")
+    assert s["accuracy"] == 0.5  # rows 0 and 2 right (see P4)
+    assert s["nll"] == pytest.approx(-np.log([0.40, 0.35, 0.80, 0.20]).mean())
+    # sum_k (p_k - onehot_k)^2 per row: .54, .665, .06, 1.04
+    assert s["brier"] == pytest.approx((0.54 + 0.665 + 0.06 + 1.04) / 4)
+    # bin 0: conf .425, acc .5; bin 1: conf .7, acc .5
+    assert s["ece"] == pytest.approx(0.5 * 0.075 + 0.5 * 0.2)
+    # ranked by 1 - max p (.2, .4, .55, .6): right, wrong, wrong, right
+    assert s["aurc"] == pytest.approx((0 + 1 / 2 + 2 / 3 + 2 / 4) / 4)
+
+
+def test_classification_summary_by_hand_binary_with_string_classes():
+    y = np.array(["no", "yes", "yes", "no"])
+    p1 = [0.1, 0.8, 0.4, 0.3]  # P("yes"): the 0.4 is wrong
+    s = classification_summary(y, p1, classes=["no", "yes"], n_bins=2)
+    assert s["n"] == 4 and s["accuracy"] == 0.75
+    assert s["nll"] == pytest.approx(-np.log([0.9, 0.8, 0.4, 0.7]).mean())
+    assert s["brier"] == pytest.approx(2 * np.mean([0.01, 0.04, 0.36, 0.09]))
+    assert s["ece"] == pytest.approx(0.0)  # one bin: confidence .75, accuracy .75
+    assert s["aurc"] == pytest.approx(0.25 / 4)  # the error is the least certain point
+    # the default 15 bins are those of expected_calibration_error
+    assert classification_summary(Y4, P4)["ece"] == expected_calibration_error(Y4, P4)
+
+
+def test_regression_summary_by_hand():
+    y, mu, sd = [0.0, 1.0, 2.0, 4.0], [0.0, 2.0, 2.0, 2.0], [1.0, 1.0, 2.0, 2.0]
+    s = regression_summary(y, mu, sd)
+    assert list(s) == ["n", "rmse", "mae", "nll", "crps"]
+    assert s["n"] == 4 and type(s["n"]) is int
+    assert s["rmse"] == pytest.approx(np.sqrt((0 + 1 + 0 + 4) / 4))
+    assert s["mae"] == pytest.approx((0 + 1 + 0 + 2) / 4)
+    assert s["nll"] == pytest.approx(-stats.norm.logpdf(y, mu, sd).mean())
+    assert s["crps"] == crps_gaussian(y, mu, sd)
+
+    lower, upper = [-1.0, 0.0, 1.0, 3.0], [1.0, 1.5, 3.0, 3.5]  # the last misses y = 4
+    s = regression_summary(y, mu, sd, lower=lower, upper=upper)
+    assert list(s) == ["n", "rmse", "mae", "nll", "crps", "coverage", "mean_interval_width"]
+    assert s["coverage"] == 0.75
+    assert s["mean_interval_width"] == pytest.approx((2 + 1.5 + 2 + 0.5) / 4)
+    assert all(type(v) is float for k, v in s.items() if k != "n")
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: classification_summary(Y4, P4, n_bins=0), r"n_bins must be.*got 0"),
+        (lambda: classification_summary(Y4[:3], P4), r"proba must have shape"),
+        (lambda: classification_summary(Y4, P4, classes=[0, 1, 7]), "labels not in classes"),
+        (lambda: regression_summary([1.0, 2.0], [1.0, 2.0], 1.0, lower=[0.0, 0.0]),
+         "lower and upper must be given together; got lower without upper"),
+        (lambda: regression_summary([1.0, 2.0], [1.0, 2.0], 1.0, upper=[3.0, 3.0]),
+         "got upper without lower"),
+        (lambda: regression_summary([1.0, 2.0], [1.0], 1.0), r"mean must have shape \(2,\)"),
+        (lambda: regression_summary([1.0, 2.0], [1.0, 2.0], 0.0), "std must be > 0"),
+        (lambda: regression_summary([1.0, 2.0], [1.0, 2.0], 1.0, lower=3.0, upper=0.0),
+         "lower must be <= upper"),
+    ],
+)
+def test_summaries_reject_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_summaries_do_not_modify_their_inputs():
+    arrays = [Y4.copy(), P4.copy(), np.array([0.0, 1.0]), np.array([0.5, 0.5]),
+              np.array([1.0, 1.0]), np.array([-1.0, 0.0]), np.array([1.0, 2.0])]
+    copies = [a.copy() for a in arrays]
+    for a in arrays:
+        a.flags.writeable = False
+    classification_summary(arrays[0], arrays[1])
+    regression_summary(*arrays[2:5], lower=arrays[5], upper=arrays[6])
     for a, c in zip(arrays, copies):
         np.testing.assert_array_equal(a, c)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import seaborn as sns
 from matplotlib.axes import Axes
+from matplotlib.collections import LineCollection, PathCollection
 from matplotlib.contour import ContourSet
 from matplotlib.figure import Figure
 from sklearn.linear_model import LogisticRegression
@@ -17,6 +18,7 @@ from sklearn.linear_model import LogisticRegression
 from pymc_bnn import BayesianMLPClassifier
 from pymc_bnn import plotting
 from pymc_bnn.datasets import make_rotated_moons
+from pymc_bnn.metrics import risk_coverage_curve
 from pymc_bnn.plotting import (
     KINDS,
     calibration_table,
@@ -24,8 +26,11 @@ from pymc_bnn.plotting import (
     grid_2d,
     loss_curve,
     posterior_intervals,
+    predicted_vs_actual,
     reliability_diagram,
+    risk_coverage_plot,
     task_maps,
+    uncertainty_histogram,
     uncertainty_map,
 )
 
@@ -87,7 +92,8 @@ def _contour(ax) -> ContourSet:
 def test_all_is_explicit_and_documented():
     assert sorted(plotting.__all__) == sorted([
         "KINDS", "calibration_table", "compare_maps", "grid_2d", "loss_curve",
-        "posterior_intervals", "reliability_diagram", "task_maps", "uncertainty_map",
+        "posterior_intervals", "predicted_vs_actual", "reliability_diagram",
+        "risk_coverage_plot", "task_maps", "uncertainty_histogram", "uncertainty_map",
     ])
     for name in plotting.__all__:
         if callable(getattr(plotting, name)):
@@ -421,3 +427,148 @@ def test_posterior_intervals_reject_bad_input(hier_clf):
         posterior_intervals({"x": {"a": [1.0]}}, [])
     with pytest.raises(ValueError, match="DataTree"):
         posterior_intervals({"x": [1.0, 2.0]}, ["a"])
+
+
+# ------------------------------------------- risk-coverage, uncertainty, regression
+@pytest.fixture
+def proba3():
+    """60 points, 3 classes, probabilities drawn at random (fixed seed)."""
+    rng = np.random.default_rng(1)
+    proba = rng.dirichlet(np.ones(3), size=60)
+    y = np.array([rng.choice(3, p=row) for row in proba])
+    return y, proba, rng.random(60)
+
+
+def test_risk_coverage_plot_draws_the_curve_with_the_aurc_in_the_legend(proba3):
+    y, proba, u = proba3
+    ax = risk_coverage_plot(y, proba, label="BNN")
+    assert isinstance(ax, Axes)
+    rc = risk_coverage_curve(y, proba)
+    curve, error_rate = ax.lines
+    np.testing.assert_allclose(curve.get_xdata(), rc["coverage"])
+    np.testing.assert_allclose(curve.get_ydata(), rc["risk"])
+    np.testing.assert_allclose(error_rate.get_ydata(), [rc["risk"][-1]] * 2)
+    assert error_rate.get_linestyle() == ":" and error_rate.get_color() == curve.get_color()
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert texts == [f"BNN (AURC {rc['aurc']:.3f})"]
+    assert "coverage" in ax.get_xlabel() and "risk" in ax.get_ylabel()
+    assert ax.get_xlim() == (0, 1) and ax.get_ylim()[0] == 0
+
+    # overlay: a second uncertainty on the same axes
+    fig, ax2 = plt.subplots()
+    assert risk_coverage_plot(y, proba, ax=ax2) is ax2
+    risk_coverage_plot(y, proba, uncertainty=u, ax=ax2, label="random")
+    rc_u = risk_coverage_curve(y, proba, uncertainty=u)
+    assert len(ax2.lines) == 4 and len(fig.axes) == 1
+    texts = [t.get_text() for t in ax2.get_legend().get_texts()]
+    assert texts == [f"(AURC {rc['aurc']:.3f})", f"random (AURC {rc_u['aurc']:.3f})"]
+    assert ax2.get_ylim()[1] >= max(rc["risk"].max(), rc_u["risk"].max())
+
+
+def test_risk_coverage_plot_rejects_bad_input(proba3):
+    y, proba, u = proba3
+    with pytest.raises(ValueError, match=r"uncertainty must have shape \(60,\)"):
+        risk_coverage_plot(y, proba, uncertainty=u[:5])
+    with pytest.raises(ValueError, match="columns.*classes"):
+        risk_coverage_plot(y, proba[:, :2] / proba[:, :2].sum(1, keepdims=True))
+    with pytest.raises(ValueError, match="not in classes"):
+        risk_coverage_plot(y, proba, classes=[0, 1, 5])
+
+
+def test_uncertainty_histogram_plain_and_split_by_correctness():
+    u = np.array([0.05, 0.1, 0.15, 0.2, 0.6, 0.7, 0.9])
+    correct = np.array([True, True, True, True, False, True, False])
+    ax = uncertainty_histogram(u, bins=4)
+    assert isinstance(ax, Axes) and len(ax.containers) == 1
+    assert sum(p.get_height() for p in ax.patches) == len(u)
+    assert ax.get_xlabel() == "predictive entropy (nats)" and ax.get_ylabel() == "points"
+    assert ax.get_legend() is None
+
+    fig, ax2 = plt.subplots()
+    out = uncertainty_histogram(u, correct=correct, bins=4, ax=ax2, xlabel="std")
+    assert out is ax2 and ax2.get_xlabel() == "std" and ax2.get_ylabel() == "density"
+    right, wrong = ax2.containers
+    edges = np.linspace(0.05, 0.9, 5)  # the same bins for both groups
+    for bars in (right, wrong):
+        np.testing.assert_allclose([b.get_x() for b in bars], edges[:-1])
+        assert sum(b.get_height() * b.get_width() for b in bars) == pytest.approx(1.0)
+    assert [b.get_height() > 0 for b in wrong] == [False, False, True, True]
+    texts = [t.get_text() for t in ax2.get_legend().get_texts()]
+    assert texts == ["correct (n=5, median 0.15)", "wrong (n=2, median 0.75)"]
+
+    # 0/1 integers, custom labels, and a group that is empty is not drawn
+    ax3 = uncertainty_histogram(u, correct=np.ones(7, dtype=int), labels=("in", "out"))
+    assert len(ax3.containers) == 1
+    assert ax3.get_legend().get_texts()[0].get_text().startswith("in (n=7")
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(uncertainty=[]), r"uncertainty must have shape"),
+        (dict(uncertainty=[[0.1, 0.2]]), r"uncertainty must have shape.*\(1, 2\)"),
+        (dict(uncertainty=[0.1, np.nan]), "uncertainty contains NaN"),
+        (dict(uncertainty=[0.1, 0.2], correct=[True]), r"correct must have shape \(2,\)"),
+        (dict(uncertainty=[0.1, 0.2], correct=[0, 2]), "correct must be a boolean"),
+        (dict(uncertainty=[0.1, 0.2], correct=["a", "b"]), "correct must be a boolean"),
+        (dict(uncertainty=[0.1, 0.2], bins=0), "bins must be an integer"),
+    ],
+)
+def test_uncertainty_histogram_rejects_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        uncertainty_histogram(**kwargs)
+
+
+def test_predicted_vs_actual_without_intervals():
+    y, mean = np.array([0.0, 1.0, 2.0]), np.array([0.5, 1.0, 1.5])
+    ax = predicted_vs_actual(y, mean)
+    assert isinstance(ax, Axes) and ax.get_title() == "Predicted vs actual"
+    (points,) = ax.collections
+    assert isinstance(points, PathCollection)
+    np.testing.assert_allclose(points.get_offsets(), np.column_stack([y, mean]))
+    (diagonal,) = ax.lines
+    np.testing.assert_allclose(diagonal.get_xdata(), diagonal.get_ydata())
+    assert ax.get_xlim() == ax.get_ylim()
+    assert ax.get_xlabel() == "actual value" and ax.get_ylabel() == "predicted mean"
+
+
+def test_predicted_vs_actual_colours_the_intervals_that_miss():
+    y = np.array([0.0, 1.0, 2.0, 3.0])
+    mean = np.array([0.2, 0.9, 2.5, 2.8])
+    lower, upper = np.array([-1, 0, 2.2, 2]), np.array([1, 2, 2.8, 4])  # the third misses
+    fig, ax = plt.subplots()
+    assert predicted_vs_actual(y, mean, lower=lower, upper=upper, ax=ax, coverage=0.9) is ax
+    assert ax.get_title() == "Predicted vs actual: 90% intervals cover 75.0%"
+    bars_in, points_in, bars_out, points_out = ax.collections
+    assert isinstance(bars_in, LineCollection) and isinstance(points_in, PathCollection)
+    assert len(bars_in.get_segments()) == 3 and len(bars_out.get_segments()) == 1
+    np.testing.assert_allclose(bars_out.get_segments()[0], [[2.0, 2.2], [2.0, 2.8]])
+    np.testing.assert_allclose(points_out.get_offsets(), [[2.0, 2.5]])
+    assert not np.allclose(points_in.get_facecolor(), points_out.get_facecolor())
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert texts == ["90% interval covers the truth (3)", "90% interval misses (1)",
+                     "y = x (perfect prediction)"]
+    lo, hi = ax.get_xlim()
+    assert lo < -1 and hi > 4  # the intervals are in view
+
+    ax2 = predicted_vs_actual(y, mean, lower=lower - 5, upper=upper + 5, coverage=0.975)
+    assert len(ax2.collections) == 2  # all covered: no second group
+    assert ax2.get_title() == "Predicted vs actual: 97.5% intervals cover 100.0%"
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(mean=[1.0, 2.0]), r"mean must have shape \(3,\)"),
+        (dict(lower=[0.0, 0.0, 0.0]), "lower and upper must be given together"),
+        (dict(lower=[0.0, 5.0, 0.0], upper=[1.0, 1.0, 1.0]), "lower must be <= upper"),
+        (dict(lower=[0.0, 0.0], upper=[1.0, 1.0]), r"lower must have shape \(3,\)"),
+        (dict(coverage=0.9), "coverage .*needs lower and upper"),
+        (dict(lower=[0.0] * 3, upper=[1.0] * 3, coverage=90), r"coverage must be in \(0, 1\)"),
+        (dict(y_true=[0.0, np.inf, 1.0]), "y_true contains NaN or infinity"),
+    ],
+)
+def test_predicted_vs_actual_rejects_bad_input(kwargs, match):
+    args = dict(y_true=[0.0, 1.0, 2.0], mean=[0.0, 1.0, 2.0]) | kwargs
+    with pytest.raises(ValueError, match=match):
+        predicted_vs_actual(**args)
