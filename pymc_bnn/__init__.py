@@ -18,11 +18,41 @@ scikit-learn functions of ``(y_true, predictions)`` in the submodule
 :mod:`pymc_bnn.metrics` (``from pymc_bnn import metrics``), not re-exported here.
 """
 
-from pymc_bnn import metrics as metrics  # the submodule pymc_bnn.metrics
-from pymc_bnn.estimator import BayesianMLPClassifier, BayesianMLPRegressor
-from pymc_bnn.inference import Posterior, fit, sample_more
-from pymc_bnn.model import NetworkSpec, build_model, forward, network_spec
-from pymc_bnn.predictive import PosteriorPredictive, posterior_predictive, summarize_proba
+import importlib
+
+# Names are imported on first use (PEP 562), so that ``import pymc_bnn`` and the
+# command line start without importing PyMC until a model is needed.
+_LAZY = {
+    "BayesianMLPClassifier": "pymc_bnn.estimator",
+    "BayesianMLPRegressor": "pymc_bnn.estimator",
+    "Posterior": "pymc_bnn.inference",
+    "fit": "pymc_bnn.inference",
+    "sample_more": "pymc_bnn.inference",
+    "NetworkSpec": "pymc_bnn.model",
+    "build_model": "pymc_bnn.model",
+    "forward": "pymc_bnn.model",
+    "network_spec": "pymc_bnn.model",
+    "PosteriorPredictive": "pymc_bnn.predictive",
+    "posterior_predictive": "pymc_bnn.predictive",
+    "summarize_proba": "pymc_bnn.predictive",
+}
+_SUBMODULES = {"metrics", "tabular", "datasets", "plotting", "persistence", "report"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"pymc_bnn.{name}")
+    else:
+        raise AttributeError(f"module 'pymc_bnn' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
+
 
 __all__ = [
     "BayesianMLPClassifier",

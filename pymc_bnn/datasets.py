@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.datasets import make_moons
 from sklearn.preprocessing import scale
 
-__all__ = ["make_rotated_moons"]
+__all__ = ["make_customers", "make_rotated_moons"]
 
 
 def make_rotated_moons(
@@ -72,3 +72,93 @@ def make_rotated_moons(
     out = {k: np.concatenate(v) for k, v in parts.items()}
     out["angles"] = angles
     return out
+
+
+#: Targets of :func:`make_customers`, by task.
+CUSTOMER_TARGETS = {"classification": "churned", "multiclass": "plan_next_year",
+                    "regression": "monthly_spend"}
+
+
+def make_customers(
+    n_rows: int = 800,
+    *,
+    task: str = "classification",
+    missing_fraction: float = 0.05,
+    random_state: int | None = 0,
+):
+    """A synthetic customer table with mixed column types, for the tabular tools.
+
+    Columns: ``customer_id`` (an identifier, to be dropped), ``age`` (int),
+    ``income`` (float, thousands), ``tenure_months`` (int), ``plan`` (``basic`` /
+    ``standard`` / ``premium``), ``region`` (four strings), ``autopay`` (bool),
+    ``support_calls`` (int), and one target that depends on them non-linearly, with
+    noise:
+
+    - ``task="classification"``: ``churned`` (``"yes"`` / ``"no"``);
+    - ``task="multiclass"``: ``plan_next_year`` (``basic`` / ``standard`` / ``premium``);
+    - ``task="regression"``: ``monthly_spend`` (float).
+
+    About ``missing_fraction`` of ``income``, ``region``, ``plan`` and ``support_calls``
+    is missing (NaN / None), as in real exports. The same ``random_state`` gives the
+    same table.
+
+    Returns
+    -------
+    pandas.DataFrame of shape (n_rows, 9)
+
+    Examples
+    --------
+    >>> frame = make_customers(50, random_state=0)
+    >>> frame.shape, frame["churned"].isin(["yes", "no"]).all()
+    ((50, 9), np.True_)
+    """
+    import pandas as pd
+
+    from pymc_bnn._validation import check_choice, check_positive_int
+
+    check_choice("task", task, tuple(CUSTOMER_TARGETS))
+    n = check_positive_int("n_rows", n_rows)
+    if not 0 <= missing_fraction < 1:
+        raise ValueError(f"missing_fraction must be in [0, 1); got {missing_fraction!r}.")
+    rng = np.random.default_rng(random_state)
+    age = rng.integers(18, 80, size=n)
+    income = np.round(np.exp(rng.normal(3.8, 0.45, size=n)), 1)
+    tenure = rng.integers(0, 120, size=n)
+    plans = np.array(["basic", "standard", "premium"], dtype=object)
+    plan_code = rng.choice(3, size=n, p=[0.5, 0.35, 0.15])
+    regions = np.array(["north", "south", "east", "west"], dtype=object)
+    region_code = rng.choice(4, size=n)
+    autopay = rng.random(n) < 0.6
+    calls = rng.poisson(1.0 + 1.5 * (plan_code == 0), size=n)
+    # a non-linear signal: churn peaks at short tenure and many support calls, and
+    # young customers on the basic plan in the south churn most
+    z_age = (age - 48) / 18
+    signal = (1.2 - 0.03 * tenure + 0.55 * calls - 0.9 * autopay + 0.8 * z_age**2
+              + 0.9 * ((plan_code == 0) & (region_code == 1)) - 0.5 * (income - 50) / 25)
+    frame = pd.DataFrame({
+        "customer_id": [f"C{100000 + i}" for i in rng.permutation(n)],
+        "age": age,
+        "income": income,
+        "tenure_months": tenure,
+        "plan": plans[plan_code],
+        "region": regions[region_code],
+        "autopay": autopay,
+        "support_calls": calls.astype(float),
+    })
+    if task == "classification":
+        p = 1 / (1 + np.exp(-(signal - 1.0)))
+        frame["churned"] = np.where(rng.random(n) < p, "yes", "no")
+    elif task == "multiclass":
+        logits = np.stack([0.4 * signal, 0.4 * income / 25 - 0.6 * (calls > 2),
+                           1.2 * (income - 55) / 25 + 0.02 * tenure - 1.2], axis=1)
+        logits += rng.gumbel(size=logits.shape)
+        frame["plan_next_year"] = plans[np.argmax(logits, axis=1)]
+    else:
+        spend = (20 + 15 * plan_code + 0.3 * income + 6 * np.tanh((tenure - 36) / 24)
+                 + 4 * calls * (plan_code == 2) + rng.normal(0, 4 + 2 * plan_code, size=n))
+        frame["monthly_spend"] = np.round(spend, 2)
+    for column in ("income", "region", "plan", "support_calls"):
+        holes = rng.random(n) < missing_fraction
+        frame[column] = frame[column].astype(object if column in ("region", "plan") else float)
+        frame.loc[holes, column] = None if column in ("region", "plan") else np.nan
+    return frame

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "jsonable_labels", "load", "restore_labels", "save"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "jsonable_labels", "load", "load_any", "read_metadata",
+           "restore_labels", "save"]
 
 #: Format tag prefix; a file's tag names the estimator class, e.g.
 #: ``"pymc_bnn.BayesianMLPClassifier"``.
@@ -52,8 +53,12 @@ def restore_labels(values: list, dtype: str) -> np.ndarray:
     return np.array(values, dtype=np.dtype(dtype))
 
 
-def save(estimator, path) -> Path:
+def save(estimator, path, *, extra: dict | None = None) -> Path:
     """Write a fitted estimator to ``path`` (netCDF-4); see :func:`load`.
+
+    ``extra`` (a JSON-able dict; e.g. :func:`pymc_bnn.tabular.save_pipeline`'s
+    preprocessing state) is stored in the metadata under ``"extra"``; :func:`load_any`
+    returns it.
 
     Returns
     -------
@@ -93,14 +98,55 @@ def save(estimator, path) -> Path:
         # str / int / float / bool / None values (pymc_bnn.inference.diagnose)
         "diagnostics": dict(getattr(estimator, "diagnostics_", {})),
     }
+    if extra:
+        meta["extra"] = extra
+    try:
+        meta_json = json.dumps(meta)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"extra metadata must be JSON-able: {err}") from None
     posterior = estimator.idata_.posterior.to_dataset()
     tree = xr.DataTree.from_dict({
         "/posterior": xr.Dataset({v: posterior[v] for v in posterior.data_vars}),
         f"/{_LOSS}": xr.Dataset({_LOSS: ("step", np.asarray(estimator.loss_curve_))}),
     })
-    tree.attrs[_META] = json.dumps(meta)
+    tree.attrs[_META] = meta_json
     tree.to_netcdf(path, engine="h5netcdf")
     return path
+
+
+def read_metadata(path) -> dict:
+    """The JSON metadata of a model file (format, parameters, architecture, extra, ...).
+
+    Reads every object of the HDF5 file once (so damage is found) but builds nothing.
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"No such file: {path}")
+    return _read_metadata(path)
+
+
+def load_any(path):
+    """Load a model file of either estimator class, with its ``extra`` metadata.
+
+    Returns
+    -------
+    (estimator, extra dict)
+    """
+    from pymc_bnn.estimator import BayesianMLPClassifier, BayesianMLPRegressor
+
+    meta = read_metadata(path)
+    classes = {c.__name__: c for c in (BayesianMLPClassifier, BayesianMLPRegressor)}
+    name = str(meta["format"]).removeprefix(FORMAT + ".")
+    if name not in classes:
+        raise ValueError(f"{path} holds an unknown estimator class {name!r}.")
+    extra = meta.get("extra") or {}
+    if not isinstance(extra, dict):
+        raise ValueError(f"{path} is a damaged pymc_bnn model file: extra is not an object.")
+    return load(classes[name], path), extra
 
 
 def _read_metadata(path: Path) -> dict:

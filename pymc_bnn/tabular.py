@@ -1,0 +1,555 @@
+"""Tables in, network inputs out: column preprocessing for the command line and for Python.
+
+A :class:`TabularPreprocessor` turns a pandas DataFrame with numeric, categorical
+(string, boolean, pandas ``category``) and missing values into the standardised float
+matrix a Bayesian MLP needs. It is built on scikit-learn's ``ColumnTransformer``:
+
+- numeric columns: missing values imputed with the column's median
+  (``SimpleImputer``), then standardised (``StandardScaler``);
+- categorical columns: missing values imputed with the most frequent value, then
+  one-hot encoded (``OneHotEncoder(handle_unknown="ignore")``: a category first seen at
+  predict time is encoded as all zeros, i.e. as none of the known categories);
+- date columns and identifier-like columns are refused with advice to drop them: a
+  network cannot learn from a row number, and dates need features chosen by the user.
+
+Its fitted state is plain data (:meth:`TabularPreprocessor.get_state`: medians,
+means, scales, categories), which :func:`save_pipeline` writes into the same no-pickle
+model file as the network, so that loading a model never runs code.
+
+:func:`make_tabular_pipeline` puts a preprocessor in front of an estimator; the
+``pymc-bnn`` command line (:mod:`pymc_bnn.cli`) is a thin shell around it.
+
+Examples
+--------
+>>> import pandas as pd
+>>> frame = pd.DataFrame({"age": [30, 41, None, 25], "plan": ["a", "b", "a", None]})
+>>> pre = TabularPreprocessor().fit(frame)
+>>> pre.get_feature_names_out().tolist()
+['age', 'plan=a', 'plan=b']
+>>> pre.transform(pd.DataFrame({"age": [30.0], "plan": ["c"]})).round(3).tolist()
+[[-0.256, 0.0, 0.0]]
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.compose import ColumnTransformer
+from sklearn.impute import SimpleImputer
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = [
+    "TabularPreprocessor",
+    "infer_task",
+    "load_pipeline",
+    "make_tabular_pipeline",
+    "save_pipeline",
+]
+
+NUMERIC, CATEGORICAL = "numeric", "categorical"
+
+#: A numeric target with at most this many distinct integer values is a classification
+#: target under ``infer_task`` (e.g. 0/1, or ratings 1..5); more is regression.
+MAX_INTEGER_CLASSES = 10
+
+#: State format of :meth:`TabularPreprocessor.get_state`.
+STATE_VERSION = 1
+
+_DATE_PATTERN = re.compile(
+    r"^\s*(\d{4}-\d{1,2}-\d{1,2}([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?"
+    r"|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}"
+    r"|\d{1,2}:\d{2}(:\d{2})?)\s*$"
+)
+
+
+# ----------------------------------------------------------------------- columns
+def _is_categorical_dtype(series: pd.Series) -> bool:
+    dtype = series.dtype
+    return (pd.api.types.is_bool_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype)
+            or pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype))
+
+
+def _looks_like_dates(values: pd.Series) -> bool:
+    """Most non-missing values are strings shaped like dates or times."""
+    strings = values.dropna()
+    strings = strings[strings.map(lambda v: isinstance(v, str))]
+    if len(strings) == 0 or len(strings) < 0.9 * values.notna().sum():
+        return False
+    sample = strings.iloc[:200]
+    return sample.map(lambda v: bool(_DATE_PATTERN.match(v))).mean() >= 0.9
+
+
+def _column_kind(name, series: pd.Series, max_categories: int) -> str:
+    """``"numeric"`` or ``"categorical"``; ValueError for dates, identifiers, empty columns."""
+    n_present = int(series.notna().sum())
+    if n_present == 0:
+        raise ValueError(f"column {name!r} has no values (all missing): drop it.")
+    dtype = series.dtype
+    if (pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype)
+            or isinstance(dtype, pd.PeriodDtype)):
+        raise ValueError(f"column {name!r} holds dates or times, which pymc_bnn does not encode: "
+                         "drop it, or derive numeric features from it (e.g. a year or a day "
+                         "of the week) first.")
+    n_distinct = int(series.nunique(dropna=True))
+    if _is_categorical_dtype(series):
+        if pd.api.types.is_bool_dtype(dtype):
+            return CATEGORICAL
+        if _looks_like_dates(series):
+            raise ValueError(f"column {name!r} holds dates or times (e.g. "
+                             f"{series.dropna().iloc[0]!r}), which pymc_bnn does not encode: "
+                             "drop it, or derive numeric features from it first.")
+        if n_distinct == n_present and n_present >= 20:
+            raise ValueError(f"column {name!r} looks like an identifier (a different value in "
+                             f"each of its {n_present} rows), from which nothing can be "
+                             "learned: drop it.")
+        if n_distinct > max_categories:
+            raise ValueError(f"column {name!r} has {n_distinct} distinct values, more than "
+                             f"max_categories={max_categories} for one-hot encoding: drop it, "
+                             "or raise the limit.")
+        return CATEGORICAL
+    if pd.api.types.is_numeric_dtype(dtype):
+        if pd.api.types.is_integer_dtype(dtype) and n_distinct == n_present >= 20:
+            values = np.sort(series.dropna().to_numpy())
+            if np.all(np.diff(values) == 1):
+                raise ValueError(f"column {name!r} looks like a row number or identifier "
+                                 f"(consecutive integers {values[0]}..{values[-1]}, each "
+                                 "once), from which nothing can be learned: drop it.")
+        return NUMERIC
+    raise ValueError(f"column {name!r} has values of type {dtype}, which pymc_bnn cannot "
+                     "encode: drop it, or convert it to numbers or strings.")
+
+
+def _as_frame(X, what: str = "X") -> pd.DataFrame:
+    if isinstance(X, pd.DataFrame):
+        return X
+    array = np.asarray(X)
+    if array.ndim != 2:
+        raise ValueError(f"{what} must be a table (a DataFrame or a 2-D array); got an "
+                         f"array of shape {array.shape}.")
+    return pd.DataFrame(array, columns=[f"x{i}" for i in range(array.shape[1])])
+
+
+def _numeric(frame: pd.DataFrame, name) -> np.ndarray:
+    """A column as float64; ValueError naming the column and a bad value."""
+    column = frame[name]
+    if pd.api.types.is_bool_dtype(column.dtype):
+        raise ValueError(f"column {name!r} holds true/false values, but the model was fit "
+                         "with numbers in it.")
+    values = pd.to_numeric(column, errors="coerce")
+    bad = values.isna() & column.notna()
+    if bad.any():
+        row = bad.to_numpy().nonzero()[0][0]
+        raise ValueError(f"column {name!r} should hold numbers, but row {row} holds "
+                         f"{column.iloc[row]!r}.")
+    return values.to_numpy(dtype=np.float64)
+
+
+def _strings(column: pd.Series) -> np.ndarray:
+    """A categorical column as an object array of strings, missing values as NaN."""
+    values = column.astype(object).to_numpy()
+    missing = pd.isna(values)
+    out = np.empty(len(values), dtype=object)
+    out[missing] = np.nan
+    out[~missing] = [str(v) for v in values[~missing]]
+    return out
+
+
+def infer_task(y, *, max_integer_classes: int = MAX_INTEGER_CLASSES) -> str:
+    """``"classification"`` or ``"regression"`` for a target column.
+
+    A target of strings, booleans or pandas categories, or of numbers that are all
+    integers with at most ``max_integer_classes`` distinct values, is a classification
+    target; any other numeric target is a regression target.
+
+    Parameters
+    ----------
+    y : pandas Series or array of shape (n_samples,)
+        The target, missing values allowed (ignored).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> infer_task(["yes", "no", "yes"]), infer_task([0, 1, 2, 1]), infer_task([0.5, 1.7])
+    ('classification', 'classification', 'regression')
+    """
+    series = pd.Series(y).dropna()
+    if _is_categorical_dtype(series):
+        values = pd.to_numeric(series, errors="coerce")
+        if values.isna().any() or len(values) == 0:
+            return "classification"
+        series = values
+    values = series.to_numpy(dtype=np.float64)
+    integers = np.all(np.isfinite(values) & (values == np.round(values)))
+    n_distinct = len(np.unique(values))
+    return "classification" if integers and n_distinct <= max_integer_classes else "regression"
+
+
+# ------------------------------------------------------------------ preprocessor
+def _column_transformer(numeric: list, categorical: list, categories="auto") -> ColumnTransformer:
+    parts = []
+    if numeric:
+        parts.append((NUMERIC, Pipeline([("impute", SimpleImputer(strategy="median")),
+                                         ("scale", StandardScaler())]), list(numeric)))
+    if categorical:
+        parts.append((CATEGORICAL, Pipeline([
+            ("impute", SimpleImputer(strategy="most_frequent")),
+            ("onehot", OneHotEncoder(categories=categories, handle_unknown="ignore",
+                                     sparse_output=False, dtype=np.float64)),
+        ]), list(categorical)))
+    return ColumnTransformer(parts, remainder="drop", sparse_threshold=0.0,
+                             verbose_feature_names_out=False)
+
+
+class TabularPreprocessor(TransformerMixin, BaseEstimator):
+    """Impute, standardise and one-hot encode the columns of a table.
+
+    Parameters
+    ----------
+    numeric, categorical : list of str, optional
+        Columns to treat as numeric / categorical. By default every column is
+        classified from its type: numbers are numeric; strings, booleans and pandas
+        categories are categorical; dates, identifier-like columns (a different string
+        in every row, or consecutive integers) and columns with no values raise a
+        ValueError that names the column. When either list is given, only the listed
+        columns are used.
+    max_categories : int, default 50
+        A categorical column with more distinct values is refused (one-hot encoding
+        it would add that many inputs).
+
+    Attributes
+    ----------
+    numeric_columns_, categorical_columns_ : list of str
+    categories_ : dict of str -> list of str
+        The known categories of each categorical column (values as strings).
+    n_missing_ : dict of str -> int
+        Missing values per input column in the data seen by ``fit`` (imputed).
+    feature_names_in_ : ndarray of str
+    n_features_in_ : int
+    column_transformer_ : sklearn.compose.ColumnTransformer
+        The fitted transformer doing the work.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> pre = TabularPreprocessor().fit(pd.DataFrame({"x": [1.0, 3.0], "ok": [True, False]}))
+    >>> pre.transform(pd.DataFrame({"x": [2.0], "ok": [True]})).tolist()
+    [[0.0, 0.0, 1.0]]
+    """
+
+    def __init__(self, *, numeric=None, categorical=None, max_categories: int = 50):
+        self.numeric = numeric
+        self.categorical = categorical
+        self.max_categories = max_categories
+
+    # -------------------------------------------------------------------- fit
+    def _kinds(self, frame: pd.DataFrame) -> tuple[list, list]:
+        if self.numeric is None and self.categorical is None:
+            kinds = {c: _column_kind(c, frame[c], self.max_categories) for c in frame.columns}
+            return ([c for c, k in kinds.items() if k == NUMERIC],
+                    [c for c, k in kinds.items() if k == CATEGORICAL])
+        numeric, categorical = list(self.numeric or []), list(self.categorical or [])
+        both = sorted(set(numeric) & set(categorical), key=str)
+        if both:
+            raise ValueError(f"columns {both} are listed as both numeric and categorical.")
+        self._check_columns(frame, numeric + categorical)
+        return numeric, categorical
+
+    def fit(self, X, y=None):
+        """Learn medians, means, scales and categories from the table ``X``.
+
+        Parameters
+        ----------
+        X : pandas DataFrame of shape (n_samples, n_columns)
+            (A 2-D array is accepted; its columns are named ``x0, x1, ...``.)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        frame = _as_frame(X)
+        if frame.shape[0] == 0:
+            raise ValueError("the table has no rows.")
+        if frame.shape[1] == 0:
+            raise ValueError("the table has no feature columns.")
+        if not isinstance(self.max_categories, int) or self.max_categories < 2:
+            raise ValueError(f"max_categories must be an int >= 2; got {self.max_categories!r}.")
+        if len(set(map(str, frame.columns))) != frame.shape[1]:
+            raise ValueError("the table has duplicated column names.")
+        numeric, categorical = self._kinds(frame)
+        if not numeric and not categorical:
+            raise ValueError("no feature columns are left to learn from.")
+        self.numeric_columns_ = [str(c) for c in numeric]
+        self.categorical_columns_ = [str(c) for c in categorical]
+        for name in numeric:  # raises on text in a numeric column
+            _numeric(frame, name)
+        self.n_missing_ = {str(c): int(frame[c].isna().sum()) for c in numeric + categorical}
+        self.column_transformer_ = _column_transformer(numeric, categorical).fit(
+            self._cast(frame))
+        if categorical:
+            encoder = self.column_transformer_.named_transformers_[CATEGORICAL]["onehot"]
+            self.categories_ = {str(c): [str(v) for v in cats]
+                                for c, cats in zip(categorical, encoder.categories_)}
+        else:
+            self.categories_ = {}
+        self.feature_names_in_ = np.array(self.numeric_columns_ + self.categorical_columns_,
+                                          dtype=object)
+        self.n_features_in_ = len(self.feature_names_in_)
+        return self
+
+    # -------------------------------------------------------------- transform
+    def _check_columns(self, frame: pd.DataFrame, needed) -> None:
+        missing = [str(c) for c in needed if c not in frame.columns]
+        if missing:
+            raise ValueError(f"the table lacks the column{'s' if len(missing) > 1 else ''} "
+                             f"{', '.join(map(repr, missing))}"
+                             + (" that the model needs." if hasattr(self, "n_features_in_")
+                                else "."))
+
+    def _cast(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """The used columns with clean types: float64 numbers, strings or NaN."""
+        numeric = getattr(self, "numeric_columns_", None)
+        if numeric is None:  # inside fit, before the columns are stored
+            numeric, categorical = self._kinds(frame)
+        else:
+            categorical = self.categorical_columns_
+        out = {c: _numeric(frame, c) for c in numeric}
+        out.update({c: _strings(frame[c]) for c in categorical})
+        return pd.DataFrame(out, index=frame.index, columns=list(numeric) + list(categorical))
+
+    def transform(self, X) -> np.ndarray:
+        """Encode a table with the statistics learned in ``fit``.
+
+        Parameters
+        ----------
+        X : pandas DataFrame with (at least) the columns seen in ``fit``
+            Extra columns are ignored; missing values are imputed; unseen categories
+            become all-zero one-hot codes.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features_out), float64
+        """
+        check_is_fitted(self)
+        frame = _as_frame(X)
+        self._check_columns(frame, self.feature_names_in_)
+        return np.asarray(self.column_transformer_.transform(self._cast(frame)), dtype=np.float64)
+
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """Names of the encoded features: ``column`` (numeric), ``column=category``.
+
+        Returns
+        -------
+        ndarray of str, shape (n_features_out,)
+        """
+        check_is_fitted(self)
+        names = list(self.numeric_columns_)
+        for column in self.categorical_columns_:
+            names += [f"{column}={v}" for v in self.categories_[column]]
+        return np.array(names, dtype=object)
+
+    def unseen_categories(self, X) -> dict[str, list[str]]:
+        """Categories in ``X`` that ``fit`` never saw, per categorical column.
+
+        Returns
+        -------
+        dict of column -> sorted list of unseen values (columns without any are left out)
+        """
+        check_is_fitted(self)
+        frame = _as_frame(X)
+        self._check_columns(frame, self.categorical_columns_)
+        out = {}
+        for column in self.categorical_columns_:
+            values = _strings(frame[column])
+            known = set(self.categories_[column])
+            unseen = sorted({v for v in values[~pd.isna(values)] if v not in known})
+            if unseen:
+                out[column] = unseen
+        return out
+
+    def count_missing(self, X) -> dict[str, int]:
+        """Missing values per used column of ``X`` (they will be imputed)."""
+        check_is_fitted(self)
+        frame = _as_frame(X)
+        self._check_columns(frame, self.feature_names_in_)
+        return {str(c): int(frame[c].isna().sum()) for c in self.feature_names_in_}
+
+    # ------------------------------------------------------------ plain state
+    def get_state(self) -> dict:
+        """The fitted state as plain JSON-able data (see :meth:`from_state`).
+
+        Returns
+        -------
+        dict with ``numeric`` (a list of ``{name, median, mean, scale}``),
+        ``categorical`` (a list of ``{name, mode, categories}``), ``n_missing``,
+        ``max_categories`` and ``version``.
+        """
+        check_is_fitted(self)
+        numeric, categorical = [], []
+        ct = self.column_transformer_
+        if self.numeric_columns_:
+            steps = ct.named_transformers_[NUMERIC]
+            imputer, scaler = steps["impute"], steps["scale"]
+            for i, name in enumerate(self.numeric_columns_):
+                numeric.append({"name": name, "median": float(imputer.statistics_[i]),
+                                "mean": float(scaler.mean_[i]), "scale": float(scaler.scale_[i])})
+        if self.categorical_columns_:
+            imputer = ct.named_transformers_[CATEGORICAL]["impute"]
+            for i, name in enumerate(self.categorical_columns_):
+                categorical.append({"name": name, "mode": str(imputer.statistics_[i]),
+                                    "categories": list(self.categories_[name])})
+        return {"version": STATE_VERSION, "numeric": numeric, "categorical": categorical,
+                "n_missing": dict(self.n_missing_), "max_categories": int(self.max_categories)}
+
+    @classmethod
+    def from_state(cls, state: dict) -> TabularPreprocessor:
+        """A fitted preprocessor from :meth:`get_state`'s data; runs no stored code.
+
+        The scikit-learn transformers are rebuilt with the stored categories, fit on
+        a two-row table, and then given the stored medians, modes, means and scales;
+        the result is checked to reproduce ``state``.
+
+        Raises
+        ------
+        ValueError
+            If ``state`` is malformed.
+        """
+        try:
+            if state.get("version") != STATE_VERSION:
+                raise ValueError(f"unknown preprocessing version {state.get('version')!r}")
+            numeric = [dict(c) for c in state["numeric"]]
+            categorical = [dict(c) for c in state["categorical"]]
+            num_names = [str(c["name"]) for c in numeric]
+            cat_names = [str(c["name"]) for c in categorical]
+            categories = [[str(v) for v in c["categories"]] for c in categorical]
+            pre = cls(max_categories=int(state["max_categories"]))
+            pre.numeric_columns_, pre.categorical_columns_ = num_names, cat_names
+            medians = np.array([c["median"] for c in numeric], dtype=np.float64)
+            means = np.array([c["mean"] for c in numeric], dtype=np.float64)
+            scales = np.array([c["scale"] for c in numeric], dtype=np.float64)
+            modes = [str(c["mode"]) for c in categorical]
+            ct = _column_transformer(num_names, cat_names, categories or "auto")
+            rows = {name: np.array([m - s, m + s]) for name, m, s in zip(num_names, means, scales)}
+            rows.update({name: np.array([mode, mode], dtype=object)
+                         for name, mode in zip(cat_names, modes)})
+            ct.fit(pd.DataFrame(rows, columns=num_names + cat_names))
+            if num_names:
+                steps = ct.named_transformers_[NUMERIC]
+                steps["impute"].fit(pd.DataFrame([medians], columns=num_names))
+                scaler = steps["scale"]
+                scaler.mean_, scaler.scale_, scaler.var_ = means, scales, scales**2
+            if cat_names:
+                ct.named_transformers_[CATEGORICAL]["impute"].fit(
+                    pd.DataFrame([modes], columns=cat_names, dtype=object))
+            pre.column_transformer_ = ct
+            pre.categories_ = dict(zip(cat_names, categories))
+            pre.n_missing_ = {str(k): int(v) for k, v in state["n_missing"].items()}
+            pre.feature_names_in_ = np.array(num_names + cat_names, dtype=object)
+            pre.n_features_in_ = len(pre.feature_names_in_)
+            rebuilt = pre.get_state()
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise ValueError(f"malformed preprocessing state: {err}") from None
+        if rebuilt != {**state, "numeric": numeric, "categorical": categorical}:
+            raise ValueError("malformed preprocessing state: it does not rebuild to itself.")
+        return pre
+
+
+def make_tabular_pipeline(estimator, **preprocessor_params) -> Pipeline:
+    """A scikit-learn Pipeline: :class:`TabularPreprocessor`, then ``estimator``.
+
+    Parameters
+    ----------
+    estimator : BayesianMLPClassifier or BayesianMLPRegressor
+    **preprocessor_params
+        Passed to :class:`TabularPreprocessor` (``numeric``, ``categorical``,
+        ``max_categories``).
+
+    Returns
+    -------
+    sklearn.pipeline.Pipeline with steps ``"preprocess"`` and ``"model"``; save it with
+    :func:`save_pipeline`.
+
+    Examples
+    --------
+    >>> from pymc_bnn import BayesianMLPClassifier
+    >>> pipe = make_tabular_pipeline(BayesianMLPClassifier(random_state=0))
+    >>> [name for name, _ in pipe.steps]
+    ['preprocess', 'model']
+    """
+    return Pipeline([("preprocess", TabularPreprocessor(**preprocessor_params)),
+                     ("model", estimator)])
+
+
+def _pipeline_parts(pipeline):
+    from pymc_bnn.estimator import _BayesianMLP
+
+    steps = getattr(pipeline, "steps", None)
+    if (steps is None or len(steps) != 2 or not isinstance(steps[0][1], TabularPreprocessor)
+            or not isinstance(steps[1][1], _BayesianMLP)):
+        raise TypeError("save_pipeline takes a Pipeline of a TabularPreprocessor and a "
+                        "BayesianMLPClassifier or BayesianMLPRegressor "
+                        "(see make_tabular_pipeline).")
+    return steps[0][1], steps[1][1]
+
+
+def save_pipeline(pipeline: Pipeline, path, *, info: dict | None = None) -> Path:
+    """Write a fitted tabular pipeline to one netCDF-4 model file (no pickle).
+
+    The network is stored as by ``estimator.save``; the preprocessing state
+    (:meth:`TabularPreprocessor.get_state`) and ``info`` (a JSON-able dict, e.g. how
+    the model was made) go into the file's JSON metadata.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    from pymc_bnn import persistence
+
+    pre, est = _pipeline_parts(pipeline)
+    check_is_fitted(pre)
+    return persistence.save(est, path, extra={"preprocessing": pre.get_state(),
+                                              "info": dict(info or {})})
+
+
+def load_pipeline(path) -> Pipeline:
+    """Read a pipeline written by :func:`save_pipeline` (reads arrays and JSON only).
+
+    Returns
+    -------
+    sklearn.pipeline.Pipeline
+        Steps ``"preprocess"`` (fitted :class:`TabularPreprocessor`) and ``"model"``.
+        The ``info`` saved with it is in
+        ``pymc_bnn.persistence.read_metadata(path)["extra"]["info"]``.
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        If the file is missing, damaged, not a pymc_bnn model file, or holds an
+        estimator saved without preprocessing.
+    """
+    from pymc_bnn import persistence
+
+    est, extra = persistence.load_any(path)
+    if "preprocessing" not in extra:
+        raise ValueError(f"{path} holds a {type(est).__name__} saved without preprocessing "
+                         "(by its save method); load it with "
+                         f"{type(est).__name__}.load, or save a tabular pipeline with "
+                         "pymc_bnn.tabular.save_pipeline.")
+    try:
+        pre = TabularPreprocessor.from_state(extra["preprocessing"])
+    except ValueError as err:
+        raise ValueError(f"{path} is a damaged pymc_bnn model file: {err}") from None
+    if pre.get_feature_names_out().shape[0] != est.n_features_in_:
+        raise ValueError(f"{path} is a damaged pymc_bnn model file: the preprocessing makes "
+                         f"{pre.get_feature_names_out().shape[0]} features, the network "
+                         f"takes {est.n_features_in_}.")
+    return Pipeline([("preprocess", pre), ("model", est)])

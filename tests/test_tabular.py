@@ -1,0 +1,155 @@
+"""pymc_bnn.tabular: column preprocessing, its plain-data state, and tabular pipelines."""
+
+import doctest
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor, persistence, tabular
+from pymc_bnn.datasets import make_customers
+from pymc_bnn.tabular import TabularPreprocessor, infer_task
+
+SEED = 0
+
+
+@pytest.fixture(scope="module")
+def customers():
+    return make_customers(200, random_state=SEED).drop(columns=["customer_id"])
+
+
+def _features(frame):
+    return frame.drop(columns=["churned"])
+
+
+def test_doctests():
+    failures, _ = doctest.testmod(tabular)
+    assert failures == 0
+
+
+def test_columns_are_classified_and_encoded(customers):
+    pre = TabularPreprocessor().fit(_features(customers))
+    assert pre.numeric_columns_ == ["age", "income", "tenure_months", "support_calls"]
+    assert pre.categorical_columns_ == ["plan", "region", "autopay"]
+    assert pre.categories_["autopay"] == ["False", "True"]
+    Z = pre.transform(customers)
+    names = pre.get_feature_names_out()
+    assert Z.shape == (200, 4 + 3 + 4 + 2) == (200, len(names))
+    assert np.isfinite(Z).all()
+    # numeric: missing values -> the median, then standardised (by hand)
+    income = customers["income"].to_numpy(float)
+    seen = ~np.isnan(income)
+    filled = np.where(seen, income, np.median(income[seen]))
+    expected = (filled - filled.mean()) / filled.std()
+    np.testing.assert_allclose(Z[:, 1], expected)
+    assert pre.n_missing_["income"] == int((~seen).sum()) > 0
+    # categorical: one-hot, missing values -> the most frequent category
+    plan = customers["plan"].fillna(customers["plan"].mode()[0])
+    for k, category in enumerate(pre.categories_["plan"]):
+        np.testing.assert_array_equal(Z[:, 4 + k], (plan == category).to_numpy(float))
+
+
+def test_input_is_not_mutated(customers):
+    frame = customers.copy()
+    pre = TabularPreprocessor().fit(frame)
+    pre.transform(frame)
+    pd.testing.assert_frame_equal(frame, customers)
+
+
+def test_unseen_categories_encode_as_zeros_and_are_reported(customers):
+    pre = TabularPreprocessor().fit(_features(customers))
+    rows = _features(customers).iloc[:3].copy()
+    rows["plan"] = ["platinum", "basic", None]
+    Z = pre.transform(rows)
+    plan = slice(4, 7)
+    assert Z[0, plan].tolist() == [0.0, 0.0, 0.0]
+    assert Z[1, plan].sum() == 1.0 and Z[2, plan].sum() == 1.0  # None -> imputed
+    assert pre.unseen_categories(rows) == {"plan": ["platinum"]}
+
+
+@pytest.mark.parametrize("column, values, message", [
+    ("signup", pd.date_range("2024-01-01", periods=30), "dates"),
+    ("signup", [f"2024-01-{d:02d}" for d in range(1, 31)], "dates"),
+    ("user", [f"u{i}" for i in range(30)], "identifier"),
+    ("row", list(range(30)), "row number"),
+    ("empty", [np.nan] * 30, "no values"),
+    ("many", [f"c{i % 12}" for i in range(30)], "distinct values"),
+])
+def test_refused_columns_are_named(column, values, message):
+    frame = pd.DataFrame({"x": np.arange(30.0) ** 2, column: values})
+    with pytest.raises(ValueError, match=f"column '{column}'.*{message}"):
+        TabularPreprocessor(max_categories=10).fit(frame)
+
+
+def test_bad_values_at_transform_name_the_column(customers):
+    pre = TabularPreprocessor().fit(_features(customers))
+    rows = _features(customers).iloc[:3].copy()
+    rows["age"] = rows["age"].astype(object)
+    rows.loc[rows.index[1], "age"] = "forty"
+    with pytest.raises(ValueError, match="column 'age'.*'forty'"):
+        pre.transform(rows)
+    with pytest.raises(ValueError, match="lacks the columns 'plan', 'region'"):
+        pre.transform(_features(customers).drop(columns=["plan", "region"]))
+
+
+def test_state_is_plain_data_and_rebuilds_identically(customers):
+    import json
+
+    pre = TabularPreprocessor().fit(_features(customers))
+    state = pre.get_state()
+    assert json.loads(json.dumps(state)) == state
+    rebuilt = TabularPreprocessor.from_state(json.loads(json.dumps(state)))
+    rows = _features(customers).copy()
+    rows.loc[rows.index[:5], "region"] = "atlantis"
+    np.testing.assert_array_equal(rebuilt.transform(rows), pre.transform(rows))
+    assert rebuilt.get_feature_names_out().tolist() == pre.get_feature_names_out().tolist()
+
+
+def test_damaged_state_is_refused(customers):
+    state = TabularPreprocessor().fit(_features(customers)).get_state()
+    with pytest.raises(ValueError, match="malformed preprocessing state"):
+        TabularPreprocessor.from_state({**state, "numeric": [{"name": "age"}]})
+    with pytest.raises(ValueError, match="malformed preprocessing state"):
+        TabularPreprocessor.from_state({**state, "version": 99})
+
+
+@pytest.mark.parametrize("y, task", [
+    (["a", "b"], "classification"), ([True, False], "classification"),
+    ([0, 1, 2, 3], "classification"), ([1.0, 2.0, 1.0], "classification"),
+    (list(range(11)), "regression"), ([0.5, 1.5], "regression"),
+    (pd.Series(["1", "2", "3"], dtype=object), "classification"),
+])
+def test_infer_task(y, task):
+    assert infer_task(y) == task
+
+
+def test_pipeline_saves_and_loads_with_identical_predictions(tmp_path, customers):
+    pipe = tabular.make_tabular_pipeline(BayesianMLPClassifier(
+        hidden_layer_sizes=(4,), n_iter=1500, n_draws=100, posterior_temperature=1.0,
+        random_state=SEED))
+    pipe.fit(_features(customers), customers["churned"])
+    path = tabular.save_pipeline(pipe, tmp_path / "m.nc", info={"target": "churned"})
+    loaded = tabular.load_pipeline(path)
+    rows = _features(customers).iloc[:40]
+    np.testing.assert_array_equal(loaded.predict_proba(rows), pipe.predict_proba(rows))
+    assert loaded.predict(rows).tolist() == pipe.predict(rows).tolist()
+    meta = persistence.read_metadata(path)
+    assert meta["extra"]["info"] == {"target": "churned"}
+    # a plain estimator file is refused with advice, not misread
+    plain = pipe.named_steps["model"].save(tmp_path / "plain.nc")
+    with pytest.raises(ValueError, match="saved without preprocessing"):
+        tabular.load_pipeline(plain)
+    # same seed, same predictions
+    again = tabular.make_tabular_pipeline(BayesianMLPClassifier(
+        hidden_layer_sizes=(4,), n_iter=1500, n_draws=100, posterior_temperature=1.0,
+        random_state=SEED)).fit(_features(customers), customers["churned"])
+    np.testing.assert_array_equal(again.predict_proba(rows), pipe.predict_proba(rows))
+
+
+def test_save_pipeline_refuses_other_pipelines(tmp_path):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    with pytest.raises(TypeError, match="TabularPreprocessor"):
+        tabular.save_pipeline(make_pipeline(StandardScaler(), BayesianMLPRegressor()),
+                              tmp_path / "x.nc")
