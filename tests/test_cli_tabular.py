@@ -1,0 +1,279 @@
+"""End to end: the installed ``pymc-bnn`` console script on generated CSV / Parquet tables.
+
+Every command runs in a subprocess, as a user runs it. The fits are small (a few
+thousand ADVI steps, ``--temperature 1``) and shared by the tests of this module (one
+xdist group, so each is fit once per session).
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pymc_bnn.datasets import make_customers
+
+pytestmark = pytest.mark.xdist_group("cli_tabular")
+
+SMALL = ["--hidden", "5", "--n-iter", "3000", "--draws", "200", "--temperature", "1",
+         "--drop", "customer_id"]
+
+
+def _script() -> str:
+    script = Path(sys.executable).with_name("pymc-bnn")
+    found = str(script) if script.exists() else shutil.which("pymc-bnn")
+    if found is None:  # pragma: no cover - the package is installed in every set-up
+        pytest.fail("the pymc-bnn console script is not installed (pip install -e .)")
+    return found
+
+
+def run(*args, cwd, expect=0):
+    proc = subprocess.run([_script(), *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, env={**os.environ, "COLUMNS": "100"}, timeout=900)
+    assert proc.returncode == expect, (proc.returncode, proc.stdout, proc.stderr)
+    return proc
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """Training and new tables, as CSV and Parquet, with missing values."""
+    d = tmp_path_factory.mktemp("cli")
+    make_customers(300, task="classification", random_state=1).to_csv(d / "churn.csv",
+                                                                     index=False)
+    new = make_customers(120, task="classification", random_state=2)
+    new.loc[new.index[:4], "region"] = "atlantis"  # unseen category
+    new.to_csv(d / "churn_new.csv", index=False)
+    make_customers(300, task="multiclass", random_state=1).to_parquet(d / "plans.parquet")
+    make_customers(120, task="multiclass", random_state=2).to_parquet(d / "plans_new.parquet")
+    make_customers(300, task="regression", random_state=1).to_csv(d / "spend.csv", index=False)
+    make_customers(120, task="regression", random_state=2).to_csv(d / "spend_new.csv",
+                                                                 index=False)
+    return d
+
+
+@pytest.fixture(scope="module")
+def churn_model(work):
+    proc = run("fit", "churn.csv", "--target", "churned", "-o", "churn.nc", *SMALL, cwd=work)
+    return work / "churn.nc", proc
+
+
+@pytest.fixture(scope="module")
+def plans_model(work):
+    proc = run("fit", "plans.parquet", "-t", "plan_next_year", "-o", "plans.nc", *SMALL,
+               cwd=work)
+    return work / "plans.nc", proc
+
+
+@pytest.fixture(scope="module")
+def spend_model(work):
+    proc = run("fit", "spend.csv", "-t", "monthly_spend", "-o", "spend.nc", *SMALL, cwd=work)
+    return work / "spend.nc", proc
+
+
+# ------------------------------------------------------------------ happy paths
+def test_fit_binary_prints_summary_and_notes(churn_model):
+    path, proc = churn_model
+    assert path.is_file()
+    assert "task: classification" in proc.stderr  # --task auto says what it chose
+    assert "imputed" in proc.stderr and "missing values" in proc.stderr
+    out = proc.stdout
+    assert "fit 300 rows x 13 features (from 7 columns), 2 classes (no, yes)" in out
+    accuracy = float(out.split("training accuracy: ")[1].split()[0])
+    assert 0.6 < accuracy <= 1.0
+
+
+def test_predict_binary_csv_matches_the_python_pipeline(churn_model, work):
+    from pymc_bnn import tabular
+
+    run("predict", "churn.nc", "churn_new.csv", "--id", "customer_id", "-o", "pred.csv",
+        cwd=work)
+    pred = pd.read_csv(work / "pred.csv")
+    assert list(pred.columns) == ["customer_id", "prediction", "proba_no", "proba_yes",
+                                  "entropy", "mutual_info"]
+    new = pd.read_csv(work / "churn_new.csv")
+    assert pred["customer_id"].tolist() == new["customer_id"].tolist()
+    pipe = tabular.load_pipeline(churn_model[0])
+    proba = pipe.predict_proba(new)
+    np.testing.assert_allclose(pred[["proba_no", "proba_yes"]].to_numpy(), proba, rtol=1e-12)
+    assert pred["prediction"].tolist() == pipe.predict(new).tolist()
+    assert (pred["entropy"] >= pred["mutual_info"]).all() and (pred["mutual_info"] >= 0).all()
+
+
+def test_predict_notes_unseen_categories_and_keeps_all_columns(churn_model, work):
+    proc = run("predict", "churn.nc", "churn_new.csv", "-o", "all.csv", cwd=work)
+    assert "'region' has categories not seen in training ('atlantis')" in proc.stderr
+    out = pd.read_csv(work / "all.csv")
+    new = pd.read_csv(work / "churn_new.csv")
+    assert list(out.columns[: new.shape[1]]) == list(new.columns)
+    assert np.isfinite(out[["proba_no", "proba_yes"]].to_numpy()).all()
+
+
+def test_evaluate_json_and_table(churn_model, work):
+    scores = json.loads(run("evaluate", "churn.nc", "churn_new.csv", "--json",
+                            cwd=work).stdout)
+    assert list(scores) == ["n", "accuracy", "nll", "brier", "ece", "aurc"]
+    assert scores["n"] == 120 and 0.55 < scores["accuracy"] <= 1
+    table = run("evaluate", "churn.nc", "churn_new.csv", cwd=work).stdout
+    assert "accuracy" in table and f"{scores['nll']:.4g}" in table
+
+
+def test_report_writes_pngs_and_a_self_contained_page(churn_model, work):
+    run("report", "churn.nc", "churn_new.csv", "-o", "report", cwd=work)
+    report = work / "report"
+    for name in ("reliability.png", "risk_coverage.png", "uncertainty.png"):
+        assert (report / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = (report / "index.html").read_text()
+    assert page.count("data:image/png;base64,") >= 3 and "http" not in page.split("<body")[1]
+    assert "churned" in page
+
+
+def test_info_names_columns_settings_and_versions(churn_model, work):
+    out = run("info", "churn.nc", cwd=work).stdout
+    for text in ("BayesianMLPClassifier", "target: churned", "categorical region: east, north",
+                 "numeric income", "hidden_layer_sizes=[5]", "pymc "):
+        assert text in out
+    meta = json.loads(run("info", "churn.nc", "--json", cwd=work).stdout)
+    assert meta["extra"]["info"]["columns"][0] == "age"
+
+
+def test_three_classes_from_parquet_to_parquet(plans_model, work):
+    run("predict", "plans.nc", "plans_new.parquet", "-o", "plans_pred.parquet", cwd=work)
+    pred = pd.read_parquet(work / "plans_pred.parquet")
+    proba = pred[["proba_basic", "proba_premium", "proba_standard"]].to_numpy()
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-6)
+    assert set(pred["prediction"]) <= {"basic", "premium", "standard"}
+    scores = json.loads(run("evaluate", "plans.nc", "plans_new.parquet", "--json",
+                            cwd=work).stdout)
+    assert scores["accuracy"] > 1 / 3  # above chance
+
+
+def test_regression_intervals_and_scores(spend_model, work):
+    path, proc = spend_model
+    assert "task: regression" in proc.stderr and "training rmse" in proc.stdout
+    run("predict", "spend.nc", "spend_new.csv", "--interval", "0.8", "--id", "customer_id",
+        "-o", "spend_pred.csv", cwd=work)
+    pred = pd.read_csv(work / "spend_pred.csv")
+    assert list(pred.columns) == ["customer_id", "mean", "std", "lower_80", "upper_80"]
+    assert (pred["lower_80"] < pred["mean"]).all() and (pred["mean"] < pred["upper_80"]).all()
+    scores = json.loads(run("evaluate", "spend.nc", "spend_new.csv", "--interval", "0.8",
+                            "--json", cwd=work).stdout)
+    assert 0.6 < scores["coverage"] < 0.95  # nominal 0.8, 120 rows
+    run("report", "spend.nc", "spend_new.csv", "-o", "spend_report", cwd=work)
+    assert (work / "spend_report" / "predicted_vs_actual.png").is_file()
+
+
+def test_example_writes_a_reproducible_table(tmp_path):
+    run("example", "a.csv", "--rows", "50", cwd=tmp_path)
+    run("example", "b.parquet", "--rows", "50", cwd=tmp_path)
+    a, b = pd.read_csv(tmp_path / "a.csv"), pd.read_parquet(tmp_path / "b.parquet")
+    assert a.shape == b.shape == (50, 9)
+    np.testing.assert_array_equal(a["income"].to_numpy(), b["income"].to_numpy())
+
+
+# -------------------------------------------------------------------- bad input
+def _bad_files(d: Path) -> None:
+    (d / "empty.csv").write_text("")
+    (d / "header.csv").write_text("a,b,y\n")
+    (d / "binary.csv").write_bytes(bytes(range(256)) * 8)
+    (d / "garbage.nc").write_bytes(b"not a model" * 100)
+    base = make_customers(60, random_state=3).drop(columns=["customer_id"])
+    base.assign(churned="yes").to_csv(d / "constant.csv", index=False)
+    base.assign(signup=pd.date_range("2024-01-01", periods=60).astype(str)).to_csv(
+        d / "dates.csv", index=False)
+    base.drop(columns=["plan", "income"]).to_csv(d / "missing_cols.csv", index=False)
+    base.assign(age=["old"] + base["age"].tolist()[1:]).to_csv(d / "text_age.csv",
+                                                                 index=False)
+    base.assign(churned="maybe").to_csv(d / "new_label.csv", index=False)
+    base.to_csv(d / "ok.csv", index=False)
+    base.to_csv(d / "ok.json", index=False)
+
+
+BAD = {
+    "missing file": (["fit", "nope.csv", "-t", "y", "-o", "m.nc"], "no such file: nope.csv"),
+    "empty file": (["fit", "empty.csv", "-t", "y", "-o", "m.nc"], "empty.csv is empty"),
+    "no rows": (["fit", "header.csv", "-t", "y", "-o", "m.nc"], "header but no rows"),
+    "not a table": (["fit", "binary.csv", "-t", "y", "-o", "m.nc"], "cannot read binary.csv"),
+    "unknown format": (["fit", "ok.json", "-t", "churned", "-o", "m.nc"],
+                       "unknown table format"),
+    "target absent": (["fit", "ok.csv", "-t", "price", "-o", "m.nc"],
+                      "ok.csv has no column 'price'"),
+    "target constant": (["fit", "constant.csv", "-t", "churned", "-o", "m.nc"],
+                        "single value 'yes'"),
+    "all features dropped": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--features",
+                              "age", "--drop", "age"], "no feature columns"),
+    "date column": (["fit", "dates.csv", "-t", "churned", "-o", "m.nc"],
+                    "column 'signup' holds dates.*--drop it"),
+    "regression on text": (["fit", "ok.csv", "-t", "plan", "-o", "m.nc", "--task",
+                            "regression"], "target 'plan' is not numeric"),
+    "bad hidden": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--hidden", "5,x"],
+                   "--hidden must be"),
+    "output folder missing": (["fit", "ok.csv", "-t", "churned", "-o", "no/dir/m.nc"],
+                              "folder no/dir does not exist"),
+    "output is a folder": (["fit", "ok.csv", "-t", "churned", "-o", "."], "it is a folder"),
+    "predict missing columns": (["predict", "MODEL", "missing_cols.csv", "-o", "p.csv"],
+                                "lacks the columns 'income', 'plan' that the model needs"),
+    "predict wrong type": (["predict", "MODEL", "text_age.csv", "-o", "p.csv"],
+                           "column 'age' should hold numbers.*'old'"),
+    "predict unknown output": (["predict", "MODEL", "ok.csv", "-o", "p.xlsx"],
+                               "unknown table format"),
+    "corrupt model": (["predict", "garbage.nc", "ok.csv", "-o", "p.csv"],
+                      "garbage.nc is not a readable pymc_bnn model file"),
+    "table as model": (["info", "ok.csv"], "ok.csv is not a readable pymc_bnn model file"),
+    "missing model": (["evaluate", "none.nc", "ok.csv"], "no such model file: none.nc"),
+    "unknown label": (["evaluate", "MODEL", "new_label.csv"],
+                      "labels the model was not fit on: maybe"),
+}
+
+
+@pytest.fixture(scope="module")
+def bad_dir(work, churn_model):
+    d = work / "bad"
+    d.mkdir()
+    _bad_files(d)
+    shutil.copy(churn_model[0], d / "model.nc")
+    return d
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(case, bad_dir):
+    import re
+
+    args, message = BAD[case]
+    args = [str(bad_dir / "model.nc") if a == "MODEL" else a for a in args]
+    before = sorted(p.name for p in bad_dir.rglob("*"))
+    proc = run(*args, cwd=bad_dir, expect=2)
+    errors = [line for line in proc.stderr.splitlines() if not line.startswith("note:")]
+    assert len(errors) == 1, proc.stderr
+    assert errors[0].startswith("pymc-bnn: error: ")
+    assert re.search(message, errors[0]), errors[0]
+    assert "Traceback" not in proc.stderr
+    assert sorted(p.name for p in bad_dir.rglob("*")) == before
+
+
+def test_unwritable_output_folder(bad_dir):
+    if os.geteuid() == 0:
+        pytest.skip("root can write into read-only folders")
+    ro = bad_dir / "readonly"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        proc = run("fit", "ok.csv", "-t", "churned", "-o", "readonly/m.nc", cwd=bad_dir,
+                   expect=2)
+        assert "is not writable" in proc.stderr
+    finally:
+        ro.chmod(0o700)
+
+
+def test_debug_shows_the_traceback(bad_dir):
+    proc = run("--debug", "fit", "nope.csv", "-t", "y", "-o", "m.nc", cwd=bad_dir, expect=1)
+    assert "Traceback" in proc.stderr and "no such file: nope.csv" in proc.stderr
+
+
+def test_usage_errors_exit_2(bad_dir):
+    proc = run("fit", "ok.csv", "-o", "m.nc", cwd=bad_dir, expect=2)
+    assert "Missing option '--target'" in proc.stderr
