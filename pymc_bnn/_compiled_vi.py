@@ -225,9 +225,17 @@ class ScanADVI:
             # The likelihood's parameter checks (e.g. 0 <= p <= 1 of a sigmoid output,
             # true by construction) cannot be traced by JAX; PyTensor says so, once.
             warnings.filterwarnings("ignore", message="Skipping .* as JAX tracing would remove it")
-            self.fn = pytensor.function(
-                inputs, result[-1], updates=dict(zip(self.state, finals)), mode=mode
-            )
+            try:
+                self.fn = pytensor.function(
+                    inputs, result[-1], updates=dict(zip(self.state, finals)), mode=mode
+                )
+            except NotImplementedError as err:
+                # e.g. a Categorical likelihood over per-group weights: its row count
+                # reaches an ARange through a runtime-checked broadcast, which JAX
+                # cannot trace
+                first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+                raise ScanUnsupported(f"the {mode} backend cannot compile this model's "
+                                      f"objective ({first})") from err
         _clear_constant_traces(self.fn.maker.fgraph.outputs)
 
     @contextlib.contextmanager

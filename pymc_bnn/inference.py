@@ -320,9 +320,10 @@ def _fit_vi(model, spec, *, method, n_iter, learning_rate, init_sigma, tol, seed
                 loss = _run_scan(inference, n_iter=n_iter, learning_rate=learning_rate,
                                  seed=seed, callbacks=cbs, progressbar=progressbar)
             return approx, loss, "jax"
-        except ScanUnsupported as err:  # pragma: no cover - guards future PyMC changes
-            warnings.warn(f"compiled ADVI unavailable ({err}); using pm.fit.", RuntimeWarning,
-                          stacklevel=3)
+        except ScanUnsupported as err:
+            # a correct but slower path; the Posterior records engine="pymc"
+            logging.getLogger("pymc_bnn").info("compiled ADVI unavailable (%s); using pm.fit",
+                                               err)
     # pm.fit logs "Finished [100%]: Average Loss = ..." even without a progress bar
     log = logging.getLogger("pymc.variational.inference")
     level = log.level

@@ -102,6 +102,23 @@ def test_hierarchical_estimator_fit_predict(hier_clf, tasks):
     assert clf.sample_proba(tasks["X_test"], groups=g_test).shape == (500, len(g_test), 2)
 
 
+def test_multiclass_hierarchical_fits_through_pm_fit():
+    """Three classes with per-group weights: the JAX scan cannot compile the Categorical
+    likelihood's row count there (a runtime-checked broadcast reaches an ARange), so ADVI
+    runs through pm.fit instead (the Posterior says so) and the model still learns."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(240, 2))
+    groups = np.repeat([0, 1], 120)
+    # group 1 swaps classes 0 and 2: only per-group weights fit both
+    y = np.digitize(X[:, 0], [-0.5, 0.5])
+    y = np.where(groups == 1, 2 - y, y)
+    clf = BayesianMLPClassifier((5,), posterior_temperature=1.0,
+                                random_state=0).fit(X, y, groups=groups)
+    assert clf.posterior_.engine == "pymc"
+    assert clf.predict_proba(X, groups=groups).shape == (240, 3)
+    assert clf.score(X, y, groups=groups) > 0.8
+
+
 def test_unseen_group_uses_population_weights(hier_clf, tasks):
     clf, labels = hier_clf
     X = tasks["X_test"][:10]
