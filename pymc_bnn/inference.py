@@ -271,32 +271,61 @@ def _run_chunks(runner, inference, *, n_iter, seed, callbacks, progressbar):
     # may evaluate the model, so they run with the data back in NumPy form.
     params_only = [cb for cb in callbacks if isinstance(cb, CheckParametersConvergence)]
     others = [cb for cb in callbacks if not isinstance(cb, CheckParametersConvergence)]
-    try:
-        while done < n_iter:
-            k = min(SCAN_CHUNK, n_iter - done)
-            with runner.data_on_device():
-                while True:
-                    chunk = runner.run(k, rng)
-                    losses.append(chunk)
-                    done += k
-                    if not np.all(np.isfinite(chunk)):
-                        raise FloatingPointError("NaN occurred in optimization.")
-                    runner.materialize()
-                    for cb in params_only:
-                        cb(inference.approx, np.concatenate(losses), done)
-                    if progressbar:
-                        print(f"ADVI step {done:,}/{n_iter:,}: loss {chunk.mean():,.5g}",
-                              flush=True)
-                    k = min(SCAN_CHUNK, n_iter - done)
-                    if others or k <= 0:
-                        break
-            for cb in others:
-                cb(inference.approx, np.concatenate(losses), done)
-    except StopIteration:
-        pass
-    finally:
-        runner.materialize()
+    with _Progress(n_iter, enabled=progressbar) as bar:
+        try:
+            while done < n_iter:
+                k = min(SCAN_CHUNK, n_iter - done)
+                with runner.data_on_device():
+                    while True:
+                        chunk = runner.run(k, rng)
+                        losses.append(chunk)
+                        done += k
+                        if not np.all(np.isfinite(chunk)):
+                            raise FloatingPointError("NaN occurred in optimization.")
+                        runner.materialize()
+                        for cb in params_only:
+                            cb(inference.approx, np.concatenate(losses), done)
+                        bar.advance(k, float(chunk.mean()))
+                        k = min(SCAN_CHUNK, n_iter - done)
+                        if others or k <= 0:
+                            break
+                for cb in others:
+                    cb(inference.approx, np.concatenate(losses), done)
+        except StopIteration:
+            pass
+        finally:
+            runner.materialize()
     return np.concatenate(losses)
+
+
+class _Progress:
+    """A progress bar of the compiled ADVI steps on stderr (rich, which PyMC uses for
+    its own bars); does nothing unless ``enabled``."""
+
+    def __init__(self, total: int, *, enabled: bool):
+        self.total, self.enabled = total, enabled
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeElapsedColumn)
+
+            self._bar = Progress(TextColumn("ADVI"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(),
+                                 console=Console(stderr=True), transient=True)
+            self._bar.__enter__()
+            self._task = self._bar.add_task("advi", total=self.total, loss="")
+        return self
+
+    def advance(self, steps: int, loss: float) -> None:
+        if self.enabled:
+            self._bar.update(self._task, advance=steps, loss=f"{loss:,.5g}")
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            self._bar.__exit__(*exc)
+        return False
 
 
 def _fit_vi(model, spec, *, method, n_iter, learning_rate, init_sigma, tol, seed,

@@ -394,3 +394,17 @@ def test_two_hundred_fits_keep_memory_flat(tiny):
         _cached_fit(X, y, seed=i)
     gc.collect()
     assert rss_mb() - before < 100
+
+
+def test_progress_bar_shows_steps_and_changes_nothing(tiny, capsys, monkeypatch):
+    """progressbar=True draws a rich bar of the compiled steps on stderr (forced to a
+    terminal here) and gives the same fit as without it."""
+    import rich.console
+
+    X, y = tiny
+    model = build_model(X, y, hidden_layer_sizes=(3,), random_state=0)
+    quiet = fit(model, n_iter=2000, random_seed=1, tol=None)
+    monkeypatch.setattr(rich.console.Console, "is_terminal", property(lambda self: True))
+    shown = fit(model, n_iter=2000, random_seed=1, tol=None, progressbar=True)
+    assert "2000/2000" in capsys.readouterr().err
+    np.testing.assert_array_equal(shown.loss, quiet.loss)
