@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import click
@@ -738,13 +739,21 @@ def info_command(model, as_json):
 
 
 # ------------------------------------------------------------------------ main
+def _warning_as_note(message, category, filename, lineno, file=None, line=None) -> None:
+    _note(f"{category.__name__}: {message}")
+
+
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (2 for bad input)."""
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args  # accepted anywhere on the line, not only before the command
     args = [a for a in args if a != "--debug"]
     try:
-        cli.main(args=args, prog_name="pymc-bnn", standalone_mode=False)
+        with warnings.catch_warnings():
+            # library warnings (e.g. an ADVI run that has not levelled off) are notes
+            # here, without a source line
+            warnings.showwarning = _warning_as_note
+            cli.main(args=args, prog_name="pymc-bnn", standalone_mode=False)
     except click.exceptions.Exit as stop:
         return stop.exit_code
     except click.Abort:

@@ -170,9 +170,13 @@ def test_regression_intervals_and_scores(spend_model, work):
 def test_example_writes_a_reproducible_table(tmp_path):
     run("example", "a.csv", "--rows", "50", cwd=tmp_path)
     run("example", "b.parquet", "--rows", "50", cwd=tmp_path)
+    run("example", "c.tsv.gz", "--rows", "50", cwd=tmp_path)
     a, b = pd.read_csv(tmp_path / "a.csv"), pd.read_parquet(tmp_path / "b.parquet")
-    assert a.shape == b.shape == (50, 9)
+    c = pd.read_csv(tmp_path / "c.tsv.gz", sep="\t")
+    assert a.shape == b.shape == c.shape == (50, 9)
     np.testing.assert_array_equal(a["income"].to_numpy(), b["income"].to_numpy())
+    np.testing.assert_array_equal(a["income"].to_numpy(), c["income"].to_numpy())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "b.parquet", "c.tsv.gz"]
 
 
 # -------------------------------------------------------------------- bad input
