@@ -20,7 +20,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("benchmarks")]
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
-SCRIPTS = ("ppc_strategies", "inference_throughput", "scaling", "calibration", "repeated_fits")
+SCRIPTS = ("ppc_strategies", "inference_throughput", "scaling", "calibration", "repeated_fits",
+           "tabular_cli")
 TOP_KEYS = {"benchmark", "machine", "config", "rows", "table", "notes", "elapsed_s"}
 MACHINE_KEYS = {"cpu_model", "cores", "cores_usable", "python", "versions", "timestamp_utc"}
 
@@ -226,6 +227,56 @@ def test_repeated_fits_schema(quick_run):
     run = mem["runs"][0]
     assert [n for n, _ in run["rss_trace_mb"]][-1] == config["memory_fits"]
     assert math.isfinite(mem["rss_growth_mb"]) and run["rss_before_mb"] > 0
+
+
+TABULAR_CLI_ANCHORS = {
+    "classification": {"LogisticRegression", "MLP (5, 5)", "MLP (32,)", "5-MLP ensemble (32,)"},
+    "multiclass": {"LogisticRegression", "MLP (5, 5)", "MLP (32,)", "5-MLP ensemble (32,)"},
+    "regression": {"RidgeCV", "MLP (32,)"},
+}
+
+
+def test_tabular_cli_schema(quick_run):
+    proc, data = quick_run("tabular_cli")
+    config, rows = data["config"], data["rows"]
+    assert config["seeds"] == [0] and config["n_rows"] == 300
+    assert config["tasks"] == ["classification", "multiclass", "regression"]
+    assert config["compile_cache"] == "fresh"
+    # ours ran with the command line's own defaults
+    assert config["cli_estimator_params"]["hidden_layer_sizes"] == [5, 5]
+    scores = [r for r in rows if r["section"] == "scores"]
+    for task in config["tasks"]:
+        by_method = {r["method"]: r for r in scores if r["task"] == task}
+        assert set(by_method) == {"pymc-bnn (defaults)"} | TABULAR_CLI_ANCHORS[task]
+        keys = (("rmse", "nll", "crps", "coverage") if task == "regression"
+                else ("accuracy", "nll", "brier", "ece"))
+        for method, r in by_method.items():
+            assert r["status"] == "ok", r
+            for key in (*keys, "fit_s"):
+                assert math.isfinite(r[key]), (task, method, key)
+            assert len(r["runs"]) == len(r["fit_s_per_seed"]) == len(config["seeds"])
+            if task == "regression":
+                assert 0 <= r["coverage"] <= 1 and r["rmse"] > 0
+            else:
+                assert 0 <= r["accuracy"] <= 1 and 0 <= r["ece"] <= 1 and r["nll"] >= 0
+        ours = by_method["pymc-bnn (defaults)"]
+        assert 0 < ours["model_fit_s"] < ours["fit_s"]  # the process costs more than the fit
+        assert ours["predict_vs_evaluate_max_abs_diff"] < 1e-9
+        if task != "regression":
+            assert ours["accuracy"] > 0.4  # far above chance is not asserted on 300 rows
+        # every command ran once per seed and was timed
+        cmds = {r["command"]: r for r in rows if r["section"] == "commands" and r["task"] == task}
+        assert set(cmds) == {"example", "fit", "info", "evaluate", "predict", "report"}
+        for r in cmds.values():
+            assert r["status"] == "ok", r
+            assert r["wall_s"] > 0 and len(r["wall_s_per_seed"]) == len(config["seeds"])
+    assert data["checks"]["example_matches_make_customers"] is True
+    assert data["checks"]["predict_vs_evaluate_max_abs_diff"] < 1e-9
+    # one table per task and one of the commands, all printed
+    assert set(data["tables"]) == {*config["tasks"], "commands"}
+    for table in data["tables"].values():
+        assert _header_line(table) in proc.stdout
+        assert table in data["table"]
 
 
 def test_run_all_reports_every_table(quick_run, out_dir):
