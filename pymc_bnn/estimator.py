@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from pymc_bnn.dask import is_dask_collection
 from pymc_bnn.inference import METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, sample_more
 from pymc_bnn.model import ACTIVATIONS, PRIORS, build_model
 from pymc_bnn.predictive import from_idata, posterior_draws, posterior_predictive
@@ -316,6 +317,13 @@ class _BayesianMLP(BaseEstimator):
         seen = self.groups_[codes] == groups
         return X, np.where(seen, codes, -1)
 
+    def _lazy(self, method: str, X, groups, **kwargs):
+        """``method``'s lazy dask result for a dask collection ``X`` (pymc_bnn.dask)."""
+        check_is_fitted(self)
+        from pymc_bnn.dask import predict_blocks
+
+        return predict_blocks(self, X, method, groups=groups, **kwargs)
+
     # -------------------------------------------------------------- persistence
     def save(self, path):
         """Save the fitted estimator to a netCDF-4 file (loading it runs no code).
@@ -545,7 +553,11 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
         -------
         proba : ndarray of shape (n_samples, n_classes)
             Mean over posterior draws, columns in ``classes_`` order.
+        A dask Array or DataFrame ``X`` gives a lazy dask array, computed block-wise
+        (:mod:`pymc_bnn.dask`).
         """
+        if is_dask_collection(X):
+            return self._lazy("predict_proba", X, groups)
         X, codes = self._check_X(X, groups)
         return self.predictive_.mean_proba(X, codes)
 
@@ -556,7 +568,11 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
         -------
         labels : ndarray of shape (n_samples,)
             Values from ``classes_``.
+        A dask Array or DataFrame ``X`` gives a lazy dask array, computed block-wise
+        (:mod:`pymc_bnn.dask`).
         """
+        if is_dask_collection(X):
+            return self._lazy("predict", X, groups)
         proba = self.predict_proba(X, groups)
         return self.classes_[np.argmax(proba, axis=1)]
 
@@ -576,7 +592,11 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
         dict with ``mean`` and ``std`` of shape (n_samples, n_classes), and
         ``entropy`` (total uncertainty, nats) and ``mutual_info`` (epistemic part)
         of shape (n_samples,). See :func:`pymc_bnn.predictive.summarize_proba`.
+        A dask Array or DataFrame ``X`` gives lazy dask arrays, computed block-wise
+        (:mod:`pymc_bnn.dask`).
         """
+        if is_dask_collection(X):
+            return self._lazy("predict_uncertainty", X, groups)
         X, codes = self._check_X(X, groups)
         return self.predictive_.summary(X, codes)
 
@@ -750,7 +770,11 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
         ``epistemic_std`` (spread of the network's mean over posterior draws) and
         ``aleatoric_std`` (root mean noise variance), with
         ``std**2 = epistemic_std**2 + aleatoric_std**2``.
+        A dask Array or DataFrame ``X`` gives lazy dask arrays, computed block-wise
+        (:mod:`pymc_bnn.dask`).
         """
+        if is_dask_collection(X):
+            return self._lazy("predict_uncertainty", X, groups)
         X, codes = self._check_X(X, groups)
         moments = self.predictive_.normal_summary(X, codes)
         out = {k: v * self.y_scale_ for k, v in moments.items()}
@@ -773,6 +797,8 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
         mean : ndarray of shape (n_samples,)
         std : ndarray of shape (n_samples,), only with ``return_std``
         """
+        if is_dask_collection(X):
+            return self._lazy("predict", X, groups, return_std=return_std)
         moments = self.predict_uncertainty(X, groups)
         return (moments["mean"], moments["std"]) if return_std else moments["mean"]
 
@@ -795,6 +821,8 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
         """
         if isinstance(coverage, bool) or not isinstance(coverage, Real) or not 0 < coverage < 1:
             raise ValueError(f"coverage must be a number in (0, 1); got {coverage!r}.")
+        if is_dask_collection(X):
+            return self._lazy("predict_interval", X, groups, coverage=coverage)
         X, codes = self._check_X(X, groups)
         q = self.predictive_.quantiles(X, [(1 - coverage) / 2, (1 + coverage) / 2], codes)
         lower, upper = q * self.y_scale_ + self.y_mean_
