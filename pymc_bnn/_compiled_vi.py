@@ -192,6 +192,10 @@ class ScanADVI:
         self._ahead = None
         #: draw the next call's inputs while JAX runs the current one (see run)
         self.draw_ahead = mode == "JAX"
+        #: minibatch models: an object whose ``fill(rng, rows)`` writes each step's rows
+        #: of every container into ``rows`` (e.g. pymc_bnn.dask.BlockSampler), used
+        #: instead of the containers' values (then placeholders); None: the containers
+        self.row_source = None
 
         def step(eps_t, t, *states):
             repl = dict(zip(self.state, states))
@@ -276,6 +280,7 @@ class ScanADVI:
         """
         ahead, self._ahead = self._ahead, None
         if (ahead is not None and ahead[0] is rng and ahead[1] >= n_steps
+                and ahead[4] is self.row_source
                 and all(a is b for a, b in zip(ahead[2], self._data_values()))):
             args = [a[:n_steps] for a in ahead[3]]
         else:
@@ -283,7 +288,8 @@ class ScanADVI:
         out = self.fn(*args)
         if self.draw_ahead:
             try:
-                self._ahead = (rng, n_steps, self._data_values(), self._draw(n_steps, rng))
+                self._ahead = (rng, n_steps, self._data_values(), self._draw(n_steps, rng),
+                               self.row_source)
             except ValueError:  # data of another size: the next call raises it
                 pass
         # reading the losses waits for the call to complete: its input buffers may be
@@ -302,7 +308,13 @@ class ScanADVI:
             out=self._buffer((slot, "eps"), (n_steps, 1, self.ddim), np.float64)
         )
         args = [eps]
-        if self.minibatch is not None:
+        if self.minibatch is not None and self.row_source is not None:
+            batch = self.minibatch[0]
+            rows = [self._buffer((slot, i), (n_steps, batch, *value.shape[1:]), value.dtype)
+                    for i, value in enumerate(self._data_values())]
+            self.row_source.fill(rng, rows)
+            args.extend(rows)
+        elif self.minibatch is not None:
             batch, n_rows = self.minibatch
             idx = rng.integers(0, n_rows, size=(n_steps, batch))
             for i, (c, value) in enumerate(zip(self._containers, self._data_values())):
@@ -359,6 +371,7 @@ class ScanADVI:
                 c.set_value(np.empty((0,) * value.ndim, dtype=value.dtype), borrow=True)
         self._targets = []
         self._ahead = None
+        self.row_source = None
 
 
 def _private_copy(v: SharedVariable, *, copy: bool) -> SharedVariable:

@@ -1,4 +1,5 @@
-"""Dask adapters: lazy, block-wise predictions over dask collections.
+"""Dask adapters: lazy, block-wise predictions over dask collections, and minibatch ADVI
+that streams row blocks from them (data larger than memory).
 
 Optional extra: ``pip install 'pymc_bnn[dask]'``. The estimators call into this module
 when ``predict``, ``predict_proba``, ``predict_uncertainty`` (and the regressor's
@@ -8,6 +9,11 @@ with the compiled predictive wherever the blocks live (threads, processes or a
 ``distributed`` cluster of any kind: nothing here assumes a ``LocalCluster``). The
 fitted estimator enters the task graph once, as one key that every block task depends
 on, so a distributed scheduler ships it to each worker once, not with every block.
+
+``fit`` on a dask Array / DataFrame (with ``batch_size`` set) runs the same compiled
+minibatch ADVI as on NumPy data, with ``total_size`` the full row count, but draws each
+step's rows from a pool of a few row blocks that a background thread keeps refreshing
+(:class:`BlockSampler`), so the whole array is never in memory.
 
 NumPy input never comes here; its results are unchanged.
 
@@ -22,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["INSTALL", "is_dask_collection", "predict_blocks"]
+__all__ = ["INSTALL", "BlockSampler", "is_dask_collection", "predict_blocks", "streamed_inputs"]
 
 #: How to install what this module needs.
 INSTALL = "pip install 'pymc_bnn[dask]'"
@@ -151,3 +157,135 @@ def predict_blocks(estimator, X, method: str, *, groups=None, **kwargs):
             start += w or 1
         return out
     raise ValueError(f"{type(estimator).__name__}.{method} has no dask version.")
+
+
+# ---------------------------------------------------------------- out-of-core fits
+class BlockSampler:
+    """Minibatch rows drawn from a pool of row blocks of dask arrays, refreshed as it goes.
+
+    The ADVI engine (:mod:`pymc_bnn._compiled_vi`) asks for the rows of ``n_steps``
+    steps at a time (:meth:`fill`). The sampler holds ``pool_blocks`` row blocks in
+    memory, each drawn at random with probability proportional to its length; every
+    call replaces one block of the pool, chosen at random, by a block loaded in a
+    background thread while the previous call ran, and draws each row as: a pool
+    block uniformly, then a row of it uniformly. With every pool slot an independent
+    length-weighted draw of a block (true from the start, and kept by replacing a
+    random slot with a fresh draw), each row of the data is drawn with probability
+    1 / n_rows, as ``pm.Minibatch`` draws from data in memory; only the rows of one
+    call come from a few blocks. Memory: ``pool_blocks + 1`` blocks and the call's rows.
+
+    Parameters
+    ----------
+    arrays : list of dask arrays with equal row chunks
+        ``X`` (n_rows, n_features) and the encoded target (n_rows,).
+    pool_blocks : int, default 4
+    seed : int
+        Seeds the initial pool; later choices use the engine's generator.
+    """
+
+    def __init__(self, arrays, *, pool_blocks: int = 4, seed: int = 0):
+        import concurrent.futures
+
+        self.arrays = arrays
+        self.lengths = np.array(arrays[0].chunks[0], dtype=np.int64)
+        self.n_rows = int(self.lengths.sum())
+        self.p = self.lengths / self.n_rows
+        self.n_blocks = len(self.lengths)
+        self.starts = np.concatenate([[0], np.cumsum(self.lengths)[:-1]])
+        rng = np.random.default_rng(seed)
+        m = int(min(pool_blocks, self.n_blocks)) if self.n_blocks > 1 else 1
+        self._executor = concurrent.futures.ThreadPoolExecutor(1, "pymc_bnn-blocks")
+        self.pool = [self._load(int(b)) for b in rng.choice(self.n_blocks, size=m, p=self.p)]
+        self._next = self._executor.submit(self._load, int(rng.choice(self.n_blocks, p=self.p)))
+        #: blocks loaded so far (the initial pool included)
+        self.loads = m
+
+    def _load(self, block: int) -> list[np.ndarray]:
+        import dask
+
+        parts = dask.compute(*[a.blocks[block] for a in self.arrays])
+        parts = [np.ascontiguousarray(p) for p in parts]
+        for name, part in zip(("X", "y"), parts):
+            if part.dtype.kind == "f" and not np.isfinite(part).all():
+                start = int(self.starts[block])
+                raise ValueError(f"{name} has NaN or infinite values in rows {start} to "
+                                 f"{start + part.shape[0] - 1}.")
+        return parts
+
+    def fill(self, rng: np.random.Generator, out: list[np.ndarray]) -> None:
+        """Fill ``out`` (one (n_steps, batch, ...) array per input array) with rows."""
+        if self.n_blocks > 1:
+            block = self._next.result()
+            self.pool[int(rng.integers(len(self.pool)))] = block
+            self.loads += 1
+            self._next = self._executor.submit(self._load,
+                                               int(rng.choice(self.n_blocks, p=self.p)))
+        n = out[0].shape[0] * out[0].shape[1]
+        slots = rng.integers(0, len(self.pool), size=n)
+        flat = [o.reshape(n, *o.shape[2:]) for o in out]
+        for s, block in enumerate(self.pool):
+            where = np.flatnonzero(slots == s)
+            rows = rng.integers(0, block[0].shape[0], size=where.size)
+            for f, part in zip(flat, block):
+                f[where] = part[rows]
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)
+        self.pool = []
+
+
+def streamed_inputs(estimator, X, y, *, seed: int, pool_blocks: int = 4) -> dict:
+    """What a minibatch fit on dask collections needs, without loading them.
+
+    Sets the estimator's target encoding (``classes_`` from the distinct labels, or
+    the regressor's ``y_mean_`` / ``y_scale_``) and ``n_features_in_``.
+
+    Returns
+    -------
+    dict with ``X0`` and ``y0`` (the first ``batch_size`` rows, encoded: the model's
+    placeholder data), ``n_rows``, ``target_kwargs`` and ``sampler`` (a
+    :class:`BlockSampler`).
+    """
+    dask, da = _require_dask()
+    from sklearn.base import is_classifier
+
+    batch = estimator.batch_size
+    if batch is None:
+        raise ValueError("fit on a dask collection streams minibatches: set batch_size "
+                         "(e.g. 128), or compute the data into NumPy arrays first.")
+    if estimator.inference != "advi":
+        raise ValueError(f"fit on a dask collection runs minibatch ADVI; "
+                         f"inference={estimator.inference!r} needs the data in memory.")
+    names = list(X.columns) if hasattr(X, "columns") else None
+    X = _rows(X, X.shape[1], "X")
+    if hasattr(y, "to_dask_array"):
+        y = y.to_dask_array(lengths=True)
+    if not isinstance(y, da.Array):
+        y = da.from_array(np.asarray(y), chunks=(X.chunks[0],))
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"y must have one value per row of X ({X.shape[0]}); got shape "
+                         f"{y.shape}.")
+    y = y.rechunk((X.chunks[0],))
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"X must hold numbers; got dtype {X.dtype}.")
+    X = X.astype(np.float64)
+    if is_classifier(estimator):
+        classes = np.unique(da.unique(y).compute())
+        _, target_kwargs = estimator._encode_target(classes)
+        codes = y.map_blocks(lambda b: np.searchsorted(classes, b).astype(np.int64),
+                             dtype=np.int64)
+    else:
+        mean, sd = dask.compute(y.astype(np.float64).mean(), y.astype(np.float64).std())
+        target_kwargs = estimator._set_target_scaling(float(mean), float(sd))
+        codes = (y.astype(np.float64) - estimator.y_mean_) / estimator.y_scale_
+    n_rows = int(X.shape[0])
+    if batch > n_rows:
+        raise ValueError(f"batch_size ({batch}) cannot exceed the number of rows ({n_rows}).")
+    X0, y0 = dask.compute(X[:batch], codes[:batch])
+    estimator.n_features_in_ = int(X.shape[1])
+    if names is not None:
+        estimator.feature_names_in_ = np.array([str(c) for c in names], dtype=object)
+    elif hasattr(estimator, "feature_names_in_"):
+        del estimator.feature_names_in_
+    return {"X0": X0, "y0": y0, "n_rows": n_rows, "target_kwargs": target_kwargs,
+            "sampler": BlockSampler([X, codes], pool_blocks=pool_blocks, seed=seed)}

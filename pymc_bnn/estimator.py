@@ -161,6 +161,8 @@ class _BayesianMLP(BaseEstimator):
                 f"got {self.hidden_layer_sizes!r}."
             )
         self._check_temperature_for_inference()
+        if is_dask_collection(X) or is_dask_collection(y):
+            return self._fit_streamed(X, y, groups)
         X, y = self._validate_X(X, reset=True, y=y)
         y_model, target_kwargs = self._encode_target(y)
         group_codes = None
@@ -175,44 +177,79 @@ class _BayesianMLP(BaseEstimator):
         def fit_rows(rows, fit_seed):
             """Build and fit the network on ``X[rows]`` (all rows: ``rows=None``)."""
             sub = slice(None) if rows is None else rows
-            batch_size = self.batch_size
             n_rows = X.shape[0] if rows is None else len(rows)
-            if batch_size is not None:
-                batch_size = min(int(batch_size), n_rows)
-            model = build_model(
-                X[sub],
-                y_model[sub],
-                hidden_layer_sizes=self.hidden_layer_sizes,
-                activation=self.activation,
-                prior=self.prior,
-                prior_sigma=self.prior_sigma,
-                precision_shape=self.precision_shape,
-                precision_rate=self.precision_rate,
-                groups=None if group_codes is None else group_codes[sub],
-                n_groups=n_groups,
-                batch_size=None if self.inference == "nuts" else batch_size,
-                random_state=seeds["init"],
-                **target_kwargs,
-            )
-            return fit(
-                model,
-                method=self.inference,
-                n_iter=self.n_iter,
-                learning_rate=self.learning_rate,
-                draws=self.n_draws,
-                tune=self.tune,
-                chains=self.chains,
-                nuts_sampler=self.nuts_sampler,
-                nuts_init=self.nuts_init,
-                random_seed=fit_seed,
-                progressbar=self.progressbar,
+            return self._fit_network(
+                X[sub], y_model[sub], target_kwargs, fit_seed, seeds["init"],
+                groups=None if group_codes is None else group_codes[sub], n_groups=n_groups,
+                batch_size=None if self.batch_size is None else min(int(self.batch_size),
+                                                                    n_rows),
                 # only the kept fit warns: a fold fit that has not quite levelled off
                 # moves the temperature score a little, and the user cannot act on it
-                warn=rows is None,
-            )
+                warn=rows is None)
 
         posterior = fit_rows(None, seeds["fit"])
         self._choose_temperature(fit_rows, X, y_model, group_codes, seeds["temperature"])
+        self._set_posterior(posterior, seeds["predict"])
+        return self
+
+    def _fit_network(self, X, y_model, target_kwargs, fit_seed, init_seed, *, groups=None,
+                     n_groups=None, batch_size=None, warn=True, total_size=None,
+                     minibatch_source=None):
+        """``build_model`` + ``fit`` with this estimator's settings: a Posterior."""
+        model = build_model(
+            X,
+            y_model,
+            hidden_layer_sizes=self.hidden_layer_sizes,
+            activation=self.activation,
+            prior=self.prior,
+            prior_sigma=self.prior_sigma,
+            precision_shape=self.precision_shape,
+            precision_rate=self.precision_rate,
+            groups=groups,
+            n_groups=n_groups,
+            batch_size=None if self.inference == "nuts" else batch_size,
+            total_size=total_size,
+            random_state=init_seed,
+            **target_kwargs,
+        )
+        return fit(
+            model,
+            method=self.inference,
+            n_iter=self.n_iter,
+            learning_rate=self.learning_rate,
+            draws=self.n_draws,
+            tune=self.tune,
+            chains=self.chains,
+            nuts_sampler=self.nuts_sampler,
+            nuts_init=self.nuts_init,
+            random_seed=fit_seed,
+            progressbar=self.progressbar,
+            warn=warn,
+            minibatch_source=minibatch_source,
+        )
+
+    def _fit_streamed(self, X, y, groups):
+        """Minibatch ADVI on dask collections, streamed by blocks (pymc_bnn.dask)."""
+        from pymc_bnn.dask import streamed_inputs
+
+        if groups is not None:
+            raise ValueError("groups are not supported with dask input yet; compute the "
+                             "data into NumPy arrays for a hierarchical fit.")
+        if hasattr(self, "groups_"):
+            del self.groups_
+        seeds = self._seeds()
+        stream = streamed_inputs(self, X, y, seed=seeds["init"])
+        try:
+            posterior = self._fit_network(
+                stream["X0"], stream["y0"], stream["target_kwargs"], seeds["fit"],
+                seeds["init"], batch_size=int(self.batch_size), total_size=stream["n_rows"],
+                minibatch_source=stream["sampler"])
+        finally:
+            stream["sampler"].close()
+        # the cross-fitted temperature needs folds held in memory: "auto" is 1 here
+        self.temperature_selection_ = None
+        self.posterior_temperature_ = (1.0 if self.posterior_temperature == "auto"
+                                       else float(self.posterior_temperature))
         self._set_posterior(posterior, seeds["predict"])
         return self
 
@@ -729,12 +766,15 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
 
     def _encode_target(self, y):
         y = np.asarray(y, dtype=np.float64)
-        scale = float(y.std())
-        self.y_mean_ = float(y.mean())
-        self.y_scale_ = scale if scale > 0 else 1.0
-        kwargs = {"likelihood": "normal", "heteroscedastic": bool(self.heteroscedastic),
-                  "noise_scale": self.noise_scale}
+        kwargs = self._set_target_scaling(float(y.mean()), float(y.std()))
         return (y - self.y_mean_) / self.y_scale_, kwargs
+
+    def _set_target_scaling(self, mean: float, sd: float) -> dict:
+        """Store the target's standardisation; returns the model's likelihood options."""
+        self.y_mean_ = mean
+        self.y_scale_ = sd if sd > 0 else 1.0
+        return {"likelihood": "normal", "heteroscedastic": bool(self.heteroscedastic),
+                "noise_scale": self.noise_scale}
 
     def _temperature_folds(self, y_model, seed):
         from sklearn.model_selection import KFold

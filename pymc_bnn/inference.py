@@ -254,14 +254,19 @@ def _check_engine(engine: str) -> str:
     return engine
 
 
-def _run_scan(inference, *, n_iter, learning_rate, seed, callbacks, progressbar):
+def _run_scan(inference, *, n_iter, learning_rate, seed, callbacks, progressbar,
+              minibatch_source=None):
     """ADVI by :class:`pymc_bnn._compiled_vi.ScanADVI`, compiled once per model
     structure (:data:`pymc_bnn._compiled_vi.RUNNERS`); returns the loss history."""
     from pymc_bnn._compiled_vi import RUNNERS
 
     with RUNNERS.runner(inference, learning_rate=learning_rate, mode="JAX") as runner:
-        return _run_chunks(runner, inference, n_iter=n_iter, seed=seed,
-                           callbacks=callbacks, progressbar=progressbar)
+        runner.row_source = minibatch_source
+        try:
+            return _run_chunks(runner, inference, n_iter=n_iter, seed=seed,
+                               callbacks=callbacks, progressbar=progressbar)
+        finally:
+            runner.row_source = None
 
 
 def _run_chunks(runner, inference, *, n_iter, seed, callbacks, progressbar):
@@ -329,7 +334,7 @@ class _Progress:
 
 
 def _fit_vi(model, spec, *, method, n_iter, learning_rate, init_sigma, tol, seed,
-            progressbar, backend, callbacks, engine):
+            progressbar, backend, callbacks, engine, minibatch_source=None):
     inference_cls = pm.ADVI if method == "advi" else pm.FullRankADVI
     with model:
         inference = inference_cls(random_seed=seed)
@@ -347,9 +352,13 @@ def _fit_vi(model, spec, *, method, n_iter, learning_rate, init_sigma, tol, seed
         try:
             with model:
                 loss = _run_scan(inference, n_iter=n_iter, learning_rate=learning_rate,
-                                 seed=seed, callbacks=cbs, progressbar=progressbar)
+                                 seed=seed, callbacks=cbs, progressbar=progressbar,
+                                 minibatch_source=minibatch_source)
             return approx, loss, "jax"
         except ScanUnsupported as err:
+            if minibatch_source is not None:
+                raise ValueError(f"minibatch_source needs the compiled ADVI engine, which "
+                                 f"cannot run this model: {err}") from None
             # a correct but slower path; the Posterior records engine="pymc"
             logging.getLogger("pymc_bnn").info("compiled ADVI unavailable (%s); using pm.fit",
                                                err)
@@ -399,6 +408,7 @@ def fit(
     init_n_iter: int = 5_000,
     target_accept: float | None = None,
     warn: bool = True,
+    minibatch_source=None,
 ) -> Posterior:
     """Fit the posterior of a Bayesian MLP.
 
@@ -458,6 +468,14 @@ def fit(
         Warn when the run's diagnostics fail (:func:`diagnose`): a
         ``sklearn.exceptions.ConvergenceWarning`` when VI stopped before the ELBO
         levelled off, a :class:`SamplingWarning` for NUTS divergences, R-hat or ESS.
+    minibatch_source : object, optional
+        Minibatch ADVI on data that are not in the model's containers (e.g. larger than
+        memory): an object whose ``fill(rng, rows)`` writes each step's rows of every
+        minibatch container (X, y) into the arrays ``rows`` of shape
+        (n_steps, batch_size, ...), such as :class:`pymc_bnn.dask.BlockSampler`. The
+        model is then built on a placeholder sample with ``total_size`` the full row
+        count. Needs ``method="advi"`` or ``"fullrank_advi"``, a minibatch model and the
+        compiled engine (jax).
 
     Returns
     -------
@@ -495,6 +513,10 @@ def fit(
     ):
         raise ValueError(f"target_accept must be a number in (0, 1); got {target_accept!r}.")
     engine = _check_engine(engine)
+    if minibatch_source is not None and (method == "nuts" or spec.batch_size is None
+                                         or engine != "jax"):
+        raise ValueError("minibatch_source needs ADVI on a minibatch model (batch_size) "
+                         "with the compiled engine (jax installed, engine='auto' or 'jax').")
     if random_seed is None:
         random_seed = int(np.random.SeedSequence().generate_state(1)[0] >> 1)
     seed = int(random_seed)
@@ -528,6 +550,7 @@ def fit(
                 model, spec, method=method, n_iter=n_iter, learning_rate=lr,
                 init_sigma=init_sigma, tol=tol, seed=seed, progressbar=progressbar,
                 backend=backend, callbacks=callbacks, engine=engine,
+                minibatch_source=minibatch_source,
             )
             if _params_finite(approx):
                 break

@@ -7,6 +7,8 @@ both to define the likelihood here and to compute predictive probabilities in
 
 from __future__ import annotations
 
+import dataclasses
+
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -261,6 +263,7 @@ def build_model(
     groups: np.ndarray | None = None,
     n_groups: int | None = None,
     batch_size: int | None = None,
+    total_size: int | None = None,
     random_state: int | np.random.Generator | None = None,
 ) -> pm.Model:
     """Build a Bayesian MLP classifier (or regressor) as a PyMC model.
@@ -311,6 +314,10 @@ def build_model(
         Number of groups; defaults to ``groups.max() + 1``.
     batch_size : int, optional
         Minibatch size; None trains on all rows at every step.
+    total_size : int, optional
+        Minibatch models: the number of rows the likelihood stands for (default: the
+        rows of ``X``). Larger when ``X`` is a placeholder sample of data streamed
+        into the fit from elsewhere (``pymc_bnn.fit(minibatch_source=...)``).
     random_state : int or numpy Generator, optional
         Seeds the initial values of the weights, drawn from N(0, s^2) with
         ``s = min(1, 2 / sqrt(fan_in))``: hidden units start distinct (no symmetric
@@ -352,6 +359,14 @@ def build_model(
         heteroscedastic=heteroscedastic,
         noise_scale=noise_scale,
     )
+    if total_size is not None:
+        if spec.batch_size is None:
+            raise ValueError("total_size applies to minibatch models: set batch_size too.")
+        if isinstance(total_size, bool) or not isinstance(total_size, int | np.integer) \
+                or total_size < spec.n_rows:
+            raise ValueError(f"total_size must be an int >= the rows of X ({spec.n_rows}); "
+                             f"got {total_size!r}.")
+        spec = dataclasses.replace(spec, n_rows=int(total_size))
     rng = np.random.default_rng(random_state)
     # the prior scale is a shared input, not a constant of the graph: fits that differ
     # only in it (a grid search) reuse one compiled ADVI runner (pymc_bnn._compiled_vi)
