@@ -24,3 +24,16 @@ def test_module_entry_point_help():
 def test_main_rejects_unknown_command(capsys):
     assert main(["train"]) == 2
     assert "No such command 'train'" in capsys.readouterr().err
+
+
+def test_parquet_without_pyarrow_names_the_extra(tmp_path, monkeypatch, capsys):
+    import sys
+
+    from pymc_bnn.cli import main as cli_main
+
+    (tmp_path / "t.parquet").write_bytes(b"PAR1")
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    assert cli_main(["fit", str(tmp_path / "t.parquet"), "-t", "y", "-o",
+                     str(tmp_path / "m.nc")]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'pymc_bnn[parquet]'" in err and not (tmp_path / "m.nc").exists()
