@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("benchmarks")]
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
 SCRIPTS = ("ppc_strategies", "inference_throughput", "scaling", "calibration", "repeated_fits",
-           "tabular_cli")
+           "tabular_cli", "dask_scaling")
 TOP_KEYS = {"benchmark", "machine", "config", "rows", "table", "notes", "elapsed_s"}
 MACHINE_KEYS = {"cpu_model", "cores", "cores_usable", "python", "versions", "timestamp_utc"}
 
@@ -274,6 +274,65 @@ def test_tabular_cli_schema(quick_run):
     assert data["checks"]["predict_vs_evaluate_max_abs_diff"] < 1e-9
     # one table per task and one of the commands, all printed
     assert set(data["tables"]) == {*config["tasks"], "commands"}
+    for table in data["tables"].values():
+        assert _header_line(table) in proc.stdout
+        assert table in data["table"]
+
+
+DASK_PREDICT_PATHS = {"numpy", "dask threads", "dask 1 worker", "dask 2 workers",
+                      "dask 1 worker (trim unset)", "dask 2 workers (trim unset)"}
+
+
+def test_dask_scaling_schema(quick_run):
+    pytest.importorskip("distributed")
+    proc, data = quick_run("dask_scaling")
+    config, rows = data["config"], data["rows"]
+    assert config["sizes"] == [100_000] and config["repeats"] == 1
+    # (a) the out-of-core fit is not implemented: said, not measured
+    (fit,) = [r for r in rows if r["section"] == "fit"]
+    assert fit["status"] == "not implemented" and fit["reason"]
+    assert "not implemented" in data["tables"]["fit"]
+    # (b) every path at every size, each with its first call, warm time and memory
+    predict = [r for r in rows if r["section"] == "predict"]
+    assert {r["path"] for r in predict} == DASK_PREDICT_PATHS
+    assert data["moons_fit"]["test_accuracy"] > 0.9
+    for r in predict:
+        assert r["status"] == "ok", r
+        for key in ("first_call_s", "warm_s", "rows_per_s", "data_only_s", "client_peak_mb",
+                    "cores_busy", "mean_proba_1", "abs_diff_vs_ref", "calls"):
+            assert r.get(key) is not None, (r["path"], key)
+        assert r["warm_s"] > 0 and r["client_peak_mb"] > 0
+        assert len(r["calls"]) == config["repeats"]
+        assert 0 < r["mean_proba_1"] < 1
+        # the same rows and the same posterior draws: the same mean up to summation order
+        assert r["abs_diff_vs_ref"] < 1e-9, r
+        if r["path"] == "numpy":
+            assert r["materialise_s"] > 0
+        if r.get("workers"):  # a LocalCluster: workers' memory, blocks, first call per worker
+            assert r["worker_peak_mb"] > 0 and r["cluster_start_s"] > 0
+            assert r["speedup_vs_1_worker"] > 0
+            assert len(r["first_call"]["per_worker_s"]) == r["workers"]
+            assert sum(r["calls"][-1]["blocks_per_worker"].values()) == \
+                r["n_rows"] // r["chunk_rows"]
+            assert r["blocks_compute_s"] > 0
+            trimmed = "None" if r["path"].endswith("(trim unset)") else "65536"
+            assert r["malloc_trim_threshold"] == [trimmed], r["workers_env"]
+        else:
+            assert r.get("worker_peak_mb") is None
+    # (c) cross-validation: serial BNN and MLP, the BNN on a 2-worker cluster
+    cv = {(r["model"], r["backend"]): r for r in rows if r["section"] == "cv"}
+    assert set(cv) == {("pymc_bnn", "serial"), ("sklearn", "serial"),
+                       ("pymc_bnn", "dask 2 workers")}
+    for r in cv.values():
+        assert r["status"] == "ok", r
+        assert r["first_s"] > 0 and len(r["scores"]) == config["cv_folds"]
+        assert len(r["runs"]) == config["repeats"]
+        assert 0.8 < r["mean_score"] <= 1
+    on_cluster = cv[("pymc_bnn", "dask 2 workers")]
+    assert on_cluster["warm_s"] > 0 and on_cluster["worker_peak_mb"] > 0
+    assert on_cluster["scores_equal_serial"] is True  # same seeds, same folds, same scores
+    # one table per part, all printed
+    assert set(data["tables"]) == {"fit", "predict", "cv"}
     for table in data["tables"].values():
         assert _header_line(table) in proc.stdout
         assert table in data["table"]

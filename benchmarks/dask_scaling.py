@@ -1,0 +1,747 @@
+"""Dask scaling: block-wise predictions at scale and cross-validation on a cluster.
+
+What ``pymc_bnn.dask`` buys a user whose data are larger than one process likes, or
+whose cross-validation could use more than one process. Only the public API is used:
+the estimators' ``predict_proba`` on a dask Array (a lazy, row-chunked dask array
+computed block-wise, the fitted estimator one graph key shipped once per worker) and
+``joblib.parallel_backend("dask")`` around scikit-learn's ``cross_val_score``.
+
+Parts (the issue's letters):
+
+(a) Out-of-core FIT (minibatch ADVI streaming from a dask/zarr array) is NOT
+    implemented in ``pymc_bnn.dask`` yet; it is not measured. The table says so (one
+    row with status ``not implemented``).
+
+(b) Prediction at scale. ``BayesianMLPClassifier((5, 5), posterior_temperature=1.0,
+    random_state=0)`` is fit once, in this (the client) process, on
+    ``make_moons(1000, noise=0.2, random_state=seed)`` standardised. Test inputs: N x 2
+    standard-normal rows from ``dask.array.random.default_rng(seed)``, chunks of
+    250,000 rows (N = 10^6 and 10^7; ``--quick``: 10^5 rows in chunks of 25,000). The
+    quantity computed is ``predict_proba(X)[:, 1].mean()``, so only a scalar comes
+    back to the client. Paths:
+
+    - ``numpy``: the same rows materialised in this process (``X.compute()``, timed
+      apart), then ``predict_proba`` on the NumPy array; skipped when the estimated
+      memory (X, the probabilities, one column) exceeds ``--max-numpy-gb`` (4) or half
+      of the available memory;
+    - ``dask threads``: the dask threaded scheduler in this process (default: one
+      thread per core);
+    - ``dask 1 worker`` / ``dask 2 workers``: ``distributed.LocalCluster(n_workers=k,
+      threads_per_worker=1)`` (processes), one cluster per k, started after the
+      in-process paths (start-up timed apart). distributed's nanny starts every
+      worker with ``MALLOC_TRIM_THRESHOLD_=65536`` (its ``pre-spawn-environ``
+      default); with it, glibc returns every freed buffer to the kernel and the
+      predictive's per-chunk buffers page-fault afresh on every call (measured on
+      25,000 rows in a plain process: 0.18 s without it, 0.62-0.78 s with it, 10x
+      the minor page faults). So each cluster runs twice (``--malloc-trim both``):
+      as distributed starts it, and ``(trim unset)``, the variable removed through
+      ``distributed.nanny.pre-spawn-environ`` (glibc defaults).
+
+    Per path, ``first call`` is a warm-up on a small array (2,000 rows; on a cluster
+    one small array per worker, submitted together and pinned to that worker), which
+    pays the one-off costs: compiling the predictive; on a worker also receiving the
+    estimator and importing pymc_bnn / PyTensor / JAX when unpickling it. Then each
+    N is timed ``--repeats`` times (``warm``; median reported), and ``rows/s`` = N /
+    warm. ``data only`` times the same graph's input alone (``X[:, 1].mean()``: the
+    cost of generating the random rows, which the dask paths pay inside the warm
+    time and the NumPy path does not). Per call: peak resident memory of the client
+    and of each worker (kernel high-water mark ``VmHWM``, reset just before the call
+    through ``/proc/self/clear_refs``; fallback ``ru_maxrss``), and CPU seconds of
+    client + workers over the wall time (cores kept busy). Agreement: the mean
+    probability of every path against the NumPy path's (or the threaded path's).
+
+(c) Cross-validation on a cluster: 5-fold ``cross_val_score`` of
+    ``make_pipeline(StandardScaler(), BayesianMLPClassifier((16,), random_state=0))``
+    (default settings) on breast_cancer, serial (in this process) vs
+    ``joblib.parallel_backend("dask")`` (``n_jobs=-1``) on a
+    ``LocalCluster(n_workers=2, threads_per_worker=1)``; scikit-learn's
+    ``MLPClassifier((16,), max_iter=2000)`` in the same pipeline, serial, as the
+    anchor. Each of ``--repeats`` rounds: a serial run, and a FRESH cluster on which the
+    dask run is done twice (``first``: the workers import and compile; ``warm``: a
+    second run on the same cluster). Serial ``first`` is the first run in this
+    process, ``warm`` the median of the later ones. Fold scores are compared with the
+    serial ones (equal or not, max abs difference). ``--quick``: 1 round, 2 folds,
+    ``n_iter=500`` for the BNN.
+
+Compile cache: by default (``--compile-cache fresh``) this process and every cluster's
+workers get their own new, empty JAX persistent compilation cache folder
+(``PYMC_BNN_COMPILE_CACHE``), so a worker's first call compiles as on a remote
+machine instead of reading what this process compiled; ``user`` leaves the user's
+cache on, ``off`` switches it off.
+
+Run: ``python benchmarks/dask_scaling.py [--quick] [--repeats R] [--out PATH]``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+
+NAME = "dask_scaling"
+PARTS = ("predict", "cv")
+PATHS = ("numpy", "dask threads", "dask 1 worker", "dask 2 workers")
+#: distributed's nanny sets this glibc variable in every worker (distributed.yaml,
+#: ``distributed.nanny.pre-spawn-environ``); the "trim unset" clusters remove it.
+TRIM_VAR = "MALLOC_TRIM_THRESHOLD_"
+TRIM_SUFFIX = " (trim unset)"
+WARMUP_ROWS = 2_000
+
+
+class Skip(Exception):
+    """A measurement not taken, with the reason."""
+
+
+# ----------------------------------------------------------------- memory and CPU
+# Self-contained (stdlib / psutil only): client.run ships them to the workers.
+def _status_kb(key: str):
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def reset_peak() -> str:
+    """Reset this process's RSS high-water mark (Linux); returns the method in use."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return "VmHWM reset"
+    except OSError:
+        return "ru_maxrss (process lifetime peak)"
+
+
+def mem_cpu() -> dict:
+    """This process: RSS and peak RSS (MB), CPU seconds (user + system, all threads)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    rss_kb = _status_kb("VmRSS")
+    if rss_kb is None:
+        try:
+            import psutil
+
+            rss_kb = psutil.Process().memory_info().rss // 1024
+        except ImportError:
+            rss_kb = None
+    hwm_kb = _status_kb("VmHWM")
+    if hwm_kb is None:
+        hwm_kb = usage.ru_maxrss  # KB on Linux
+    return {"rss_mb": None if rss_kb is None else rss_kb / 1024, "peak_mb": hwm_kb / 1024,
+            "cpu_s": usage.ru_utime + usage.ru_stime, "pid": os.getpid()}
+
+
+def measured(fn, client=None) -> dict:
+    """Call ``fn()`` once: wall time, result, client and worker memory and CPU."""
+    import gc
+
+    gc.collect()
+    w0 = client.run(mem_cpu) if client is not None else {}
+    if client is not None:
+        client.run(reset_peak)
+    method = reset_peak()
+    c0 = mem_cpu()
+    t0 = time.perf_counter()
+    value = fn()
+    seconds = time.perf_counter() - t0
+    c1 = mem_cpu()
+    w1 = client.run(mem_cpu) if client is not None else {}
+    cpu = (c1["cpu_s"] - c0["cpu_s"]) + sum(w1[w]["cpu_s"] - w0[w]["cpu_s"] for w in w1
+                                            if w in w0)
+    return {
+        "seconds": seconds, "value": value, "memory_method": method,
+        "client_peak_mb": c1["peak_mb"], "client_rss_before_mb": c0["rss_mb"],
+        "client_peak_extra_mb": None if c0["rss_mb"] is None
+        else max(c1["peak_mb"] - c0["rss_mb"], 0.0),
+        "workers_peak_mb": {w: v["peak_mb"] for w, v in w1.items()},
+        "workers_rss_before_mb": {w: v["rss_mb"] for w, v in w0.items()},
+        "cpu_s": cpu, "cores_busy": cpu / seconds if seconds > 0 else None,
+    }
+
+
+@contextlib.contextmanager
+def counting_convergence_warnings(counter: list):
+    """Silence sklearn ConvergenceWarnings in this process, appending their number."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        yield
+    counter.append(sum(issubclass(w.category, ConvergenceWarning) for w in caught))
+    for w in caught:
+        if not issubclass(w.category, ConvergenceWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
+# ----------------------------------------------------------------- clusters
+@contextlib.contextmanager
+def _restore_env(name: str, value: str | None):
+    try:
+        yield
+    finally:
+        if value is not None:
+            os.environ[name] = value
+
+
+def worker_env() -> dict:
+    return {k: os.environ.get(k) for k in (TRIM_VAR, "OMP_NUM_THREADS",
+                                           "PYMC_BNN_COMPILE_CACHE")}
+
+
+@contextlib.contextmanager
+def local_cluster(n_workers: int, cache_mode: str, tmp: Path, *, trim_unset: bool = False):
+    """A fresh ``LocalCluster(n_workers, threads_per_worker=1)`` and its Client.
+
+    Yields ``(client, start_s, cache_dir)``; the workers' JAX compilation cache is a new
+    empty folder (``fresh``), the user's (``user``) or off. ``trim_unset``: the workers
+    start without distributed's ``MALLOC_TRIM_THRESHOLD_=65536``.
+    """
+    import dask
+    import distributed
+
+    env = {}
+    cache = None
+    if cache_mode == "fresh":
+        cache = Path(tempfile.mkdtemp(prefix=f"workers{n_workers}-", dir=tmp))
+        env["PYMC_BNN_COMPILE_CACHE"] = str(cache)
+    elif cache_mode == "off":
+        env["PYMC_BNN_COMPILE_CACHE"] = "off"
+    unset = {f"distributed.nanny.pre-spawn-environ.{TRIM_VAR}": None} if trim_unset else {}
+    # A nanny copies its pre-spawn variables into THIS process's os.environ and leaves
+    # them there, so an earlier cluster's MALLOC_TRIM_THRESHOLD_ would reach the
+    # workers through inheritance: remove it for a "trim unset" cluster.
+    saved = os.environ.pop(TRIM_VAR, None) if trim_unset else None
+    t0 = time.perf_counter()
+    with _restore_env(TRIM_VAR, saved), dask.config.set(unset), distributed.LocalCluster(
+            n_workers=n_workers, threads_per_worker=1, processes=True,
+            dashboard_address=None, silence_logs=logging.ERROR, env=env) as cluster:
+        with distributed.Client(cluster) as client:
+            client.wait_for_workers(n_workers)
+            yield client, time.perf_counter() - t0, cache
+
+
+# ----------------------------------------------------------------- part (b)
+def fit_moons(seed: int):
+    from sklearn.datasets import make_moons
+    from sklearn.preprocessing import StandardScaler
+
+    from pymc_bnn import BayesianMLPClassifier
+
+    X, y = make_moons(n_samples=1000, noise=0.2, random_state=seed)
+    Xt, yt = make_moons(n_samples=1000, noise=0.2, random_state=seed + 1)
+    scaler = StandardScaler().fit(X)
+    clf = BayesianMLPClassifier((5, 5), posterior_temperature=1.0, random_state=0)
+    t, _ = _common.time_call(clf.fit, scaler.transform(X), y)
+    return clf, {"fit_s": t, "train_accuracy": float(clf.score(scaler.transform(X), y)),
+                 "test_accuracy": float(clf.score(scaler.transform(Xt), yt)),
+                 "n_draws": clf.n_draws}
+
+
+def rows_array(n: int, chunk: int, seed: int):
+    """N x 2 standard-normal rows, a fixed seed, row chunks of ``chunk``."""
+    import dask.array as da
+
+    return da.random.default_rng(seed).standard_normal(size=(n, 2), chunks=(chunk, 2))
+
+
+def mean_proba_1(clf, X):
+    """The lazy (or NumPy) mean of P(class 1) over the rows of X."""
+    return clf.predict_proba(X)[:, 1].mean()
+
+
+def numpy_gb(n: int, n_classes: int) -> float:
+    """Memory the NumPy path holds at once: X, the probabilities, one column."""
+    return n * (2 + n_classes + 1) * 8 / 1e9
+
+
+def mem_available_gb() -> float | None:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return None
+
+
+def _is_block(task) -> bool:
+    """A prediction block task (``pymc_bnn.dask._block``: dask names it ``block-...``)."""
+    from dask.utils import key_split
+
+    # blockwise fusion may append the fused tasks' names: "block-getitem"
+    return key_split(task.get("key")).split("-")[0] in ("block", "_block")
+
+
+def block_workers(task_stream) -> dict:
+    """Prediction blocks run per worker, from a ``get_task_stream`` record."""
+    counts: dict = {}
+    for t in task_stream:
+        if _is_block(t):
+            counts[t["worker"]] = counts.get(t["worker"], 0) + 1
+    return counts
+
+
+def block_compute_s(task_stream) -> float:
+    """Seconds the workers spent computing prediction blocks (summed over blocks)."""
+    return sum(ss["stop"] - ss["start"] for t in task_stream if _is_block(t)
+               for ss in t.get("startstops", ()) if ss.get("action") == "compute")
+
+
+def summarise_calls(calls: list[dict]) -> dict:
+    med = _common.median
+    peaks = [max(c["workers_peak_mb"].values()) for c in calls if c["workers_peak_mb"]]
+    return {
+        "warm_s": med(c["seconds"] for c in calls),
+        "client_peak_mb": max(c["client_peak_mb"] for c in calls),
+        "client_peak_extra_mb": max((c["client_peak_extra_mb"] or 0) for c in calls),
+        "worker_peak_mb": max(peaks) if peaks else None,
+        "cores_busy": med(c["cores_busy"] for c in calls),
+        "blocks_compute_s": med(c.get("blocks_compute_s") for c in calls),
+    }
+
+
+def predict_path(rows, path, clf, sizes, args, chunk, client=None, extra=None):
+    """Measure one path: a warm-up (first call), then every N ``args.repeats`` times."""
+    import dask
+
+    extra = extra or {}
+    first: dict = {}
+    try:
+        # --- first call: a small array (on a cluster: one per worker, pinned to it)
+        if path == "numpy":
+            x = rows_array(WARMUP_ROWS, WARMUP_ROWS, args.seed + 1).compute(scheduler="sync")
+            first = measured(lambda: float(mean_proba_1(clf, x)))
+        elif client is None:
+            x = rows_array(WARMUP_ROWS, WARMUP_ROWS // 4, args.seed + 1)
+            first = measured(lambda: float(dask.compute(mean_proba_1(clf, x),
+                                                        scheduler="threads")[0]))
+        else:
+            import distributed
+
+            workers = sorted(client.scheduler_info()["workers"])
+            done: dict = {}
+
+            def warm_all():
+                t0 = time.perf_counter()
+                futs = {client.compute(mean_proba_1(clf, rows_array(
+                    WARMUP_ROWS, WARMUP_ROWS, args.seed + 1 + i)), workers=[w]): w
+                    for i, w in enumerate(workers)}
+                for fut in distributed.as_completed(futs):
+                    fut.result()
+                    done[futs[fut]] = time.perf_counter() - t0
+                return None
+
+            with distributed.get_task_stream(client) as ts:
+                first = measured(warm_all, client)
+            first["per_worker_s"] = done
+            first["blocks_per_worker"] = block_workers(ts.data)
+            first["blocks_compute_s"] = block_compute_s(ts.data)
+    except Exception as exc:
+        traceback.print_exc()
+        for n in sizes:
+            rows.append({"section": "predict", "path": path, "n_rows": n, "status": "failed",
+                         "reason": f"first call: {type(exc).__name__}: {exc}", **extra})
+        return
+
+    for n in sizes:
+        row = {"section": "predict", "path": path, "n_rows": n, "chunk_rows": chunk,
+               "first_call_s": first["seconds"], "first_call": _strip(first), **extra}
+        try:
+            X = rows_array(n, chunk, args.seed)
+            if path == "numpy":
+                gb, avail = numpy_gb(n, len(clf.classes_)), mem_available_gb()
+                row["numpy_estimated_gb"] = gb
+                if gb > args.max_numpy_gb or (avail is not None and gb > avail / 2):
+                    raise Skip(f"the NumPy path would hold ~{gb:.1f} GB "
+                                      f"(limit {args.max_numpy_gb} GB, available "
+                                      f"{avail:.1f} GB)")
+                t_mat, x = _common.time_call(X.compute, scheduler="threads")
+                row["materialise_s"] = t_mat
+                data = measured(lambda: float(x[:, 1].mean()))
+                calls = [measured(lambda: float(mean_proba_1(clf, x)))
+                         for _ in range(args.repeats)]
+                del x
+            elif client is None:
+                data = measured(lambda: float(X[:, 1].mean().compute(scheduler="threads")))
+                calls = [measured(lambda: float(mean_proba_1(clf, X).compute(
+                    scheduler="threads"))) for _ in range(args.repeats)]
+            else:
+                import distributed
+
+                data = measured(lambda: float(client.compute(X[:, 1].mean()).result()),
+                                client)
+                calls = []
+                for _ in range(args.repeats):
+                    with distributed.get_task_stream(client) as ts:
+                        c = measured(lambda: float(client.compute(
+                            mean_proba_1(clf, X)).result()), client)
+                    c["blocks_per_worker"] = block_workers(ts.data)
+                    c["blocks_compute_s"] = block_compute_s(ts.data)
+                    calls.append(c)
+        except Skip as exc:
+            row.update(status="skipped", reason=str(exc))
+        except Exception as exc:
+            traceback.print_exc()
+            row.update(status="failed", reason=f"{type(exc).__name__}: {exc}")
+        else:
+            values = [c["value"] for c in calls]
+            row.update(status="ok", data_only_s=data["seconds"], mean_proba_1=values[0],
+                       values_spread=max(values) - min(values),
+                       calls=[_strip(c) for c in calls], **summarise_calls(calls))
+            row["rows_per_s"] = n / row["warm_s"]
+            if calls[-1].get("blocks_per_worker") is not None:
+                counts = sorted(calls[-1]["blocks_per_worker"].values(), reverse=True)
+                row["blocks_split"] = "+".join(map(str, counts))
+        rows.append(row)
+        shown = [f"{k} {row[k]:.3g}" for k in ("first_call_s", "warm_s", "rows_per_s",
+                                              "client_peak_mb", "worker_peak_mb")
+                 if row.get(k) is not None]
+        print(f"predict {path:15s} N={n:>10,} {row['status']:8s} " + "  ".join(shown),
+              file=sys.stderr, flush=True)
+
+
+def _strip(call: dict) -> dict:
+    return {k: v for k, v in call.items() if k != "value"}
+
+
+def predict_ratios(rows) -> None:
+    ok = [r for r in rows if r["section"] == "predict" and r["status"] == "ok"]
+    for r in ok:
+        same_n = {o["path"]: o for o in ok if o["n_rows"] == r["n_rows"]}
+        variant = TRIM_SUFFIX if r["path"].endswith(TRIM_SUFFIX) else ""
+        one = same_n.get("dask 1 worker" + variant) if r.get("workers") else None
+        if one is not None:
+            r["speedup_vs_1_worker"] = r["rows_per_s"] / one["rows_per_s"]
+        ref = same_n.get("numpy") or same_n.get("dask threads")
+        if ref is not None:
+            r["agreement_ref"] = ref["path"]
+            r["abs_diff_vs_ref"] = abs(r["mean_proba_1"] - ref["mean_proba_1"])
+
+
+# ----------------------------------------------------------------- part (c)
+def breast_cancer():
+    from sklearn.datasets import load_breast_cancer
+
+    return load_breast_cancer(return_X_y=True)
+
+
+def cv_scores(model: str, folds: int, bnn_kw: dict, dask_backend: bool):
+    import joblib
+    from sklearn.model_selection import cross_val_score
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from pymc_bnn import BayesianMLPClassifier
+
+    est = (BayesianMLPClassifier((16,), random_state=0, **bnn_kw) if model == "pymc_bnn"
+           else MLPClassifier((16,), max_iter=2000, random_state=0))
+    X, y = breast_cancer()
+    pipe = make_pipeline(StandardScaler(), est)
+    if dask_backend:
+        with joblib.parallel_backend("dask"):
+            return cross_val_score(pipe, X, y, cv=folds, n_jobs=-1)
+    return cross_val_score(pipe, X, y, cv=folds)
+
+
+def cv_call(model, folds, bnn_kw, dask_backend, client=None) -> dict:
+    counted: list[int] = []
+    with counting_convergence_warnings(counted):
+        call = measured(lambda: cv_scores(model, folds, bnn_kw, dask_backend), client)
+    scores = call.pop("value")
+    return {**call, "scores": [float(s) for s in scores], "convergence_warnings": counted[0]}
+
+
+def cv_section(rows, args, s, tmp: Path) -> None:
+    folds, kw = s["cv_folds"], s["cv_bnn_overrides"]
+    runs = {("pymc_bnn", "serial"): [], ("sklearn", "serial"): [],
+            ("pymc_bnn", "dask 2 workers"): []}
+    errors: dict = {}
+    for r in range(args.repeats):
+        for model in ("pymc_bnn", "sklearn"):
+            try:
+                runs[(model, "serial")].append({"run": cv_call(model, folds, kw, False)})
+            except Exception as exc:
+                traceback.print_exc()
+                errors[(model, "serial")] = f"{type(exc).__name__}: {exc}"
+        try:
+            with local_cluster(2, args.compile_cache, tmp) as (client, start_s, _):
+                first = cv_call("pymc_bnn", folds, kw, True, client)
+                warm = cv_call("pymc_bnn", folds, kw, True, client)
+            runs[("pymc_bnn", "dask 2 workers")].append(
+                {"cluster_start_s": start_s, "first": first, "warm": warm})
+        except Exception as exc:
+            traceback.print_exc()
+            errors[("pymc_bnn", "dask 2 workers")] = f"{type(exc).__name__}: {exc}"
+        print(f"cv round {r + 1}/{args.repeats} done", file=sys.stderr, flush=True)
+
+    med = _common.median
+    serial_scores = {}
+    for (model, backend), got in runs.items():
+        row = {"section": "cv", "model": model, "backend": backend, "folds": folds}
+        if (model, backend) in errors or not got:
+            row.update(status="failed", reason=errors.get((model, backend), "no run"))
+            rows.append(row)
+            continue
+        if backend == "serial":
+            seq = [g["run"] for g in got]
+            firsts, warms = seq[:1], seq[1:]
+            row["runs"] = seq
+            serial_scores[model] = seq[0]["scores"]
+        else:
+            firsts, warms = [g["first"] for g in got], [g["warm"] for g in got]
+            row["runs"] = got
+            row["cluster_start_s"] = med(g["cluster_start_s"] for g in got)
+        every = firsts + warms
+        row.update(
+            status="ok", first_s=med(c["seconds"] for c in firsts),
+            warm_s=med(c["seconds"] for c in warms) if warms else None,
+            mean_score=float(np.mean(every[0]["scores"])), scores=every[0]["scores"],
+            scores_identical_across_runs=all(c["scores"] == every[0]["scores"] for c in every),
+            client_peak_mb=max(c["client_peak_mb"] for c in every),
+            worker_peak_mb=max((max(c["workers_peak_mb"].values()) for c in every
+                                if c["workers_peak_mb"]), default=None),
+            cores_busy=med(c["cores_busy"] for c in every),
+            convergence_warnings=sum(c["convergence_warnings"] for c in every))
+        rows.append(row)
+    for row in rows:
+        if row.get("section") != "cv" or row["status"] != "ok":
+            continue
+        ref = serial_scores.get(row["model"])
+        if ref is not None and row["backend"] != "serial":
+            diffs = [max(abs(a - b) for a, b in zip(run[k]["scores"], ref))
+                     for run in row["runs"] for k in ("first", "warm")]
+            row["scores_equal_serial"] = all(d == 0 for d in diffs)
+            row["max_abs_diff_vs_serial"] = max(diffs)
+        bnn_serial = next((o for o in rows if o.get("section") == "cv" and o["status"] == "ok"
+                           and o["model"] == "pymc_bnn" and o["backend"] == "serial"), None)
+        if bnn_serial is not None and row["model"] == "pymc_bnn":
+            for k in ("first_s", "warm_s"):
+                if row.get(k) and bnn_serial.get(k):
+                    row[f"{k[:-2]}_speedup_vs_serial"] = bnn_serial[k] / row[k]
+        sk = next((o for o in rows if o.get("section") == "cv" and o["status"] == "ok"
+                   and o["model"] == "sklearn"), None)
+        if sk is not None and row["model"] == "pymc_bnn":
+            ref_s = sk.get("warm_s") or sk["first_s"]
+            row["warm_vs_sklearn"] = (row.get("warm_s") or row["first_s"]) / ref_s
+    for row in rows:
+        if row.get("section") == "cv":
+            shown = [f"{k} {row[k]:.3g}" for k in ("first_s", "warm_s", "mean_score")
+                     if row.get(k) is not None]
+            print(f"cv {row['model']:9s} {row['backend']:15s} {row['status']:7s} "
+                  + "  ".join(shown), file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------- main
+FIT_COLUMNS = [("part", "part"), ("what", "what"), ("status", "status"), ("reason", "reason")]
+PREDICT_COLUMNS = [
+    ("path", "predict_proba path"), ("n_rows", "rows"), ("first_call_s", "first call s"),
+    ("warm_s", "warm s (median)"), ("data_only_s", "data only s"),
+    ("rows_per_s", "rows/s"), ("speedup_vs_1_worker", "× 1 worker"),
+    ("client_peak_mb", "client peak RSS MB"), ("worker_peak_mb", "worker peak RSS MB"),
+    ("cores_busy", "cores busy"), ("blocks_split", "blocks per worker"),
+    ("blocks_compute_s", "worker block s"),
+    ("abs_diff_vs_ref", "|Δ mean p| vs numpy"),
+    ("status", "status")]
+CV_COLUMNS = [
+    ("model", "cross_val_score model"), ("backend", "backend"), ("folds", "folds"),
+    ("cluster_start_s", "cluster start s"), ("first_s", "first run s"),
+    ("warm_s", "warm run s"), ("warm_speedup_vs_serial", "× serial (warm)"),
+    ("warm_vs_sklearn", "÷ sklearn (warm)"), ("mean_score", "mean accuracy"),
+    ("scores_equal_serial", "scores = serial"), ("client_peak_mb", "client peak RSS MB"),
+    ("worker_peak_mb", "worker peak RSS MB"), ("status", "status")]
+
+
+def git_state() -> dict:
+    """The commit measured and the package files changed since (the tree may be dirty)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*cmd):
+        try:
+            return subprocess.run(["git", *cmd], capture_output=True, text=True, cwd=root,
+                                  timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    changed = git("status", "--porcelain", "--", "pymc_bnn")
+    return {"git_head": git("rev-parse", "HEAD"),
+            "pymc_bnn_uncommitted": changed.splitlines() if changed else []}
+
+
+def main(argv=None) -> int:
+    parser = _common.base_parser(__doc__.split("\n\n")[0], NAME)
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="timed calls per (path, N) and cross-validation rounds "
+                             "(default 3; --quick 1)")
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
+    parser.add_argument("--sizes", type=int, nargs="+", default=None,
+                        help="rows N of part (b) (default 10^6 10^7; --quick 10^5)")
+    parser.add_argument("--chunk-rows", type=int, default=None,
+                        help="dask row chunks (default 250,000; --quick 25,000)")
+    parser.add_argument("--max-numpy-gb", type=float, default=4.0,
+                        help="skip the NumPy path when it would hold more (default 4)")
+    parser.add_argument("--malloc-trim", choices=("default", "unset", "both"), default="both",
+                        help="prediction clusters with distributed's default "
+                             "MALLOC_TRIM_THRESHOLD_=65536 in the workers, without it, or "
+                             "both (default)")
+    parser.add_argument("--compile-cache", choices=("fresh", "user", "off"), default="fresh",
+                        help="JAX compilation cache of this process and of each cluster's "
+                             "workers: a new empty folder each (default), the user's, or off")
+    args = parser.parse_args(argv)
+    q = args.quick
+    args.repeats = args.repeats or (1 if q else 3)
+    args.sizes = args.sizes or ([100_000] if q else [1_000_000, 10_000_000])
+    args.chunk_rows = args.chunk_rows or (25_000 if q else 250_000)
+    settings = {
+        "cv_folds": 2 if q else 5,
+        # --quick: short BNN fits in the cross-validation; otherwise the defaults
+        "cv_bnn_overrides": {"n_iter": 500} if q else {},
+        "warmup_rows": WARMUP_ROWS,
+        "psutil": _common._version("psutil"),
+        "dask": _common._version("dask"), "distributed": _common._version("distributed"),
+        "joblib": _common._version("joblib"),
+        **git_state(),
+    }
+    tmp = Path(tempfile.mkdtemp(prefix="dask_scaling-"))
+    if args.compile_cache == "fresh":
+        os.environ["PYMC_BNN_COMPILE_CACHE"] = str(tmp / "client")
+    elif args.compile_cache == "off":
+        os.environ["PYMC_BNN_COMPILE_CACHE"] = "off"
+    settings["client_compile_cache"] = os.environ.get("PYMC_BNN_COMPILE_CACHE", "user")
+
+    info = _common.machine_info()
+    _common.print_header("Dask scaling: block-wise predictions, cross-validation on a "
+                         "cluster", info)
+    t_start = time.perf_counter()
+    rows: list[dict] = [{
+        "section": "fit", "part": "(a)",
+        "what": "out-of-core fit: minibatch ADVI streaming from a dask/zarr array",
+        "status": "not implemented",
+        "reason": "pymc_bnn.dask has no fit adapter yet (predictions only); not measured"}]
+    extra_payload: dict = {}
+
+    if "predict" in args.parts:
+        try:
+            clf, fit_info = fit_moons(args.seed)
+        except Exception as exc:
+            traceback.print_exc()
+            rows.append({"section": "predict", "path": "fit", "status": "failed",
+                         "reason": f"{type(exc).__name__}: {exc}"})
+        else:
+            extra_payload["moons_fit"] = fit_info
+            print(f"moons fit {fit_info['fit_s']:.1f} s, test accuracy "
+                  f"{fit_info['test_accuracy']:.3f}", file=sys.stderr, flush=True)
+            for path in PATHS[:2]:
+                predict_path(rows, path, clf, args.sizes, args, args.chunk_rows)
+            clusters = [(k, trim) for trim in {"default": [False], "unset": [True],
+                                               "both": [False, True]}[args.malloc_trim]
+                        for k in (1, 2)]
+            for k, trim in clusters:
+                path = PATHS[1 + k] + (TRIM_SUFFIX if trim else "")
+                try:
+                    with local_cluster(k, args.compile_cache, tmp, trim_unset=trim) as (
+                            client, start_s, cache):
+                        env = client.run(worker_env)
+                        predict_path(rows, path, clf, args.sizes, args, args.chunk_rows,
+                                     client, extra={"workers": k, "cluster_start_s": start_s,
+                                                    "workers_compile_cache": str(cache),
+                                                    "malloc_trim_threshold": sorted(
+                                                        {str(e[TRIM_VAR]) for e in
+                                                         env.values()}),
+                                                    "workers_env": env})
+                except Exception as exc:
+                    traceback.print_exc()
+                    rows.append({"section": "predict", "path": path, "status": "failed",
+                                 "reason": f"cluster: {type(exc).__name__}: {exc}"})
+            predict_ratios(rows)
+
+    if "cv" in args.parts:
+        cv_section(rows, args, settings, tmp)
+
+    tables = {"fit": _common.markdown_table([r for r in rows if r["section"] == "fit"],
+                                            FIT_COLUMNS)}
+    if "predict" in args.parts:
+        tables["predict"] = _common.markdown_table(
+            [r for r in rows if r["section"] == "predict"], PREDICT_COLUMNS)
+    if "cv" in args.parts:
+        tables["cv"] = _common.markdown_table([r for r in rows if r["section"] == "cv"],
+                                              CV_COLUMNS)
+    table = "\n\n".join(tables.values())
+    print("\n" + table + "\n")
+    payload = {
+        "benchmark": NAME, "machine": info, "config": {**vars(args), **settings},
+        "rows": rows, "table": table, "tables": tables, **extra_payload,
+        "load_avg_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "git_state_end": git_state(),
+        "elapsed_s": time.perf_counter() - t_start,
+        "notes": [
+            "(a) out-of-core fit is not implemented in pymc_bnn.dask yet: not measured.",
+            "(b) BayesianMLPClassifier((5, 5), posterior_temperature=1.0, random_state=0) "
+            "fit once in the client on make_moons(1000, noise=0.2) standardised; inputs "
+            f"N x 2 standard normal from dask.array.random.default_rng({args.seed}), row "
+            f"chunks of {args.chunk_rows:,}; computed: predict_proba(X)[:, 1].mean().",
+            "first call s: warm-up on a small array (2,000 rows; on a cluster one per "
+            "worker, pinned to it, submitted together: the slowest worker's time); it pays "
+            "compiling the predictive and, on a worker, receiving the estimator and the "
+            "imports its unpickling triggers. Per-worker times in first_call.per_worker_s.",
+            f"warm s: median of {args.repeats} call(s) after the warm-up; rows/s = N / "
+            "warm s; × 1 worker: rows/s over the 1-worker cluster's at the same N.",
+            "data only s: the same input graph reduced without predicting "
+            "(X[:, 1].mean()); the dask paths generate the random rows inside their warm "
+            "time, the NumPy path gets them materialised beforehand (materialise_s).",
+            "peak RSS: the kernel's high-water mark (VmHWM, reset just before the call); "
+            "client = this process, worker = the largest over the cluster's workers. "
+            "cores busy: CPU seconds (user + system) of the client and all workers over "
+            "the wall time (XLA may use more than one thread per process).",
+            "blocks per worker: how the scheduler spread the prediction blocks over the "
+            "workers in the last warm call (counts, largest first).",
+            "worker block s: seconds the workers spent inside the prediction blocks "
+            "(task stream, summed over blocks and workers); warm s minus it (per worker) "
+            "is the scheduling, transfer and data-generation overhead.",
+            "(trim unset): the cluster's workers started without distributed's default "
+            "MALLOC_TRIM_THRESHOLD_=65536 (glibc defaults, as in this process); rows "
+            "without the suffix are clusters as distributed starts them. × 1 worker "
+            "compares clusters of the same kind.",
+            "|Δ mean p| vs numpy: the path's mean probability against the NumPy path's "
+            "on the same rows (the threaded path's where NumPy was skipped); the "
+            "predictive runs in float32 under JAX.",
+            "(c) serial: in this process, first run = the first in the process (pays "
+            "compilation), warm = median of the later runs; dask: each round a fresh "
+            "LocalCluster(2 workers, 1 thread each), first and second run on it "
+            "(joblib.parallel_backend('dask'), n_jobs=-1). Medians over rounds.",
+            f"compile cache: {args.compile_cache} (fresh: a new empty JAX cache folder "
+            "for this process and one per cluster, so workers compile as on a remote "
+            "machine; PyTensor's own on-disk caches are the user's as they are).",
+            "ConvergenceWarnings raised in this process are silenced and counted; "
+            "workers' warnings go to their logs.",
+            "The 2 cores are shared with other work: machine.load_avg_1_5_15 is the "
+            "load at the start, load_avg_end at the end. Compare ratios within one run.",
+        ],
+    }
+    path = _common.write_json(args.out, payload)
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(f"wrote {path}")
+    return 1 if any(r["status"] == "failed" for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
