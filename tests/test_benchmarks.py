@@ -14,9 +14,13 @@ from pathlib import Path
 
 import pytest
 
-# one xdist group: the scripts run once per module (quick_run) and the last test reads
-# all their tables
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("benchmarks")]
+# One xdist group per script (see _group): a script's quick run is cached per session
+# and worker, so its tests share a worker, while different scripts spread over workers.
+pytestmark = pytest.mark.slow
+
+
+def _group(name: str):
+    return pytest.mark.xdist_group(f"bench-{name}")
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
@@ -56,7 +60,7 @@ def _header_line(table: str) -> str:
     return table.splitlines()[0]
 
 
-@pytest.mark.parametrize("name", SCRIPTS)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_group(n)) for n in SCRIPTS])
 def test_quick_run_writes_json_and_prints_table(quick_run, name):
     proc, data = quick_run(name)
     assert TOP_KEYS <= set(data), TOP_KEYS - set(data)
@@ -78,6 +82,7 @@ def test_quick_run_writes_json_and_prints_table(quick_run, name):
     assert len(table.splitlines()) >= 3
 
 
+@_group("ppc_strategies")
 def test_ppc_strategies_schema_and_agreement(quick_run):
     _, data = quick_run("ppc_strategies")
     rows = {(r["strategy"], r["size"]): r for r in data["rows"]}
@@ -104,6 +109,7 @@ def test_ppc_strategies_schema_and_agreement(quick_run):
     assert data["fit"]["test_accuracy"] > 0.8
 
 
+@_group("inference_throughput")
 def test_inference_throughput_schema(quick_run):
     _, data = quick_run("inference_throughput")
     vi = [r for r in data["rows"] if r["section"] == "vi" and r["status"] == "ok"]
@@ -125,6 +131,7 @@ def test_inference_throughput_schema(quick_run):
     assert len(data["ess_points"]) == 5
 
 
+@_group("scaling")
 def test_scaling_schema(quick_run):
     _, data = quick_run("scaling")
     rows = data["rows"]
@@ -145,6 +152,7 @@ CALIBRATION_CLS_MODELS = ("BNN default (32,)", "BNN default (5, 5)", "MLP (32,)"
 CALIBRATION_REG_MODELS = ("BNN default (16,)", "MLP (16,)", "RidgeCV", "GPR")
 
 
+@_group("calibration")
 def test_calibration_schema(quick_run, out_dir):
     _, data = quick_run("calibration")
     config = data["config"]
@@ -189,6 +197,7 @@ def test_calibration_schema(quick_run, out_dir):
     assert (out_dir / "calibration_reliability.png").stat().st_size > 0
 
 
+@_group("repeated_fits")
 def test_repeated_fits_schema(quick_run):
     _, data = quick_run("repeated_fits")
     config, rows = data["config"], data["rows"]
@@ -236,6 +245,7 @@ TABULAR_CLI_ANCHORS = {
 }
 
 
+@_group("tabular_cli")
 def test_tabular_cli_schema(quick_run):
     proc, data = quick_run("tabular_cli")
     config, rows = data["config"], data["rows"]
@@ -283,6 +293,7 @@ DASK_PREDICT_PATHS = {"numpy", "dask threads", "dask 1 worker", "dask 2 workers"
                       "dask 1 worker (trim unset)", "dask 2 workers (trim unset)"}
 
 
+@_group("dask_scaling")
 def test_dask_scaling_schema(quick_run):
     pytest.importorskip("distributed")
     proc, data = quick_run("dask_scaling")
@@ -338,8 +349,19 @@ def test_dask_scaling_schema(quick_run):
         assert table in data["table"]
 
 
-def test_run_all_reports_every_table(quick_run, out_dir):
-    tables = {name: quick_run(name)[1]["table"] for name in SCRIPTS}
+def test_run_all_reports_every_table(tmp_path):
+    """run_all's report of every script's JSON (minimal results written here: each
+    script's own table is checked against its output by the tests above)."""
+    out_dir = tmp_path
+    machine = {"cpu_model": "cpu", "cores_usable": 2, "load_avg_1_5_15": [0, 0, 0],
+               "python": "3.12", "timestamp_utc": "now",
+               "versions": {k: "1" for k in ("pymc", "pytensor", "jax", "numpyro")}}
+    tables = {}
+    for name in SCRIPTS:
+        tables[name] = f"| {name} column | value |\n| --- | --- |\n| a | 1 |"
+        (out_dir / f"{name}.json").write_text(json.dumps({
+            "machine": machine, "config": {"quick": True}, "elapsed_s": 1.0,
+            "table": tables[name]}))
     proc = subprocess.run(
         [sys.executable, str(BENCH / "run_all.py"), "--report-only", "--out-dir", str(out_dir)],
         capture_output=True, text=True, timeout=120, cwd=ROOT,
