@@ -182,7 +182,7 @@ def test_streamed_fit_matches_the_in_memory_minibatch_fit(moons20k):
 def test_block_sampler_draws_every_row_uniformly():
     """Over many calls each block of unequal size is drawn in proportion to its rows,
     rows within a block uniformly (chi-square), rows of X and y stay paired, and the pool
-    is refreshed once per call. (Calls are correlated through the pool, so a chi-square
+    is refreshed every ``refresh_every`` calls. (Calls are correlated through the pool, so a chi-square
     test over all rows would not apply; block shares get a tolerance instead.)"""
     from scipy import stats
 
@@ -192,7 +192,7 @@ def test_block_sampler_draws_every_row_uniformly():
     n = sum(sizes)
     X = da.from_array(np.arange(n, dtype=float)[:, None], chunks=(sizes, (1,)))
     y = da.from_array(np.arange(n), chunks=(sizes,))
-    sampler = BlockSampler([X, y], pool_blocks=2, seed=1)
+    sampler = BlockSampler([X, y], pool_blocks=2, refresh_every=1, seed=1)
     rng = np.random.default_rng(2)
     counts = np.zeros(n)
     out = [np.empty((10, 12, 1)), np.empty((10, 12), dtype=np.int64)]
@@ -202,6 +202,11 @@ def test_block_sampler_draws_every_row_uniformly():
         counts += np.bincount(out[1].ravel(), minlength=n)
     sampler.close()
     assert sampler.loads == 2 + 3000
+    every3 = BlockSampler([X, y], pool_blocks=2, refresh_every=3, seed=1)
+    for _ in range(9):
+        every3.fill(rng, out)
+    every3.close()
+    assert every3.loads == 2 + 3
     edges = np.cumsum((0, *sizes))
     for a, b in zip(edges[:-1], edges[1:]):
         assert abs(counts[a:b].sum() / counts.sum() - (b - a) / n) < 0.03
