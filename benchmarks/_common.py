@@ -7,6 +7,7 @@ and the peers' own APIs (PyMC, PyTensor, NumPyro/JAX) for everything they measur
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import gc
 import importlib
@@ -17,6 +18,7 @@ import platform
 import statistics
 import sys
 import time
+import warnings
 from pathlib import Path
 
 __all__ = [
@@ -284,3 +286,17 @@ def print_header(title: str, info: dict) -> None:
 
 def flush() -> None:
     sys.stdout.flush()
+
+
+@contextlib.contextmanager
+def counting_convergence_warnings(counter: list):
+    """Silence sklearn ConvergenceWarnings, appending their number to ``counter``."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        yield
+    counter.append(sum(issubclass(w.category, ConvergenceWarning) for w in caught))
+    for w in caught:  # anything else is shown as usual
+        if not issubclass(w.category, ConvergenceWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)

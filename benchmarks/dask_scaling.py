@@ -215,20 +215,6 @@ def measured(fn, client=None) -> dict:
     }
 
 
-@contextlib.contextmanager
-def counting_convergence_warnings(counter: list):
-    """Silence sklearn ConvergenceWarnings in this process, appending their number."""
-    from sklearn.exceptions import ConvergenceWarning
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ConvergenceWarning)
-        yield
-    counter.append(sum(issubclass(w.category, ConvergenceWarning) for w in caught))
-    for w in caught:
-        if not issubclass(w.category, ConvergenceWarning):
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
-
-
 # ----------------------------------------------------------------- clusters
 @contextlib.contextmanager
 def _restore_env(name: str, value: str | None):
@@ -831,7 +817,7 @@ def cv_scores(model: str, folds: int, bnn_kw: dict, dask_backend: bool):
 
 def cv_call(model, folds, bnn_kw, dask_backend, client=None) -> dict:
     counted: list[int] = []
-    with counting_convergence_warnings(counted):
+    with _common.counting_convergence_warnings(counted):
         call = measured(lambda: cv_scores(model, folds, bnn_kw, dask_backend), client)
     scores = call.pop("value")
     return {**call, "scores": [float(s) for s in scores], "convergence_warnings": counted[0]}

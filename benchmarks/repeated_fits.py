@@ -41,7 +41,6 @@ Run: ``python benchmarks/repeated_fits.py [--quick] [--out PATH]``.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import gc
 import importlib.util
@@ -53,7 +52,6 @@ import sys
 import tempfile
 import time
 import traceback
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -82,20 +80,6 @@ t2 = time.perf_counter()
 print("RESULT " + json.dumps({"import_s": t1 - t0, "fit_s": t2 - t1,
                               "accuracy": float(clf.score(Xt, yt))}))
 """
-
-
-@contextlib.contextmanager
-def counting_convergence_warnings(counter: list):
-    """Silence sklearn ConvergenceWarnings, appending their number to ``counter``."""
-    from sklearn.exceptions import ConvergenceWarning
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ConvergenceWarning)
-        yield
-    counter.append(sum(issubclass(w.category, ConvergenceWarning) for w in caught))
-    for w in caught:  # anything else is shown as usual
-        if not issubclass(w.category, ConvergenceWarning):
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
 # ------------------------------------------------------------------------- engines
@@ -250,7 +234,7 @@ def measure(rows, workload, engine, variant, n_fits, run, repeats=1):
         runs = []
         for _ in range(repeats):
             counted: list[int] = []
-            with counting_convergence_warnings(counted):
+            with _common.counting_convergence_warnings(counted):
                 t, out = _common.time_call(run)
             runs.append({"total_s": t, **out, "convergence_warnings": counted[0]})
     except ImportError as exc:

@@ -289,13 +289,12 @@ def _predict(pipeline, frame, meta, *, path, interval: float | None = None) -> d
     if groups is not None:
         groups = _like(groups, est.groups_)
     out = {}
+    u = est.predict_uncertainty(X, groups=groups)
     if hasattr(est, "classes_"):
-        u = est.predict_uncertainty(X, groups=groups)
         out["proba"] = u["mean"]
         out["prediction"] = est.classes_[np.argmax(u["mean"], axis=1)]
         out["entropy"], out["mutual_info"] = u["entropy"], u["mutual_info"]
     else:
-        u = est.predict_uncertainty(X, groups=groups)
         out["mean"], out["std"] = u["mean"], u["std"]
         if interval is not None:
             out["lower"], out["upper"] = est.predict_interval(X, coverage=interval,

@@ -290,8 +290,6 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
             raise ValueError("no feature columns are left to learn from.")
         self.numeric_columns_ = [str(c) for c in numeric]
         self.categorical_columns_ = [str(c) for c in categorical]
-        for name in numeric:  # raises on text in a numeric column
-            _numeric(frame, name)
         self.n_missing_ = {str(c): int(frame[c].isna().sum()) for c in numeric + categorical}
         self.column_transformer_ = _column_transformer(numeric, categorical).fit(
             self._cast(frame))
@@ -316,12 +314,9 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
                                 else "."))
 
     def _cast(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """The used columns with clean types: float64 numbers, strings or NaN."""
-        numeric = getattr(self, "numeric_columns_", None)
-        if numeric is None:  # inside fit, before the columns are stored
-            numeric, categorical = self._kinds(frame)
-        else:
-            categorical = self.categorical_columns_
+        """The used columns with clean types: float64 numbers (ValueError naming a column
+        with text in it), strings or NaN."""
+        numeric, categorical = self.numeric_columns_, self.categorical_columns_
         out = {c: _numeric(frame, c) for c in numeric}
         out.update({c: _strings(frame[c]) for c in categorical})
         return pd.DataFrame(out, index=frame.index, columns=list(numeric) + list(categorical))
