@@ -28,7 +28,8 @@ demo: $(call STAMP,run)
 	$(PY) -m pymc_bnn demo --out figures
 
 # two workers (the machines have 2 cores): most of a test's time is single-threaded
-# graph compilation; the benchmark smoke tests stay together (one xdist group)
+# graph compilation; tests sharing a costly fixture carry one xdist_group mark
+# (tests/test_xdist_groups.py checks that pytest-xdist honours it)
 XDIST := -n 2 --dist loadgroup
 
 test: $(call STAMP,test)
