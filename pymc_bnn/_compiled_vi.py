@@ -126,7 +126,12 @@ class ScanADVI:
         # of the model's shared inputs (data, prior scale): a cached runner serves
         # later fits (see bind) without ever writing into an earlier fit's model or
         # posterior; the fit's own parameters receive the results (materialize).
-        model_inputs = _shared_inputs(graph_inputs([inference.approx.model.logp()]))
+        # in the order of _model_graph's inputs: bind pairs a later fit's with these
+        model = inference.approx.model
+        model_inputs = _shared_inputs(_model_graph(model)[1])
+        if set(model_inputs) != set(_shared_inputs(graph_inputs([model.logp()]))):
+            raise ScanUnsupported("the model's log density has shared inputs outside "
+                                  "its random variables' graphs")
         private = {v: _private_copy(v, copy=True) for v in inference.approx.params}
         private.update({v: _private_copy(v, copy=False) for v in model_inputs})
         keys = [private.get(k, k) for k in updates]
@@ -387,6 +392,29 @@ def _shared_inputs(variables) -> list:
             if isinstance(v, SharedVariable) and not isinstance(v.type, RandomType)]
 
 
+def _model_graph(model) -> tuple[list, list]:
+    """(outputs, non-constant inputs) of what defines a model's log-density.
+
+    The log density is a function of the random variables' graphs (priors, the network,
+    the likelihood; an observed variable's ``total_size`` is part of its graph in PyMC
+    6), the observed values, any potentials, the value variables and the transforms (both go into
+    :func:`_signature`'s key). Comparing these graphs is ~20x cheaper than deriving
+    ``model.logp()`` for every fit.
+    """
+    rvs = [*model.free_RVs, *model.observed_RVs]
+    outputs = [*rvs, *(model.rvs_to_values[rv] for rv in model.observed_RVs),
+               *model.potentials]
+    inputs = [v for v in graph_inputs(outputs) if not isinstance(v, Constant)]
+    return outputs, inputs
+
+
+def _transform_key(transform):
+    if transform is None:
+        return None
+    attrs = tuple(sorted((k, repr(v)) for k, v in vars(transform).items()))
+    return (type(transform).__module__, type(transform).__qualname__, attrs)
+
+
 def _signature(inference):
     """(coarse hashable key, graph, graph inputs) of an ADVI problem's structure.
 
@@ -394,13 +422,14 @@ def _signature(inference):
     paired in order) have the same ELBO up to the values of shared variables (data,
     prior scales, variational parameters), which a cached runner takes as inputs.
     Everything else — layer sizes, likelihood, prior family, ``total_size``, batch
-    size, dtypes — is a constant of the model's log-density graph, so a change in any
-    of them changes the graph and the runner is not reused.
+    size, dtypes, transforms — is a constant of the model's graphs or of the key, so a
+    change in any of them means the runner is not reused. (A transform whose attributes
+    have no stable ``repr`` only prevents reuse.)
     """
     approx = inference.approx
     model = approx.model
-    logp = model.logp()
-    inputs = [v for v in graph_inputs([logp]) if not isinstance(v, Constant)]
+    outputs, inputs = _model_graph(model)
+    rvs = [*model.free_RVs, *model.observed_RVs]
     key = (
         type(inference).__name__,
         type(approx).__name__,
@@ -408,8 +437,10 @@ def _signature(inference):
         tuple((g.__class__.__name__, g.ddim) for g in approx.groups),
         tuple((p.type, p.get_value(borrow=True).shape) for p in approx.params),
         tuple(str(v.type) for v in inputs),
+        tuple(str(model.rvs_to_values[rv].type) for rv in model.free_RVs),
+        tuple(_transform_key(model.rvs_to_transforms.get(rv)) for rv in rvs),
     )
-    return key, logp, inputs
+    return key, outputs, inputs
 
 
 class RunnerCache:
@@ -441,14 +472,15 @@ class RunnerCache:
     @contextlib.contextmanager
     def runner(self, inference, *, learning_rate: float, mode: str):
         """A runner bound to ``inference`` (cached or newly compiled); back when done."""
-        key, logp, inputs = _signature(inference)
+        key, outputs, inputs = _signature(inference)
         key = (key, mode)
         found = None
         with self._lock:
             for ident, r in reversed(self._idle.items()):
-                k, t_logp, t_inputs = r.signature
+                k, t_outputs, t_inputs = r.signature
                 if (k == key and len(t_inputs) == len(inputs)
-                        and equal_computations([logp], [t_logp], inputs, t_inputs)):
+                        and len(t_outputs) == len(outputs)
+                        and equal_computations(outputs, t_outputs, inputs, t_inputs)):
                     found = r
                     del self._idle[ident]
                     break
@@ -456,7 +488,7 @@ class RunnerCache:
             self.misses += 1
             runner = ScanADVI(inference, learning_rate=learning_rate, mode=mode)
             #: what a later fit's problem is compared with (see _signature)
-            runner.signature = (key, logp, inputs)
+            runner.signature = (key, outputs, inputs)
         else:
             self.hits += 1
             runner = found

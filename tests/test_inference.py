@@ -330,12 +330,13 @@ def test_runner_is_reused_and_equals_a_fresh_compile(tiny, change):
 @pytest.mark.parametrize(
     "other",
     [{"hidden_layer_sizes": (4,)}, {"batch_size": 8}, {"activation": "relu"},
-     {"prior": "gamma_precision"}],
-    ids=["width", "minibatch", "activation", "prior-family"],
+     {"prior": "gamma_precision"}, {"n_classes": 3}, {"likelihood": "normal"}],
+    ids=["width", "minibatch", "activation", "prior-family", "classes", "likelihood"],
 )
 def test_runner_is_not_reused_across_structures(tiny, other):
-    """What changes the graph (sizes, activation, batch size, prior family) misses the
-    cache: a runner is reused only for an equal log-density graph."""
+    """What changes the model (sizes, activation, batch size, prior family, number of
+    classes, likelihood) misses the cache: a runner is reused only when the model's
+    random-variable graphs (the log density's definition) are equal."""
     from pymc_bnn._compiled_vi import RUNNERS
 
     X, y = tiny
