@@ -201,19 +201,19 @@ def noise_sd(raw):
     return pt.softplus(raw) + MIN_NOISE
 
 
-def _layer_scales(spec: NetworkSpec, layer: int, prior_sigma):
+def _layer_scales(spec: NetworkSpec, layer: int, hyper: dict):
     """Prior standard deviations ``(weights, biases)`` of one layer.
 
-    ``prior_sigma`` (a shared scalar) for the fixed Normal prior; for Neal's prior,
-    ``1 / sqrt(tau)`` of two Gamma-distributed precisions ``w{i}_precision`` and
-    ``b{i}_precision``.
+    ``hyper["prior_sigma"]`` (a shared scalar) for the fixed Normal prior; for Neal's
+    prior, ``1 / sqrt(tau)`` of two precisions ``w{i}_precision`` and ``b{i}_precision``
+    ~ Gamma(``hyper["precision_shape"]``, ``hyper["precision_rate"]``) (shared scalars).
     """
     if spec.prior == "normal":
-        return prior_sigma, prior_sigma
+        return hyper["prior_sigma"], hyper["prior_sigma"]
     scales = []
     for kind in ("w", "b"):
-        tau = pm.Gamma(f"{kind}{layer}_precision", alpha=spec.precision_shape,
-                       beta=spec.precision_rate)
+        tau = pm.Gamma(f"{kind}{layer}_precision", alpha=hyper["precision_shape"],
+                       beta=hyper["precision_rate"])
         scales.append(1.0 / pt.sqrt(tau))
     return tuple(scales)
 
@@ -368,9 +368,12 @@ def build_model(
                              f"got {total_size!r}.")
         spec = dataclasses.replace(spec, n_rows=int(total_size))
     rng = np.random.default_rng(random_state)
-    # the prior scale is a shared input, not a constant of the graph: fits that differ
-    # only in it (a grid search) reuse one compiled ADVI runner (pymc_bnn._compiled_vi)
-    prior_sigma = pytensor.shared(np.float64(spec.prior_sigma), name="prior_sigma")
+    # the prior's parameters are shared inputs, not constants of the graph: fits that
+    # differ only in them (a grid search, a hyperprior study) reuse one compiled ADVI
+    # runner (pymc_bnn._compiled_vi)
+    names = ("prior_sigma",) if spec.prior == "normal" else ("precision_shape",
+                                                              "precision_rate")
+    hyper = {n: pytensor.shared(np.float64(getattr(spec, n)), name=n) for n in names}
 
     with pm.Model() as model:
         data = [pm.Data("X", X), pm.Data("y", y)]
@@ -389,7 +392,7 @@ def build_model(
         for layer, ((w_name, b_name), (fan_in, fan_out)) in enumerate(
             zip(spec.weight_names, spec.layer_shapes)
         ):
-            w_scale, b_scale = _layer_scales(spec, layer, prior_sigma)
+            w_scale, b_scale = _layer_scales(spec, layer, hyper)
             scale = min(1.0, 2.0 / np.sqrt(fan_in))
             W = _layer_param(w_name, (fan_in, fan_out), w_scale,
                              rng.normal(0.0, scale, size=(fan_in, fan_out)), spec, rng)

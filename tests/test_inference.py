@@ -409,3 +409,22 @@ def test_progress_bar_shows_steps_and_changes_nothing(tiny, capsys, monkeypatch)
     shown = fit(model, n_iter=2000, random_seed=1, tol=None, progressbar=True)
     assert "2000/2000" in capsys.readouterr().err
     np.testing.assert_array_equal(shown.loss, quiet.loss)
+
+
+@jax_only
+def test_neal_hyperprior_change_reuses_the_runner(tiny):
+    """The Gamma hyperprior's shape and rate are inputs too: a hyperprior study reuses
+    one compiled runner, with exactly what a fresh compile gives."""
+    from pymc_bnn._compiled_vi import RUNNERS
+
+    X, y = tiny
+    neal = {"prior": "gamma_precision"}
+    _cached_fit(X, y, **neal)
+    hits, misses = RUNNERS.hits, RUNNERS.misses
+    reused = _cached_fit(X, y, precision_shape=0.5, precision_rate=2.0, **neal)
+    assert (RUNNERS.hits, RUNNERS.misses) == (hits + 1, misses)
+    RUNNERS.clear()
+    fresh = _cached_fit(X, y, precision_shape=0.5, precision_rate=2.0, **neal)
+    np.testing.assert_array_equal(reused.loss, fresh.loss)
+    for a, b in zip(_params(reused), _params(fresh)):
+        np.testing.assert_array_equal(a, b)
