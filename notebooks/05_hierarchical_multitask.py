@@ -27,7 +27,7 @@
 # surfaces task by task, and at how far the posterior lets each layer's per-task
 # weights stray from the population (the group spreads `w0_sd`, `w1_sd`, `w2_sd`).
 #
-# Set `PYMC_BNN_QUICK=1` for a fast run (4 tasks, fewer ADVI steps and NUTS draws,
+# Set `PYMC_BNN_QUICK=1` for a fast run (2 tasks, fewer ADVI steps and NUTS draws,
 # coarser maps). Timings are wall-clock on a shared 2-core machine: expect noise.
 
 # %%
@@ -45,7 +45,7 @@ from pymc_bnn.plotting import posterior_intervals, task_maps
 
 QUICK = os.environ.get("PYMC_BNN_QUICK") == "1"
 SEED = 0
-N_TASKS = 4 if QUICK else 18
+N_TASKS = 2 if QUICK else 18
 N_ITER = 3_000 if QUICK else None  # ADVI steps; None: the estimator's default (10,000)
 N_DRAWS = 100 if QUICK else 500  # ADVI: draws per prediction; NUTS: draws per chain
 TUNE = 200 if QUICK else 1000  # NUTS warm-up steps per chain (2 chains)
