@@ -293,8 +293,8 @@ def main(argv=None) -> int:
                  "prior_sigma": [0.5, 1.0] if q else [0.5, 1.0, 2.0]},
         "mlp_alpha": [1e-4, 1e-2] if q else [1e-4, 1e-2, 1.0],
         "grid_folds": 2 if q else 3,
-        "members": 3 if q else 10,
-        "memory_fits": 20 if q else 200,
+        "members": 2 if q else 10,
+        "memory_fits": 10 if q else 200,
         "memory_every": 5 if q else 20,
         "memory_n_iter": 2000,
     }
