@@ -126,8 +126,16 @@ def _column_kind(name, series: pd.Series, max_categories: int) -> str:
 
 
 def _as_frame(X, what: str = "X") -> pd.DataFrame:
+    """``X`` as a DataFrame whose column labels are strings (the preprocessor stores and
+    looks columns up by name, so a frame labelled ``0, 1, ...`` gets ``"0", "1", ...``;
+    a relabelled frame is a new object, the caller's is not changed)."""
     if isinstance(X, pd.DataFrame):
-        return X
+        if all(isinstance(c, str) for c in X.columns):
+            return X
+        names = [str(c) for c in X.columns]
+        if len(set(names)) != len(names):
+            raise ValueError("the table has duplicated column names.")
+        return X.set_axis(names, axis="columns")
     array = np.asarray(X)
     if array.ndim != 2:
         raise ValueError(f"{what} must be a table (a DataFrame or a 2-D array); got an "
@@ -256,8 +264,9 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
             kinds = {c: _column_kind(c, frame[c], self.max_categories) for c in frame.columns}
             return ([c for c, k in kinds.items() if k == NUMERIC],
                     [c for c, k in kinds.items() if k == CATEGORICAL])
-        numeric, categorical = list(self.numeric or []), list(self.categorical or [])
-        both = sorted(set(numeric) & set(categorical), key=str)
+        numeric = [str(c) for c in self.numeric or []]
+        categorical = [str(c) for c in self.categorical or []]
+        both = sorted(set(numeric) & set(categorical))
         if both:
             raise ValueError(f"columns {both} are listed as both numeric and categorical.")
         self._check_columns(frame, numeric + categorical)

@@ -56,6 +56,26 @@ def test_input_is_not_mutated(customers):
     pd.testing.assert_frame_equal(frame, customers)
 
 
+def test_non_string_column_labels_work_like_their_names(customers):
+    """A frame labelled 0, 1, ... (e.g. ``pd.DataFrame(array)``) is encoded as the same
+    frame labelled "0", "1", ...; the caller's labels are left as they were."""
+    features = _features(customers)
+    by_position = features.set_axis(range(features.shape[1]), axis="columns")
+    by_name = features.set_axis([str(c) for c in range(features.shape[1])], axis="columns")
+    labels = list(by_position.columns)
+    pre = TabularPreprocessor().fit(by_position)
+    np.testing.assert_array_equal(pre.transform(by_position),
+                                  TabularPreprocessor().fit(by_name).transform(by_name))
+    assert pre.numeric_columns_ == ["0", "1", "2", "6"]  # age, income, tenure, calls
+    assert list(by_position.columns) == labels
+    # columns chosen by their integer labels
+    chosen = TabularPreprocessor(numeric=[1], categorical=[3]).fit(by_position)  # income, plan
+    assert (chosen.numeric_columns_, chosen.categorical_columns_) == (["1"], ["3"])
+    assert chosen.transform(by_position).shape == (200, 1 + len(chosen.categories_["3"]))
+    with pytest.raises(ValueError, match="duplicated column names"):
+        TabularPreprocessor().fit(features.iloc[:, :2].set_axis([1, "1"], axis="columns"))
+
+
 def test_unseen_categories_encode_as_zeros_and_are_reported(customers):
     pre = TabularPreprocessor().fit(_features(customers))
     rows = _features(customers).iloc[:3].copy()
