@@ -36,7 +36,7 @@ _LAZY = {
     "posterior_predictive": "pymc_bnn.predictive",
     "summarize_proba": "pymc_bnn.predictive",
 }
-_SUBMODULES = {"metrics", "tabular", "datasets", "plotting", "persistence", "report"}
+_SUBMODULES = {"metrics", "tabular", "datasets", "plotting", "persistence", "report", "evidence"}
 
 
 def __getattr__(name: str):

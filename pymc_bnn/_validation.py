@@ -47,6 +47,16 @@ def check_positive_float(name: str, value) -> float:
     return float(value)
 
 
+def check_prior_sigma(value, n_layers: int) -> float | tuple[float, ...]:
+    """One prior standard deviation (a float > 0), or one per layer (input layer first)."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return check_positive_float("prior_sigma", value)
+    if isinstance(value, str) or not hasattr(value, "__len__") or len(value) != n_layers:
+        raise ValueError(f"prior_sigma must be a finite number > 0 or a sequence of "
+                         f"{n_layers} of them (one per layer); got {value!r}.")
+    return tuple(check_positive_float("prior_sigma", v) for v in value)
+
+
 def check_hidden_layer_sizes(value) -> tuple[int, ...]:
     """Return hidden layer sizes as a tuple of positive ints (an int means one layer)."""
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
@@ -117,12 +127,13 @@ def check_model_inputs(
             f"batch_size ({batch_size}) cannot exceed the number of rows ({X.shape[0]})."
         )
     groups, n_groups = check_group_codes(groups, n_groups, n_rows=X.shape[0])
+    hidden_layer_sizes = check_hidden_layer_sizes(hidden_layer_sizes)
     spec = NetworkSpec(
         n_features=int(X.shape[1]),
-        hidden_layer_sizes=check_hidden_layer_sizes(hidden_layer_sizes),
+        hidden_layer_sizes=hidden_layer_sizes,
         n_classes=n_classes,
         activation=check_choice("activation", activation, list(ACTIVATIONS)),
-        prior_sigma=check_positive_float("prior_sigma", prior_sigma),
+        prior_sigma=check_prior_sigma(prior_sigma, len(hidden_layer_sizes) + 1),
         n_rows=int(X.shape[0]),
         batch_size=batch_size,
         prior=check_choice("prior", prior, list(PRIORS)),

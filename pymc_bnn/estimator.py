@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from pymc_bnn._validation import check_hidden_layer_sizes
 from pymc_bnn.dask import is_dask_collection
 from pymc_bnn.inference import METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, sample_more
 from pymc_bnn.model import ACTIVATIONS, PRIORS, build_model
@@ -46,7 +47,7 @@ class _BayesianMLP(BaseEstimator):
         "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
         "activation": [StrOptions(set(ACTIVATIONS))],
         "prior": [StrOptions(set(PRIORS))],
-        "prior_sigma": [Interval(Real, 0, None, closed="neither")],
+        "prior_sigma": [Interval(Real, 0, None, closed="neither"), StrOptions({"evidence"})],
         "precision_shape": [Interval(Real, 0, None, closed="neither")],
         "precision_rate": [Interval(Real, 0, None, closed="neither")],
         "inference": [StrOptions(set(METHODS))],
@@ -161,6 +162,8 @@ class _BayesianMLP(BaseEstimator):
                 f"got {self.hidden_layer_sizes!r}."
             )
         self._check_temperature_for_inference()
+        self._check_evidence_prior(streamed=is_dask_collection(X) or is_dask_collection(y),
+                                   grouped=groups is not None)
         if is_dask_collection(X) or is_dask_collection(y):
             return self._fit_streamed(X, y, groups)
         X, y = self._validate_X(X, reset=True, y=y)
@@ -173,6 +176,7 @@ class _BayesianMLP(BaseEstimator):
             del self.groups_
         seeds = self._seeds()
         n_groups = None if group_codes is None else len(self.groups_)
+        self._choose_prior_scales(X, y_model, target_kwargs, seeds["init"])
 
         def fit_rows(rows, fit_seed):
             """Build and fit the network on ``X[rows]`` (all rows: ``rows=None``)."""
@@ -202,7 +206,7 @@ class _BayesianMLP(BaseEstimator):
             hidden_layer_sizes=self.hidden_layer_sizes,
             activation=self.activation,
             prior=self.prior,
-            prior_sigma=self.prior_sigma,
+            prior_sigma=self.prior_sigma_,
             precision_shape=self.precision_shape,
             precision_rate=self.precision_rate,
             groups=groups,
@@ -238,6 +242,7 @@ class _BayesianMLP(BaseEstimator):
         if hasattr(self, "groups_"):
             del self.groups_
         seeds = self._seeds()
+        self._choose_prior_scales(None, None, None, seeds["init"])
         stream = streamed_inputs(self, X, y, seed=seeds["init"])
         try:
             posterior = self._fit_network(
@@ -252,6 +257,37 @@ class _BayesianMLP(BaseEstimator):
                                        else float(self.posterior_temperature))
         self._set_posterior(posterior, seeds["predict"])
         return self
+
+    def _check_evidence_prior(self, *, streamed: bool, grouped: bool) -> None:
+        """Refuse ``prior_sigma="evidence"`` where it is not available, before any fit."""
+        if self.prior_sigma != "evidence":
+            return
+        why = None
+        if self._y_numeric:
+            why = "is available for classifiers only"
+        elif self.prior != "normal":
+            why = f"sets the scales of prior='normal', not prior={self.prior!r}"
+        elif streamed:
+            why = "needs the training data in memory (not a dask collection)"
+        elif grouped:
+            why = "is not available for hierarchical networks (groups=) yet"
+        if why:
+            raise ValueError(f"prior_sigma='evidence' {why}; pass a number instead "
+                             "(e.g. prior_sigma=1.0).")
+
+    def _choose_prior_scales(self, X, y_model, target_kwargs, seed) -> None:
+        """Set ``prior_sigma_`` (and ``evidence_``) from ``prior_sigma``."""
+        self.evidence_ = None
+        if self.prior_sigma != "evidence":
+            self.prior_sigma_ = float(self.prior_sigma)
+            return
+        from pymc_bnn.evidence import evidence_prior_scales
+
+        self.evidence_ = evidence_prior_scales(
+            X, y_model, hidden_layer_sizes=check_hidden_layer_sizes(self.hidden_layer_sizes),
+            activation=self.activation, n_classes=target_kwargs["n_classes"],
+            random_state=seed)
+        self.prior_sigma_ = self.evidence_.sigmas
 
     def _check_temperature_for_inference(self) -> None:
         """Refuse a temperature with NUTS before anything is fit."""
@@ -452,8 +488,12 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
         Radford Neal's hierarchical prior, a Gamma(``precision_shape``,
         ``precision_rate``) precision per layer for the weights and another for the
         biases, inferred with the weights (the data choose the regularisation).
-    prior_sigma : float, default 1.0
+    prior_sigma : float or "evidence", default 1.0
         Standard deviation of the weight and bias priors (``prior="normal"``).
+        ``"evidence"``: one per layer, chosen before the fit by the marginal likelihood
+        of a Laplace approximation around the MAP weights (MacKay's empirical Bayes,
+        :func:`pymc_bnn.evidence.evidence_prior_scales`); not for hierarchical
+        networks or dask input.
     precision_shape, precision_rate : float, default 1.0
         Gamma shape and rate of the precisions (``prior="gamma_precision"``).
     inference : {"advi", "fullrank_advi", "nuts"}, default "advi"
@@ -520,6 +560,10 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
         (files saved before diagnostics existed load with ``{}``) and by pickling.
     posterior_temperature_ : float
         The temperature the predictions use (1.0: untempered).
+    prior_sigma_ : float or tuple of float
+        The prior scale the fit used (a tuple, one per layer, with ``"evidence"``).
+    evidence_ : EvidencePrior or None
+        With ``prior_sigma="evidence"``: the chosen scales and the log evidence.
     temperature_selection_ : TemperatureSelection or None
         With ``posterior_temperature="auto"``: the grid of temperatures and their
         held-out negative log predictive densities (None when not chosen by

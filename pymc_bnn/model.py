@@ -17,7 +17,6 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
-from pytensor.compile.sharedvalue import SharedVariable
 
 __all__ = ["ACTIVATIONS", "LIKELIHOODS", "PRIORS", "noise_sd", "NetworkSpec", "build_model", "forward", "network_spec"]
 
@@ -62,8 +61,9 @@ class NetworkSpec:
         more use one logit per class and a Categorical likelihood. 0 for regression.
     activation : str
         Name of the hidden-layer activation, a key of :data:`ACTIVATIONS`.
-    prior_sigma : float
-        Standard deviation of the Normal(0, prior_sigma) prior on weights and biases.
+    prior_sigma : float or tuple of float
+        Standard deviation of the Normal(0, prior_sigma) prior on weights and biases;
+        a tuple holds one per layer (input layer first).
     n_rows : int
         Number of training rows (the ``total_size`` of the likelihood).
     batch_size : int or None
@@ -87,7 +87,7 @@ class NetworkSpec:
     hidden_layer_sizes: tuple[int, ...]
     n_classes: int
     activation: str
-    prior_sigma: float
+    prior_sigma: float | tuple[float, ...]
     n_rows: int
     batch_size: int | None
     prior: str = "normal"
@@ -204,12 +204,16 @@ def noise_sd(raw):
 def _layer_scales(spec: NetworkSpec, layer: int, hyper: dict):
     """Prior standard deviations ``(weights, biases)`` of one layer.
 
-    ``hyper["prior_sigma"]`` (a shared scalar) for the fixed Normal prior; for Neal's
+    ``hyper["prior_sigma"]`` (a shared scalar, or a shared vector of one scale per
+    layer) for the fixed Normal prior; for Neal's
     prior, ``1 / sqrt(tau)`` of two precisions ``w{i}_precision`` and ``b{i}_precision``
     ~ Gamma(``hyper["precision_shape"]``, ``hyper["precision_rate"]``) (shared scalars).
     """
     if spec.prior == "normal":
-        return hyper["prior_sigma"], hyper["prior_sigma"]
+        sigma = hyper["prior_sigma"]
+        if sigma.ndim == 1:
+            sigma = sigma[layer]
+        return sigma, sigma
     scales = []
     for kind in ("w", "b"):
         tau = pm.Gamma(f"{kind}{layer}_precision", alpha=hyper["precision_shape"],
@@ -221,7 +225,7 @@ def _layer_scales(spec: NetworkSpec, layer: int, hyper: dict):
 def _normal_block(name: str, shape: tuple, scale, init: np.ndarray, spec: NetworkSpec):
     """``name ~ Normal(0, scale)``; non-centred (``name_raw`` ~ N(0, 1)) when ``scale``
     is itself random, which NUTS and mean-field ADVI both handle far better."""
-    if isinstance(scale, SharedVariable):
+    if spec.prior == "normal":  # a fixed scale (a shared input, not a random variable)
         return pm.Normal(name, 0.0, scale, shape=shape, initval=init)
     # the precision starts at its prior mean, so the raw value is init * sqrt(mean)
     raw = pm.Normal(f"{name}_raw", 0.0, 1.0, shape=shape,
@@ -297,8 +301,10 @@ def build_model(
         Units per hidden layer. ``()`` gives Bayesian logistic / softmax regression.
     activation : {"tanh", "relu", "logistic"}, default "tanh"
     prior : {"normal", "gamma_precision"}, default "normal"
-    prior_sigma : float, default 1.0
-        Standard deviation of the weight and bias priors (``prior="normal"``).
+    prior_sigma : float or sequence of float, default 1.0
+        Standard deviation of the weight and bias priors (``prior="normal"``); a
+        sequence gives one per layer, input layer first (e.g. from
+        :func:`pymc_bnn.evidence.evidence_prior_scales`).
     precision_shape, precision_rate : float, default 1.0
         Gamma shape and rate of the per-layer precisions (``prior="gamma_precision"``).
     n_classes : int, optional
@@ -373,7 +379,8 @@ def build_model(
     # runner (pymc_bnn._compiled_vi)
     names = ("prior_sigma",) if spec.prior == "normal" else ("precision_shape",
                                                               "precision_rate")
-    hyper = {n: pytensor.shared(np.float64(getattr(spec, n)), name=n) for n in names}
+    hyper = {n: pytensor.shared(np.asarray(getattr(spec, n), dtype=np.float64), name=n)
+             for n in names}
 
     with pm.Model() as model:
         data = [pm.Data("X", X), pm.Data("y", y)]

@@ -27,10 +27,18 @@ FORMAT = "pymc_bnn"
 #: Version 2 (adds the regressor, groups and priors) also reads version-1 files.
 #: Later additions are optional keys of the JSON that older files lack, read with a
 #: default, so they need no new version: the posterior temperature (default 1.0, the
-#: draws are untempered) and the diagnostics (default ``{}``, not computed).
+#: draws are untempered), the diagnostics (default ``{}``, not computed), the prior
+#: scale(s) used (default: the parameter) and the evidence step (default None).
 FORMAT_VERSION = 2
 _META = "pymc_bnn_metadata"
 _LOSS = "loss_curve"
+
+
+def _jsonable_sigma(value):
+    """A fitted ``prior_sigma_`` as JSON: a float, a list (one per layer) or None."""
+    if value is None:
+        return None
+    return [float(v) for v in value] if isinstance(value, tuple | list) else float(value)
 
 
 def jsonable_labels(classes: np.ndarray, what: str = "class labels") -> tuple[list, str]:
@@ -97,6 +105,10 @@ def save(estimator, path, *, extra: dict | None = None) -> Path:
                                   else estimator.temperature_selection_.as_dict()),
         # str / int / float / bool / None values (pymc_bnn.inference.diagnose)
         "diagnostics": dict(getattr(estimator, "diagnostics_", {})),
+        # the prior scale(s) the fit used, and how "evidence" chose them
+        "prior_sigma": _jsonable_sigma(getattr(estimator, "prior_sigma_", None)),
+        "evidence": (None if getattr(estimator, "evidence_", None) is None
+                     else estimator.evidence_.as_dict()),
     }
     if extra:
         meta["extra"] = extra
@@ -188,6 +200,7 @@ def load(cls, path):
     ValueError
         If the file is missing, truncated, corrupted, or not a pymc_bnn model file.
     """
+    from pymc_bnn.evidence import EvidencePrior
     from pymc_bnn.inference import Posterior
     from pymc_bnn.model import NetworkSpec
     from pymc_bnn.predictive import from_idata
@@ -219,6 +232,8 @@ def load(cls, path):
         params["hidden_layer_sizes"] = tuple(params["hidden_layer_sizes"])
         spec_d = dict(meta["spec"])
         spec_d["hidden_layer_sizes"] = tuple(spec_d["hidden_layer_sizes"])
+        if isinstance(spec_d["prior_sigma"], list):  # one per layer
+            spec_d["prior_sigma"] = tuple(float(v) for v in spec_d["prior_sigma"])
         spec = NetworkSpec(**spec_d)
         est = cls(**params)
         idata = xr.DataTree.from_dict({"/posterior": tree["posterior"].to_dataset()})
@@ -236,6 +251,17 @@ def load(cls, path):
                 temperatures=tuple(float(t) for t in selection["temperatures"]),
                 scores=np.array(selection["scores"], dtype=np.float64),
                 n_splits=int(selection["n_splits"]))
+        # files written before these existed: the scale from the parameters, no evidence
+        prior_sigma = meta.get("prior_sigma", spec.prior_sigma)
+        prior_sigma = tuple(map(float, prior_sigma)) if isinstance(prior_sigma, list) \
+            else prior_sigma
+        evidence = meta.get("evidence")
+        if evidence is not None:
+            evidence = EvidencePrior(
+                sigmas=tuple(float(v) for v in evidence["sigmas"]),
+                log_evidence=float(evidence["log_evidence"]),
+                curvature=tuple(str(v) for v in evidence["curvature"]),
+                map_iterations=int(evidence["map_iterations"]))
         # files written before diagnostics existed have none: {} (not computed)
         diagnostics = meta.get("diagnostics") or {}
         if not isinstance(diagnostics, dict):
@@ -259,6 +285,8 @@ def load(cls, path):
     est.approx_ = None
     est.posterior_temperature_ = temperature
     est.temperature_selection_ = selection
+    est.prior_sigma_ = prior_sigma
+    est.evidence_ = evidence
     est.loss_curve_ = loss
     est.diagnostics_ = dict(diagnostics)
     est.idata_ = idata

@@ -1,0 +1,182 @@
+"""pymc_bnn.evidence: per-layer prior scales from the Laplace evidence, and the
+estimator's ``prior_sigma="evidence"``."""
+
+import doctest
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor, build_model, evidence
+from pymc_bnn.evidence import (
+    _fixed_point,
+    _ggn_blocks,
+    _layer_index,
+    _log_evidence,
+    _mode,
+    _value_grad,
+    evidence_prior_scales,
+)
+
+SEED = 0
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    """Three separable-ish classes in 3-D, 90 rows."""
+    rng = np.random.default_rng(SEED)
+    centres = np.array([[2.0, 0.0, 0.0], [-1.0, 1.7, 0.0], [-1.0, -1.7, 0.0]])
+    y = np.repeat(np.arange(3), 30)
+    X = centres[y] + rng.normal(size=(90, 3))
+    return X, y
+
+
+def test_doctests():
+    failures, _ = doctest.testmod(evidence)
+    assert failures == 0
+
+
+def test_objective_is_negative_log_joint_by_hand(blobs):
+    """The MAP objective equals -sum log softmax(f(x))[y] + 1/2 sum delta theta^2, with
+    the network written out in NumPy (one hidden tanh layer)."""
+    X, y = blobs
+    shapes = ((3, 4), (4, 3))
+    f = _value_grad(shapes, "tanh", False, _mode())
+    rng = np.random.default_rng(1)
+    theta = rng.normal(size=3 * 4 + 4 + 4 * 3 + 3)
+    delta = np.repeat([2.0, 0.5], [16, 15])
+    W0, b0 = theta[:12].reshape(3, 4), theta[12:16]
+    W1, b1 = theta[16:28].reshape(4, 3), theta[28:]
+    logits = np.tanh(X @ W0 + b0) @ W1 + b1
+    logp = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    loglik = logp[np.arange(90), y].sum()
+    value, grad, ll = f(theta, X, np.eye(3)[y], delta)
+    np.testing.assert_allclose(ll, loglik, rtol=1e-10)
+    np.testing.assert_allclose(value, -loglik + 0.5 * np.sum(delta * theta**2), rtol=1e-10)
+    # the gradient against central differences
+    eps = 1e-6
+    for i in (0, 13, 20, 30):
+        e = np.zeros_like(theta)
+        e[i] = eps
+        fd = (f(theta + e, X, np.eye(3)[y], delta)[0]
+              - f(theta - e, X, np.eye(3)[y], delta)[0]) / (2 * eps)
+        np.testing.assert_allclose(grad[i], fd, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_ggn_of_a_linear_model_is_its_fisher_matrix(blobs, n_classes):
+    """With no hidden layer the GGN is the exact Hessian of the negative log
+    likelihood: X~^T diag(p(1-p)) X~ (logistic) or sum_n (diag p - p p^T) (x) x~ x~^T
+    (softmax), x~ = (x, 1). Computed here by hand, in chunks by the module."""
+    X, y = blobs
+    if n_classes == 2:
+        y = (y > 0).astype(int)
+    k = 1 if n_classes == 2 else 3
+    shapes = ((3, k),)
+    theta = np.random.default_rng(2).normal(size=3 * k + k)
+    W, b = theta[: 3 * k].reshape(3, k), theta[3 * k :]
+    logits = X @ W + b
+    eig, kinds = _ggn_blocks(shapes, "tanh", _mode(), theta, X, _layer_index(shapes), 1, k,
+                             n_classes == 2)
+    # parameter order: W row-major (feature i, output j) then b (output j)
+    Xt = np.column_stack([X, np.ones(90)])
+    if n_classes == 2:
+        p = 1 / (1 + np.exp(-logits[:, 0]))
+        G = (Xt * (p * (1 - p))[:, None]).T @ Xt
+    else:
+        p = np.exp(logits - logits.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        G = np.zeros((4 * k, 4 * k))
+        order = np.r_[[i * k + j for i in range(3) for j in range(k)], 3 * k + np.arange(k)]
+        for n in range(90):
+            block = np.kron(np.outer(Xt[n], Xt[n]), np.diag(p[n]) - np.outer(p[n], p[n]))
+            G += block  # index (i * k + j): feature i (bias last), output j
+        # the kron order is (feature, output) with the bias as feature 3 = module order
+        G = G[np.ix_(order, order)]
+    assert list(kinds) == ["block"]
+    np.testing.assert_allclose(eig[0], np.clip(np.linalg.eigvalsh(G), 0, None),
+                               rtol=1e-8, atol=1e-8)
+
+
+def test_fixed_point_maximises_the_laplace_evidence():
+    """MacKay's fixed point is a stationary point (here the maximum) of the Laplace log
+    evidence over the per-layer precisions, at fixed MAP weights and curvature."""
+    rng = np.random.default_rng(3)
+    eig = [rng.gamma(0.5, 20.0, size=40), rng.gamma(0.5, 2.0, size=12)]
+    sizes = np.array([40.0, 12.0])
+    sq_norms = np.array([3.0, 25.0])
+    delta = _fixed_point(eig, sq_norms, sizes, np.ones(2))
+    best = _log_evidence(-10.0, eig, sq_norms, sizes, delta)
+    for layer in (0, 1):
+        for factor in (0.8, 0.95, 1.05, 1.25):
+            d = delta.copy()
+            d[layer] *= factor
+            assert _log_evidence(-10.0, eig, sq_norms, sizes, d) < best
+    # and the precisions follow what the data determine: few well-determined
+    # parameters and a small norm -> a large precision (small prior scale)
+    assert delta[0] > delta[1]
+
+
+def test_scales_are_seeded_and_shaped(blobs):
+    X, y = blobs
+    a = evidence_prior_scales(X, y, hidden_layer_sizes=(4,), random_state=SEED)
+    b = evidence_prior_scales(X, y, hidden_layer_sizes=(4,), random_state=SEED)
+    assert a == b
+    assert len(a.sigmas) == 2 and all(np.isfinite(a.sigmas)) and min(a.sigmas) > 0
+    assert a.curvature == ("block", "block") and a.map_iterations > 0
+    with pytest.raises(ValueError, match="X must be"):
+        evidence_prior_scales(X[:, 0], y)
+
+
+def test_per_layer_prior_scales_enter_the_model_log_density(blobs):
+    """build_model(prior_sigma=(s0, s1)): the log density differs from the N(0, 1)
+    model's by exactly the Normal log densities of each layer's weights."""
+    X, y = blobs
+    sig = (0.4, 2.5)
+    m1 = build_model(X, y, hidden_layer_sizes=(4,), prior_sigma=1.0, random_state=SEED)
+    m2 = build_model(X, y, hidden_layer_sizes=(4,), prior_sigma=sig, random_state=SEED)
+    point = m1.initial_point()
+    diff = m2.compile_logp()(point) - m1.compile_logp()(point)
+    expected = 0.0
+    for name, s in (("w0", sig[0]), ("b0", sig[0]), ("w1", sig[1]), ("b1", sig[1])):
+        v = point[name]
+        expected += norm.logpdf(v, scale=s).sum() - norm.logpdf(v, scale=1.0).sum()
+    np.testing.assert_allclose(diff, expected, rtol=1e-10)
+    with pytest.raises(ValueError, match="one per layer"):
+        build_model(X, y, hidden_layer_sizes=(4,), prior_sigma=(1.0, 2.0, 3.0))
+
+
+def _small(**kw):
+    return BayesianMLPClassifier((4,), n_iter=3000, n_draws=50, posterior_temperature=1.0,
+                                 random_state=SEED, **kw)
+
+
+def test_estimator_evidence_prior_is_used_reproducible_and_saved(blobs, tmp_path):
+    X, y = blobs
+    X_in, y_in = X.copy(), y.copy()
+    clf = _small(prior_sigma="evidence").fit(X, y)
+    np.testing.assert_array_equal(X, X_in)
+    np.testing.assert_array_equal(y, y_in)
+    assert clf.prior_sigma_ == clf.evidence_.sigmas and len(clf.prior_sigma_) == 2
+    assert clf.posterior_.spec.prior_sigma == clf.prior_sigma_
+    again = _small(prior_sigma="evidence").fit(X, y)
+    np.testing.assert_array_equal(again.predict_proba(X), clf.predict_proba(X))
+    plain = _small().fit(X, y)
+    assert plain.prior_sigma_ == 1.0 and plain.evidence_ is None
+    path = clf.save(tmp_path / "m.nc")
+    loaded = BayesianMLPClassifier.load(path)
+    assert loaded.prior_sigma_ == clf.prior_sigma_ and loaded.evidence_ == clf.evidence_
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
+
+
+@pytest.mark.parametrize("make, kwargs, fit_kw, match", [
+    (BayesianMLPRegressor, {}, {}, "classifiers only"),
+    (BayesianMLPClassifier, {"prior": "gamma_precision"}, {}, "prior='normal'"),
+    (BayesianMLPClassifier, {}, {"groups": np.repeat([0, 1], 45)}, "hierarchical"),
+    (BayesianMLPClassifier, {"prior_sigma": "evidenz"}, {}, "prior_sigma"),
+])
+def test_evidence_prior_refusals_are_clear(blobs, make, kwargs, fit_kw, match):
+    X, y = blobs
+    params = {"prior_sigma": "evidence", **kwargs}
+    with pytest.raises(ValueError, match=match):
+        make((4,), random_state=SEED, **params).fit(X, y.astype(float), **fit_kw)
