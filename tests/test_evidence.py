@@ -180,3 +180,28 @@ def test_evidence_prior_refusals_are_clear(blobs, make, kwargs, fit_kw, match):
     params = {"prior_sigma": "evidence", **kwargs}
     with pytest.raises(ValueError, match=match):
         make((4,), random_state=SEED, **params).fit(X, y.astype(float), **fit_kw)
+
+
+def test_large_layers_use_the_diagonal_of_their_block(blobs, monkeypatch):
+    """Beyond MAX_BLOCK parameters a layer's curvature is its GGN block's diagonal
+    (the block is then never formed); it equals the exact block's diagonal."""
+    X, y = blobs
+    shapes = ((3, 4), (4, 3))
+    theta = np.random.default_rng(4).normal(size=31)
+    layer_of = _layer_index(shapes)
+    args = (shapes, "tanh", _mode(), theta, X, layer_of, 2, 3, False)
+    exact, kinds = _ggn_blocks(*args)
+    assert list(kinds) == ["block", "block"]
+    monkeypatch.setattr(evidence, "MAX_BLOCK", 15)  # layer 0 has 16 parameters, layer 1 15
+    diag, kinds = _ggn_blocks(*args)
+    assert list(kinds) == ["diagonal", "block"]
+    np.testing.assert_allclose(diag[1], exact[1], rtol=1e-10, atol=1e-12)
+    # the exact block's diagonal, recomputed from the Jacobian of the layer-0 columns
+    from pymc_bnn.evidence import _jacobian
+    logits, J = _jacobian(shapes, "tanh", 90, _mode())(theta, X)
+    J = np.asarray(J).reshape(90, 3, 31)[:, :, :16]
+    z = np.asarray(logits) - np.asarray(logits).max(1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    lam = np.einsum("nk,nkp->p", p, J**2) - np.einsum("nk,nkp->np", p, J).__pow__(2).sum(0)
+    np.testing.assert_allclose(np.sort(diag[0]), np.sort(np.clip(lam, 0, None)), rtol=1e-8,
+                               atol=1e-10)
