@@ -445,6 +445,18 @@ def _parse_temperature(value: str):
     return t
 
 
+def _parse_prior_sigma(value: str):
+    if value == "evidence":
+        return "evidence"
+    try:
+        sigma = float(value)
+    except ValueError:
+        sigma = -1.0
+    if not (sigma > 0 and sigma < float("inf")):
+        raise BadInput(f"--prior-sigma must be 'evidence' or a positive number; got {value!r}.")
+    return sigma
+
+
 def _choose_task(task: str, y, target: str, path) -> str:
     import numpy as np
     import pandas as pd
@@ -492,6 +504,9 @@ def _choose_task(task: str, y, target: str, path) -> str:
               help="Posterior draws kept for prediction.")
 @click.option("--temperature", default="auto", show_default=True,
               help="Posterior temperature: 'auto' (chosen by cross-fitting) or a number.")
+@click.option("--prior-sigma", default="1", show_default=True,
+              help="Prior sd of the weights: a number, or 'evidence' (one per layer, chosen "
+                   "by the Laplace evidence; classification without --groups).")
 @click.option("--groups", default=None, help="Column of group labels: a hierarchical model.")
 @click.option("--features", default=None, help="Comma-separated columns to use (default: all).")
 @click.option("--drop", default=None, help="Comma-separated columns to leave out.")
@@ -499,10 +514,14 @@ def _choose_task(task: str, y, target: str, path) -> str:
               help="Refuse a categorical column with more distinct values.")
 @click.option("--seed", type=int, default=0, show_default=True)
 def fit_command(data, target, output, task, hidden, inference, batch_size, n_iter, draws,
-                temperature, groups, features, drop, max_categories, seed):
+                temperature, prior_sigma, groups, features, drop, max_categories, seed):
     """Fit a Bayesian MLP on the table DATA and save it to a model file."""
     hidden_sizes = _parse_hidden(hidden)
     temperature = _parse_temperature(temperature)
+    prior_sigma = _parse_prior_sigma(prior_sigma)
+    if prior_sigma == "evidence" and groups:
+        raise BadInput("--prior-sigma evidence is not available with --groups yet; give a "
+                       "number.")
     output = _check_output(output, "model")
     frame = read_table(data)
     features, drop = _columns(features), _columns(drop)
@@ -516,6 +535,9 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
         _note(f"{int((~rows).sum())} rows without a {target!r} value are left out.")
         frame = frame.loc[rows].reset_index(drop=True)
     task = _choose_task(task, frame[target], target, data)
+    if prior_sigma == "evidence" and task == "regression":
+        raise BadInput("--prior-sigma evidence is available for classification only; give a "
+                       "number.")
     used = features or [c for c in frame.columns if c not in {target, groups, *drop}]
     used = [c for c in used if c not in drop]
     if not used:
@@ -534,7 +556,7 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
         hidden_layer_sizes=hidden_sizes,
         inference="advi" if inference == "minibatch" else inference,
         n_iter=n_iter, n_draws=draws, posterior_temperature=temperature, random_state=seed,
-        progressbar=sys.stderr.isatty())
+        prior_sigma=prior_sigma, progressbar=sys.stderr.isatty())
     pipeline = make_tabular_pipeline(est, max_categories=max_categories)
     pre = pipeline.named_steps["preprocess"]
     try:
@@ -586,6 +608,9 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
                f"{what}")
     click.echo(f"inference {inference}, hidden {','.join(map(str, hidden_sizes))}, "
                f"temperature {est.posterior_temperature_:g}, {fit_seconds:.1f} s")
+    if est.evidence_ is not None:
+        click.echo("prior sd per layer (evidence): "
+                   + ", ".join(f"{v:.3g}" for v in est.prior_sigma_))
     key, value = next(iter(train.items()))
     click.echo(f"{key.replace('_', ' ')}: {value:.4g}")
     click.echo(f"wrote {output}")
@@ -725,6 +750,9 @@ def info_command(model, as_json):
              "batch_size", "n_draws", "posterior_temperature", "random_state")
     lines.append("  settings: " + ", ".join(f"{k}={params[k]}" for k in shown if k in params))
     lines.append(f"  posterior temperature used: {meta.get('posterior_temperature', 1.0):g}")
+    if meta.get("evidence"):
+        lines.append("  prior sd per layer (evidence): "
+                     + ", ".join(f"{v:.3g}" for v in meta["evidence"]["sigmas"]))
     diagnostics = meta.get("diagnostics") or {}
     if "converged" in diagnostics:
         steps = diagnostics.get("n_steps")

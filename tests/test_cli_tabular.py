@@ -64,8 +64,9 @@ def churn_model(work):
 
 @pytest.fixture(scope="module")
 def plans_model(work):
+    # the 3-class model also exercises the evidence-chosen prior scales
     proc = run("fit", "plans.parquet", "-t", "plan_next_year", "-o", "plans.nc", *SMALL,
-               cwd=work)
+               "--prior-sigma", "evidence", cwd=work)
     return work / "plans.nc", proc
 
 
@@ -142,6 +143,12 @@ def test_info_names_columns_settings_and_versions(churn_model, work):
 
 
 def test_three_classes_from_parquet_to_parquet(plans_model, work):
+    # --prior-sigma evidence: two scales (one hidden layer + output), printed and kept
+    printed = [line for line in plans_model[1].stdout.splitlines()
+               if line.startswith("prior sd per layer (evidence): ")]
+    assert len(printed) == 1 and len(printed[0].split(": ")[1].split(", ")) == 2
+    info = run("info", "plans.nc", cwd=work).stdout
+    assert printed[0] in info and "prior_sigma=evidence" in info
     run("predict", "plans.nc", "plans_new.parquet", "-o", "plans_pred.parquet", cwd=work)
     pred = pd.read_parquet(work / "plans_pred.parquet")
     proba = pred[["proba_basic", "proba_premium", "proba_standard"]].to_numpy()
@@ -216,6 +223,14 @@ BAD = {
                             "regression"], "target 'plan' is not numeric"),
     "bad hidden": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--hidden", "5,x"],
                    "--hidden must be"),
+    "bad prior sigma": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--prior-sigma",
+                         "-1"], "--prior-sigma must be 'evidence' or a positive number"),
+    "evidence for regression": (["fit", "ok.csv", "-t", "income", "-o", "m.nc",
+                                 "--prior-sigma", "evidence"],
+                                "evidence is available for classification only"),
+    "evidence with groups": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc",
+                              "--prior-sigma", "evidence", "--groups", "region"],
+                             "not available with --groups"),
     "output folder missing": (["fit", "ok.csv", "-t", "churned", "-o", "no/dir/m.nc"],
                               "folder no/dir does not exist"),
     "output is a folder": (["fit", "ok.csv", "-t", "churned", "-o", "."], "it is a folder"),
