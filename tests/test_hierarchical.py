@@ -154,7 +154,9 @@ def test_groups_are_validated(hier_clf, tasks, advi_clf, moons):
 
 def test_groups_input_not_mutated_and_refit_without_groups_forgets_them(tasks):
     g = tasks["groups_train"].copy()
-    clf = BayesianMLPClassifier(hidden_layer_sizes=(2,), n_iter=3000, random_state=0)
+    # one fit each (no cross-fitted temperature): the test is about the groups input
+    clf = BayesianMLPClassifier(hidden_layer_sizes=(2,), n_iter=3000, random_state=0,
+                                posterior_temperature=1.0)
     clf.fit(tasks["X_train"], tasks["y_train"], groups=g)
     np.testing.assert_array_equal(g, tasks["groups_train"])
     assert hasattr(clf, "groups_")
@@ -215,7 +217,9 @@ def test_gamma_precision_prior_learns_larger_precision_for_small_weights():
 
 def test_estimator_with_gamma_precision_prior(moons):
     X_train, X_test, y_train, y_test = moons
-    clf = BayesianMLPClassifier(prior="gamma_precision", n_iter=10_000, random_state=0)
+    # one fit (no cross-fitted temperature): the test is about the prior
+    clf = BayesianMLPClassifier(prior="gamma_precision", n_iter=10_000, random_state=0,
+                                posterior_temperature=1.0)
     clf.fit(X_train, y_train)
     assert clf.score(X_test, y_test) >= 0.93
     assert "w0_precision" in clf.idata_.posterior
