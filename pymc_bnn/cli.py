@@ -433,28 +433,17 @@ def _parse_hidden(value: str) -> tuple[int, ...]:
     return sizes
 
 
-def _parse_temperature(value: str):
-    if value == "auto":
-        return "auto"
+def _positive_or(value: str, word: str, option: str):
+    """``word`` itself, or ``value`` as a finite number > 0 (BadInput otherwise)."""
+    if value == word:
+        return word
     try:
-        t = float(value)
+        number = float(value)
     except ValueError:
-        t = -1.0
-    if not t > 0:
-        raise BadInput(f"--temperature must be 'auto' or a positive number; got {value!r}.")
-    return t
-
-
-def _parse_prior_sigma(value: str):
-    if value == "evidence":
-        return "evidence"
-    try:
-        sigma = float(value)
-    except ValueError:
-        sigma = -1.0
-    if not (sigma > 0 and sigma < float("inf")):
-        raise BadInput(f"--prior-sigma must be 'evidence' or a positive number; got {value!r}.")
-    return sigma
+        number = -1.0
+    if not 0 < number < float("inf"):
+        raise BadInput(f"{option} must be '{word}' or a positive number; got {value!r}.")
+    return number
 
 
 def _choose_task(task: str, y, target: str, path) -> str:
@@ -517,8 +506,8 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
                 temperature, prior_sigma, groups, features, drop, max_categories, seed):
     """Fit a Bayesian MLP on the table DATA and save it to a model file."""
     hidden_sizes = _parse_hidden(hidden)
-    temperature = _parse_temperature(temperature)
-    prior_sigma = _parse_prior_sigma(prior_sigma)
+    temperature = _positive_or(temperature, "auto", "--temperature")
+    prior_sigma = _positive_or(prior_sigma, "evidence", "--prior-sigma")
     if prior_sigma == "evidence" and groups:
         raise BadInput("--prior-sigma evidence is not available with --groups yet; give a "
                        "number.")
