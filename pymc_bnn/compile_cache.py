@@ -7,7 +7,8 @@ compilation per program). pymc_bnn switches it on the first time it runs a JAX
 function, in the user's cache directory, unless
 
 - the environment variable ``PYMC_BNN_COMPILE_CACHE`` is ``0``, ``off``, ``false`` or
-  ``no`` (switched off), or a path (used instead of the default directory);
+  ``no`` (switched off), or a path (used instead of the default directory; ``1``,
+  ``on``, ``true`` and ``yes`` mean the default directory, not a folder of that name);
 - JAX already has a cache directory (``jax_compilation_cache_dir``, set by the user or
   ``JAX_COMPILATION_CACHE_DIR``): it is left alone.
 
@@ -27,8 +28,8 @@ from pathlib import Path
 
 __all__ = ["ENV_VAR", "MAX_BYTES", "MIN_COMPILE_SECONDS", "cache_dir", "enable"]
 
-#: Environment variable: ``0``/``off``/``false``/``no`` switches the cache off; a path
-#: moves it.
+#: Environment variable: ``0``/``off``/``false``/``no`` switches the cache off;
+#: ``1``/``on``/``true``/``yes`` (or unset) keeps the default directory; a path moves it.
 ENV_VAR = "PYMC_BNN_COMPILE_CACHE"
 #: Size cap of the cache directory in bytes (JAX evicts least recently used entries).
 MAX_BYTES = 1 << 30
@@ -37,6 +38,7 @@ MAX_BYTES = 1 << 30
 MIN_COMPILE_SECONDS = 0.05
 
 _OFF = {"0", "off", "false", "no"}
+_ON = {"1", "on", "true", "yes"}
 _lock = threading.Lock()
 _state: dict = {}
 
@@ -55,7 +57,7 @@ def cache_dir() -> Path | None:
     value = os.environ.get(ENV_VAR, "").strip()
     if value.lower() in _OFF:
         return None
-    if value:
+    if value and value.lower() not in _ON:
         return Path(value).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "pymc_bnn" / "jax"

@@ -79,5 +79,8 @@ def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     for off in ("0", "off", "False", " no "):
         monkeypatch.setenv(compile_cache.ENV_VAR, off)
         assert compile_cache.cache_dir() is None
+    for on in ("1", "on", "True", " yes "):  # the default place, not a folder named "1"
+        monkeypatch.setenv(compile_cache.ENV_VAR, on)
+        assert compile_cache.cache_dir() == Path.home() / ".cache" / "pymc_bnn" / "jax"
     monkeypatch.setenv(compile_cache.ENV_VAR, "~/elsewhere")
     assert compile_cache.cache_dir() == Path.home() / "elsewhere"
