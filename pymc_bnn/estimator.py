@@ -13,7 +13,6 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from pymc_bnn._validation import check_hidden_layer_sizes
 from pymc_bnn.dask import is_dask_collection
 from pymc_bnn.inference import METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, sample_more
 from pymc_bnn.model import ACTIVATIONS, PRIORS, build_model
@@ -284,8 +283,7 @@ class _BayesianMLP(BaseEstimator):
         from pymc_bnn.evidence import evidence_prior_scales
 
         self.evidence_ = evidence_prior_scales(
-            X, y_model, hidden_layer_sizes=check_hidden_layer_sizes(self.hidden_layer_sizes),
-            activation=self.activation, n_classes=target_kwargs["n_classes"],
+            X, y_model, hidden_layer_sizes=self.hidden_layer_sizes, activation=self.activation, n_classes=target_kwargs["n_classes"],
             random_state=seed)
         self.prior_sigma_ = self.evidence_.sigmas
 

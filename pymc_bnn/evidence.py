@@ -34,7 +34,8 @@ import pytensor
 import pytensor.tensor as pt
 from scipy.optimize import minimize
 
-from pymc_bnn.model import forward
+from pymc_bnn._validation import check_hidden_layer_sizes
+from pymc_bnn.model import forward, _initial_sds
 
 __all__ = ["EvidencePrior", "evidence_prior_scales"]
 
@@ -130,8 +131,11 @@ def _layer_index(layer_shapes) -> np.ndarray:
 def _ggn_blocks(shapes, activation, mode, theta, X, layer_of, n_layers, n_out, bernoulli):
     """Per layer: the GGN block (P_l, P_l) when P_l <= MAX_BLOCK, else its diagonal."""
     P = theta.size
-    sizes = np.bincount(layer_of, minlength=n_layers)
-    blocks = [np.zeros((s, s)) if s <= MAX_BLOCK else np.zeros(s) for s in sizes]
+    # a layer's parameters are contiguous in theta (layer_of is sorted)
+    bounds = np.searchsorted(layer_of, np.arange(n_layers + 1))
+    layers = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+    blocks = [np.zeros((c.stop - c.start,) * (2 if c.stop - c.start <= MAX_BLOCK else 1))
+              for c in layers]
     n = X.shape[0]
     step = min(n, max(1, CHUNK_BYTES // (8 * n_out * P)))
     jacobian = _jacobian(shapes, activation, step, mode)
@@ -143,33 +147,25 @@ def _ggn_blocks(shapes, activation, mode, theta, X, layer_of, n_layers, n_out, b
         logits, J = jacobian(theta, chunk)
         logits = np.asarray(logits)[:rows]
         J = np.asarray(J).reshape(-1, n_out, P)[:rows]
-        if bernoulli:
+        # GGN = sum_n J_n^T Lambda_n J_n = plus^T plus - minus^T minus
+        if bernoulli:  # Lambda_n = p (1 - p)
             p = 1.0 / (1.0 + np.exp(-logits[:, 0]))
-            factors = [J[:, 0, :] * np.sqrt(p * (1.0 - p))[:, None]]
-            minus = None
-        else:
+            terms = [(J[:, 0, :] * np.sqrt(p * (1.0 - p))[:, None], 1.0)]
+        else:  # Lambda_n = diag p_n - p_n p_n^T
             z = logits - logits.max(axis=1, keepdims=True)
             p = np.exp(z)
             p /= p.sum(axis=1, keepdims=True)
-            # sum_n J_n^T (diag p_n - p_n p_n^T) J_n
-            factors = [(J * np.sqrt(p)[:, :, None]).reshape(-1, P)]
-            minus = np.einsum("nk,nkp->np", p, J)
-        for layer, block in enumerate(blocks):
-            cols = layer_of == layer
-            for F, sign in [(f, 1.0) for f in factors] + ([] if minus is None else [(minus, -1.0)]):
+            terms = [((J * np.sqrt(p)[:, :, None]).reshape(-1, P), 1.0),
+                     (np.einsum("nk,nkp->np", p, J), -1.0)]
+        for cols, block in zip(layers, blocks):
+            for F, sign in terms:
                 Fl = F[:, cols]
-                if block.ndim == 2:
-                    block += sign * (Fl.T @ Fl)
-                else:
-                    block += sign * np.einsum("ij,ij->j", Fl, Fl)
-    eig = []
-    for block in blocks:
-        values = np.linalg.eigvalsh(block) if block.ndim == 2 else block
-        eig.append(np.clip(values, 0.0, None))
+                block += sign * (Fl.T @ Fl if block.ndim == 2 else np.einsum("ij,ij->j", Fl, Fl))
+    eig = [np.clip(np.linalg.eigvalsh(b) if b.ndim == 2 else b, 0.0, None) for b in blocks]
     return eig, ["block" if b.ndim == 2 else "diagonal" for b in blocks]
 
 
-def _fixed_point(eig, sq_norms, sizes, delta, *, max_iter=500, rtol=1e-6):
+def _fixed_point(eig, sq_norms, delta, *, max_iter=500, rtol=1e-6):
     """MacKay's updates of the per-layer precisions, from ``delta``."""
     delta = delta.copy()
     for _ in range(max_iter):
@@ -243,9 +239,9 @@ def evidence_prior_scales(
     k = int(n_classes) if n_classes is not None else max(2, int(y.max()) + 1)
     bernoulli = k == 2
     n_out = 1 if bernoulli else k
-    hidden = tuple(int(h) for h in np.atleast_1d(hidden_layer_sizes)) \
-        if not isinstance(hidden_layer_sizes, tuple) else hidden_layer_sizes
-    widths = (X.shape[1], *hidden, n_out)
+    if int(rounds) < 1:
+        raise ValueError(f"rounds must be >= 1; got {rounds!r}.")
+    widths = (X.shape[1], *check_hidden_layer_sizes(hidden_layer_sizes), n_out)
     shapes = tuple(zip(widths[:-1], widths[1:]))
     layer_of = _layer_index(shapes)
     n_layers = len(shapes)
@@ -255,14 +251,11 @@ def evidence_prior_scales(
     Y = y[:, None].astype(np.float64) if bernoulli else np.eye(k)[y]
 
     rng = np.random.default_rng(random_state)
-    theta = np.concatenate([np.concatenate([rng.normal(0.0, min(1.0, 2.0 / np.sqrt(a)),
-                                                       size=a * b).ravel(),
-                                            rng.normal(0.0, 0.1, size=b)])
-                            for a, b in shapes])
+    theta = np.concatenate([rng.normal(0.0, sd, size=size)
+                            for a, b in shapes
+                            for sd, size in zip(_initial_sds(a), (a * b, b))])
     delta = np.full(n_layers, 1.0 / float(prior_sigma) ** 2)
     iterations = 0
-    eig = kinds = None
-    loglik = 0.0
     for _ in range(int(rounds)):
         d = delta[layer_of]
 
@@ -279,8 +272,7 @@ def evidence_prior_scales(
         eig, kinds = _ggn_blocks(shapes, activation, mode, theta, X, layer_of, n_layers,
                                  n_out, bernoulli)
         sq_norms = np.bincount(layer_of, weights=theta**2, minlength=n_layers)
-        delta = _fixed_point(eig, sq_norms, sizes, delta)
-    sq_norms = np.bincount(layer_of, weights=theta**2, minlength=n_layers)
+        delta = _fixed_point(eig, sq_norms, delta)
     return EvidencePrior(
         sigmas=tuple(float(s) for s in 1.0 / np.sqrt(delta)),
         log_evidence=_log_evidence(loglik, eig, sq_norms, sizes, delta),

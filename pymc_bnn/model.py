@@ -222,6 +222,12 @@ def _layer_scales(spec: NetworkSpec, layer: int, hyper: dict):
     return tuple(scales)
 
 
+def _initial_sds(fan_in: int) -> tuple[float, float]:
+    """Standard deviations of a layer's random starting weights and biases: small
+    enough that tanh units start unsaturated whatever the fan-in."""
+    return min(1.0, 2.0 / np.sqrt(fan_in)), 0.1
+
+
 def _normal_block(name: str, shape: tuple, scale, init: np.ndarray, spec: NetworkSpec):
     """``name ~ Normal(0, scale)``; non-centred (``name_raw`` ~ N(0, 1)) when ``scale``
     is itself random, which NUTS and mean-field ADVI both handle far better."""
@@ -400,11 +406,11 @@ def build_model(
             zip(spec.weight_names, spec.layer_shapes)
         ):
             w_scale, b_scale = _layer_scales(spec, layer, hyper)
-            scale = min(1.0, 2.0 / np.sqrt(fan_in))
+            w_sd, b_sd = _initial_sds(fan_in)
             W = _layer_param(w_name, (fan_in, fan_out), w_scale,
-                             rng.normal(0.0, scale, size=(fan_in, fan_out)), spec, rng)
+                             rng.normal(0.0, w_sd, size=(fan_in, fan_out)), spec, rng)
             b = _layer_param(b_name, (fan_out,), b_scale,
-                             rng.normal(0.0, 0.1, size=fan_out), spec, rng)
+                             rng.normal(0.0, b_sd, size=fan_out), spec, rng)
             weights.append((W, b))
 
         logits = forward(X_obs, weights, activation=spec.activation, groups=g_obs)

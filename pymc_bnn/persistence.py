@@ -27,18 +27,11 @@ FORMAT = "pymc_bnn"
 #: Version 2 (adds the regressor, groups and priors) also reads version-1 files.
 #: Later additions are optional keys of the JSON that older files lack, read with a
 #: default, so they need no new version: the posterior temperature (default 1.0, the
-#: draws are untempered), the diagnostics (default ``{}``, not computed), the prior
-#: scale(s) used (default: the parameter) and the evidence step (default None).
+#: draws are untempered), the diagnostics (default ``{}``, not computed) and the
+#: evidence step (default None; the prior scale(s) used are the network spec's).
 FORMAT_VERSION = 2
 _META = "pymc_bnn_metadata"
 _LOSS = "loss_curve"
-
-
-def _jsonable_sigma(value):
-    """A fitted ``prior_sigma_`` as JSON: a float, a list (one per layer) or None."""
-    if value is None:
-        return None
-    return [float(v) for v in value] if isinstance(value, tuple | list) else float(value)
 
 
 def jsonable_labels(classes: np.ndarray, what: str = "class labels") -> tuple[list, str]:
@@ -105,8 +98,7 @@ def save(estimator, path, *, extra: dict | None = None) -> Path:
                                   else estimator.temperature_selection_.as_dict()),
         # str / int / float / bool / None values (pymc_bnn.inference.diagnose)
         "diagnostics": dict(getattr(estimator, "diagnostics_", {})),
-        # the prior scale(s) the fit used, and how "evidence" chose them
-        "prior_sigma": _jsonable_sigma(getattr(estimator, "prior_sigma_", None)),
+        # how prior_sigma="evidence" chose the scales (the spec holds the scales used)
         "evidence": (None if getattr(estimator, "evidence_", None) is None
                      else estimator.evidence_.as_dict()),
     }
@@ -251,10 +243,7 @@ def load(cls, path):
                 temperatures=tuple(float(t) for t in selection["temperatures"]),
                 scores=np.array(selection["scores"], dtype=np.float64),
                 n_splits=int(selection["n_splits"]))
-        # files written before these existed: the scale from the parameters, no evidence
-        prior_sigma = meta.get("prior_sigma", spec.prior_sigma)
-        prior_sigma = tuple(map(float, prior_sigma)) if isinstance(prior_sigma, list) \
-            else prior_sigma
+        # files written before the evidence step existed have none
         evidence = meta.get("evidence")
         if evidence is not None:
             evidence = EvidencePrior(
@@ -285,7 +274,7 @@ def load(cls, path):
     est.approx_ = None
     est.posterior_temperature_ = temperature
     est.temperature_selection_ = selection
-    est.prior_sigma_ = prior_sigma
+    est.prior_sigma_ = spec.prior_sigma  # the scale(s) the network was fit with
     est.evidence_ = evidence
     est.loss_curve_ = loss
     est.diagnostics_ = dict(diagnostics)

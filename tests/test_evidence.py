@@ -105,7 +105,7 @@ def test_fixed_point_maximises_the_laplace_evidence():
     eig = [rng.gamma(0.5, 20.0, size=40), rng.gamma(0.5, 2.0, size=12)]
     sizes = np.array([40.0, 12.0])
     sq_norms = np.array([3.0, 25.0])
-    delta = _fixed_point(eig, sq_norms, sizes, np.ones(2))
+    delta = _fixed_point(eig, sq_norms, np.ones(2))
     best = _log_evidence(-10.0, eig, sq_norms, sizes, delta)
     for layer in (0, 1):
         for factor in (0.8, 0.95, 1.05, 1.25):
