@@ -15,7 +15,9 @@ Parts (the issue's letters; ``--parts a,b,c`` runs a subset, default all):
     block (the whole array is never in memory), chunks of 250,000 rows; N = 10^6 and
     10^7 (1.6 GB of X); ``--quick``: 2 x 10^5 rows in chunks of 50,000. Test sample:
     100,000 independent rows of the same rule. Two fits of
-    ``BayesianMLPClassifier((16,), batch_size=256, n_iter=10_000, random_state=seed)``,
+    ``BayesianMLPClassifier((16,), batch_size=256, n_iter=10_000, prior_sigma=1.0,
+    random_state=seed)`` (1.0 is what the default ``prior_sigma="auto"`` means on dask
+    input; set for both paths so that they fit the same model),
     each (N, method) in a FRESH process (``--fit-worker``) with its own empty JAX
     compilation cache, one process at a time:
 
@@ -405,7 +407,9 @@ def fit_worker(spec: dict) -> dict:
         y = zarr.open_array(spec["y_path"], mode="r")[...]
     out["load_s"] = time.perf_counter() - t0
     out["rss_after_data_mb"] = _common.rss_mb()
-    kw = {"hidden_layer_sizes": (16,), "batch_size": spec["batch_size"],
+    # prior_sigma=1.0: what the default "auto" is on dask input, so that both paths fit
+    # the same model (in memory, "auto" would choose the scales by the evidence)
+    kw = {"hidden_layer_sizes": (16,), "batch_size": spec["batch_size"], "prior_sigma": 1.0,
           "random_state": spec["seed"]}
     if not streamed:  # the streamed fit's "auto" is T = 1 (no held-out folds)
         kw["posterior_temperature"] = 1.0

@@ -433,16 +433,17 @@ def _parse_hidden(value: str) -> tuple[int, ...]:
     return sizes
 
 
-def _positive_or(value: str, word: str, option: str):
-    """``word`` itself, or ``value`` as a finite number > 0 (BadInput otherwise)."""
-    if value == word:
-        return word
+def _positive_or(value: str, words: tuple[str, ...], option: str):
+    """One of ``words`` itself, or ``value`` as a finite number > 0 (BadInput otherwise)."""
+    if value in words:
+        return value
     try:
         number = float(value)
     except ValueError:
         number = -1.0
     if not 0 < number < float("inf"):
-        raise BadInput(f"{option} must be '{word}' or a positive number; got {value!r}.")
+        choices = ", ".join(f"'{w}'" for w in words)
+        raise BadInput(f"{option} must be {choices} or a positive number; got {value!r}.")
     return number
 
 
@@ -493,9 +494,10 @@ def _choose_task(task: str, y, target: str, path) -> str:
               help="Posterior draws kept for prediction.")
 @click.option("--temperature", default="auto", show_default=True,
               help="Posterior temperature: 'auto' (chosen by cross-fitting) or a number.")
-@click.option("--prior-sigma", default="1", show_default=True,
-              help="Prior sd of the weights: a number, or 'evidence' (one per layer, chosen "
-                   "by the Laplace evidence; classification without --groups).")
+@click.option("--prior-sigma", default="auto", show_default=True,
+              help="Prior sd of the weights: 'evidence' (one per layer, chosen by the "
+                   "Laplace evidence; classification without --groups), 'auto' (the "
+                   "evidence where available, else 1) or a number.")
 @click.option("--groups", default=None, help="Column of group labels: a hierarchical model.")
 @click.option("--features", default=None, help="Comma-separated columns to use (default: all).")
 @click.option("--drop", default=None, help="Comma-separated columns to leave out.")
@@ -506,8 +508,8 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
                 temperature, prior_sigma, groups, features, drop, max_categories, seed):
     """Fit a Bayesian MLP on the table DATA and save it to a model file."""
     hidden_sizes = _parse_hidden(hidden)
-    temperature = _positive_or(temperature, "auto", "--temperature")
-    prior_sigma = _positive_or(prior_sigma, "evidence", "--prior-sigma")
+    temperature = _positive_or(temperature, ("auto",), "--temperature")
+    prior_sigma = _positive_or(prior_sigma, ("auto", "evidence"), "--prior-sigma")
     if prior_sigma == "evidence" and groups:
         raise BadInput("--prior-sigma evidence is not available with --groups yet; give a "
                        "number.")

@@ -46,7 +46,8 @@ class _BayesianMLP(BaseEstimator):
         "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
         "activation": [StrOptions(set(ACTIVATIONS))],
         "prior": [StrOptions(set(PRIORS))],
-        "prior_sigma": [Interval(Real, 0, None, closed="neither"), StrOptions({"evidence"})],
+        "prior_sigma": [Interval(Real, 0, None, closed="neither"),
+                        StrOptions({"auto", "evidence"})],
         "precision_shape": [Interval(Real, 0, None, closed="neither")],
         "precision_rate": [Interval(Real, 0, None, closed="neither")],
         "inference": [StrOptions(set(METHODS))],
@@ -69,7 +70,7 @@ class _BayesianMLP(BaseEstimator):
         activation="tanh",
         *,
         prior="normal",
-        prior_sigma=1.0,
+        prior_sigma="auto",
         precision_shape=1.0,
         precision_rate=1.0,
         inference="advi",
@@ -161,9 +162,9 @@ class _BayesianMLP(BaseEstimator):
                 f"got {self.hidden_layer_sizes!r}."
             )
         self._check_temperature_for_inference()
-        self._check_evidence_prior(streamed=is_dask_collection(X) or is_dask_collection(y),
-                                   grouped=groups is not None)
-        if is_dask_collection(X) or is_dask_collection(y):
+        streamed = is_dask_collection(X) or is_dask_collection(y)
+        use_evidence = self._check_evidence_prior(streamed=streamed, grouped=groups is not None)
+        if streamed:
             return self._fit_streamed(X, y, groups)
         X, y = self._validate_X(X, reset=True, y=y)
         y_model, target_kwargs = self._encode_target(y)
@@ -175,7 +176,7 @@ class _BayesianMLP(BaseEstimator):
             del self.groups_
         seeds = self._seeds()
         n_groups = None if group_codes is None else len(self.groups_)
-        self._choose_prior_scales(X, y_model, target_kwargs, seeds["init"])
+        self._choose_prior_scales(use_evidence, X, y_model, target_kwargs, seeds["init"])
 
         def fit_rows(rows, fit_seed):
             """Build and fit the network on ``X[rows]`` (all rows: ``rows=None``)."""
@@ -241,7 +242,7 @@ class _BayesianMLP(BaseEstimator):
         if hasattr(self, "groups_"):
             del self.groups_
         seeds = self._seeds()
-        self._choose_prior_scales(None, None, None, seeds["init"])
+        self._choose_prior_scales(False, None, None, None, seeds["init"])
         stream = streamed_inputs(self, X, y, seed=seeds["init"])
         try:
             posterior = self._fit_network(
@@ -257,34 +258,42 @@ class _BayesianMLP(BaseEstimator):
         self._set_posterior(posterior, seeds["predict"])
         return self
 
-    def _check_evidence_prior(self, *, streamed: bool, grouped: bool) -> None:
-        """Refuse ``prior_sigma="evidence"`` where it is not available, before any fit."""
-        if self.prior_sigma != "evidence":
-            return
-        why = None
+    def _evidence_unavailable(self, *, streamed: bool, grouped: bool) -> str | None:
+        """Why the evidence cannot choose the prior scales of this fit (None: it can)."""
         if self._y_numeric:
-            why = "is available for classifiers only"
-        elif self.prior != "normal":
-            why = f"sets the scales of prior='normal', not prior={self.prior!r}"
-        elif streamed:
-            why = "needs the training data in memory (not a dask collection)"
-        elif grouped:
-            why = "is not available for hierarchical networks (groups=) yet"
-        if why:
+            return "is available for classifiers only"
+        if self.prior != "normal":
+            return f"sets the scales of prior='normal', not prior={self.prior!r}"
+        if streamed:
+            return "needs the training data in memory (not a dask collection)"
+        if grouped:
+            return "is not available for hierarchical networks (groups=) yet"
+        return None
+
+    def _check_evidence_prior(self, *, streamed: bool, grouped: bool) -> bool:
+        """Whether the evidence chooses the prior scales: ``"evidence"`` (refused with a
+        clear error, before any fit, where unavailable) or ``"auto"`` where available."""
+        why = self._evidence_unavailable(streamed=streamed, grouped=grouped)
+        if self.prior_sigma == "evidence" and why:
             raise ValueError(f"prior_sigma='evidence' {why}; pass a number instead "
                              "(e.g. prior_sigma=1.0).")
+        # "auto" and NUTS: 1.0 (under the evidence's larger output scales NUTS diverged
+        # on moons, 18 divergent transitions of 1,000; its calibration was not measured)
+        return self.prior_sigma == "evidence" or (
+            self.prior_sigma == "auto" and why is None and self.inference != "nuts")
 
-    def _choose_prior_scales(self, X, y_model, target_kwargs, seed) -> None:
-        """Set ``prior_sigma_`` (and ``evidence_``) from ``prior_sigma``."""
+    def _choose_prior_scales(self, use_evidence, X, y_model, target_kwargs, seed) -> None:
+        """Set ``prior_sigma_`` (and ``evidence_``): the evidence's scales, or the number
+        given (1.0 for ``"auto"`` where the evidence is unavailable)."""
         self.evidence_ = None
-        if self.prior_sigma != "evidence":
-            self.prior_sigma_ = float(self.prior_sigma)
+        if not use_evidence:
+            self.prior_sigma_ = 1.0 if self.prior_sigma == "auto" else float(self.prior_sigma)
             return
         from pymc_bnn.evidence import evidence_prior_scales
 
         self.evidence_ = evidence_prior_scales(
-            X, y_model, hidden_layer_sizes=self.hidden_layer_sizes, activation=self.activation, n_classes=target_kwargs["n_classes"],
-            random_state=seed)
+            X, y_model, hidden_layer_sizes=self.hidden_layer_sizes, activation=self.activation,
+            n_classes=target_kwargs["n_classes"], random_state=seed)
         self.prior_sigma_ = self.evidence_.sigmas
 
     def _check_temperature_for_inference(self) -> None:
@@ -486,12 +495,20 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
         Radford Neal's hierarchical prior, a Gamma(``precision_shape``,
         ``precision_rate``) precision per layer for the weights and another for the
         biases, inferred with the weights (the data choose the regularisation).
-    prior_sigma : float or "evidence", default 1.0
+    prior_sigma : "auto", "evidence" or float, default "auto"
         Standard deviation of the weight and bias priors (``prior="normal"``).
         ``"evidence"``: one per layer, chosen before the fit by the marginal likelihood
         of a Laplace approximation around the MAP weights (MacKay's empirical Bayes,
-        :func:`pymc_bnn.evidence.evidence_prior_scales`); not for hierarchical
-        networks or dask input.
+        :func:`pymc_bnn.evidence.evidence_prior_scales`; with more than 20,000 rows, on
+        a random 20,000 of them scaled to all); not for hierarchical networks or dask
+        input (a ValueError). ``"auto"``: the evidence for variational inference where
+        it is available, 1.0 where it is not (``groups=``, dask input,
+        ``prior="gamma_precision"``) and for NUTS (under the evidence's larger output
+        scales NUTS diverged on moons; pass ``"evidence"`` to have them anyway).
+        Why the evidence: one N(0, 1) for every weight makes the predictive
+        under-confident on clean data with many inputs; the evidence chooses a small
+        first-layer scale and a larger output scale from the data
+        (``docs/calibration.md``). ``prior_sigma_`` holds the scales used.
     precision_shape, precision_rate : float, default 1.0
         Gamma shape and rate of the precisions (``prior="gamma_precision"``).
     inference : {"advi", "fullrank_advi", "nuts"}, default "advi"
@@ -559,9 +576,9 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
     posterior_temperature_ : float
         The temperature the predictions use (1.0: untempered).
     prior_sigma_ : float or tuple of float
-        The prior scale the fit used (a tuple, one per layer, with ``"evidence"``).
+        The prior scale the fit used (a tuple, one per layer, when the evidence chose it).
     evidence_ : EvidencePrior or None
-        With ``prior_sigma="evidence"``: the chosen scales and the log evidence.
+        When the evidence chose the scales: the scales and the log evidence.
     temperature_selection_ : TemperatureSelection or None
         With ``posterior_temperature="auto"``: the grid of temperatures and their
         held-out negative log predictive densities (None when not chosen by
@@ -735,7 +752,9 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
     inference, n_iter, learning_rate, batch_size, n_draws, tune, chains, nuts_sampler,
     nuts_init, posterior_temperature, random_state, progressbar
         As in :class:`BayesianMLPClassifier` (the regressor's held-out criterion is the
-        log density of the predictive mixture; folds are plain K-fold).
+        log density of the predictive mixture; folds are plain K-fold), except that
+        ``prior_sigma`` defaults to 1.0 and ``"evidence"`` is for classifiers only
+        (``"auto"`` means 1.0 here).
     heteroscedastic : bool, default False
         Learn the noise level as a function of ``x`` (a second output head).
     noise_scale : float, default 0.5

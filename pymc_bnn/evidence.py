@@ -44,6 +44,15 @@ __all__ = ["EvidencePrior", "evidence_prior_scales"]
 MAX_BLOCK = 3000
 #: Working memory of one chunk of rows of the Jacobian.
 CHUNK_BYTES = 32 * 2**20
+#: Rows used by the MAP fits and the curvature; beyond it, a seeded random subset of
+#: this many rows stands for all of them, its log-likelihood and curvature scaled by
+#: ``n_rows / MAX_ROWS`` (an unbiased estimate of the full sums, as ``total_size`` does
+#: for minibatches), so the cost of the evidence step is bounded whatever the data size.
+MAX_ROWS = 20_000
+#: Range the chosen prior standard deviations are kept in. A layer whose MAP weights
+#: all vanish (e.g. constant inputs) has no evidence for any scale; on standardised
+#: inputs, scales outside this range never describe a usable network.
+SIGMA_RANGE = (1e-2, 1e2)
 
 
 @dataclass(frozen=True)
@@ -128,6 +137,20 @@ def _layer_index(layer_shapes) -> np.ndarray:
     return np.concatenate([np.full(a * b + b, k) for k, (a, b) in enumerate(layer_shapes)])
 
 
+def _chunk_rows(n_rows: int, layer_shapes) -> int:
+    """Rows per Jacobian call, within :data:`CHUNK_BYTES` of float64: the Jacobian
+    (rows * n_out, P), and the vectorised backward pass, which carries one cotangent per
+    output row through every row of the chunk: (rows * n_out, rows, width) per layer.
+    Fewer rows than that are padded to a power of two, so that data sets of similar
+    size share one compiled function (its shape is static)."""
+    n_out = layer_shapes[-1][1]
+    P = _n_params(layer_shapes)
+    width = max(b for _, b in layer_shapes)
+    by_jacobian = CHUNK_BYTES // (8 * n_out * P)
+    by_backward = int(np.sqrt(CHUNK_BYTES / (8 * n_out * width)))
+    return max(1, min(1 << (max(n_rows, 1) - 1).bit_length(), by_jacobian, by_backward))
+
+
 def _ggn_blocks(shapes, activation, mode, theta, X, layer_of, n_layers, n_out, bernoulli):
     """Per layer: the GGN block (P_l, P_l) when P_l <= MAX_BLOCK, else its diagonal."""
     P = theta.size
@@ -137,7 +160,7 @@ def _ggn_blocks(shapes, activation, mode, theta, X, layer_of, n_layers, n_out, b
     blocks = [np.zeros((c.stop - c.start,) * (2 if c.stop - c.start <= MAX_BLOCK else 1))
               for c in layers]
     n = X.shape[0]
-    step = min(n, max(1, CHUNK_BYTES // (8 * n_out * P)))
+    step = _chunk_rows(n, shapes)
     jacobian = _jacobian(shapes, activation, step, mode)
     for start in range(0, n, step):
         rows = min(step, n - start)
@@ -165,14 +188,21 @@ def _ggn_blocks(shapes, activation, mode, theta, X, layer_of, n_layers, n_out, b
     return eig, ["block" if b.ndim == 2 else "diagonal" for b in blocks]
 
 
+def _row_subset(n_rows: int, size: int, rng) -> np.ndarray:
+    """``size`` distinct rows of ``n_rows``, drawn by ``rng``, in increasing order."""
+    return np.sort(rng.choice(n_rows, size=size, replace=False))
+
+
 def _fixed_point(eig, sq_norms, delta, *, max_iter=500, rtol=1e-6):
-    """MacKay's updates of the per-layer precisions, from ``delta``."""
+    """MacKay's updates of the per-layer precisions, from ``delta`` (kept so that
+    ``1 / sqrt(delta)`` stays within :data:`SIGMA_RANGE`)."""
+    lo, hi = SIGMA_RANGE[1] ** -2, SIGMA_RANGE[0] ** -2
     delta = delta.copy()
     for _ in range(max_iter):
         new = np.empty_like(delta)
         for layer, lam in enumerate(eig):
             gamma = np.sum(lam / (lam + delta[layer]))  # = P_l - delta_l tr_l(H^-1)
-            new[layer] = max(gamma, 1e-8) / max(sq_norms[layer], 1e-300)
+            new[layer] = min(max(gamma / max(sq_norms[layer], 1e-300), lo), hi)
         done = np.allclose(new, delta, rtol=rtol, atol=0.0)
         delta = new
         if done:
@@ -195,6 +225,7 @@ def evidence_prior_scales(
     prior_sigma: float = 1.0,
     rounds: int = 2,
     max_iter: int = 2000,
+    max_rows: int = MAX_ROWS,
     random_state: int | None = None,
 ) -> EvidencePrior:
     """Prior standard deviation of each layer chosen by the Laplace evidence.
@@ -215,8 +246,11 @@ def evidence_prior_scales(
         MAP fit + evidence step, repeated (the MAP warm-started).
     max_iter : int, default 2000
         L-BFGS iterations per MAP fit.
+    max_rows : int, default :data:`MAX_ROWS`
+        With more rows than this, a random subset of ``max_rows`` rows is used, its
+        log-likelihood and curvature scaled up to the full data.
     random_state : int, optional
-        Seeds the MAP fit's starting weights.
+        Seeds the MAP fit's starting weights (and the subset of rows).
 
     Returns
     -------
@@ -241,6 +275,8 @@ def evidence_prior_scales(
     n_out = 1 if bernoulli else k
     if int(rounds) < 1:
         raise ValueError(f"rounds must be >= 1; got {rounds!r}.")
+    if int(max_rows) < 1:
+        raise ValueError(f"max_rows must be >= 1; got {max_rows!r}.")
     widths = (X.shape[1], *check_hidden_layer_sizes(hidden_layer_sizes), n_out)
     shapes = tuple(zip(widths[:-1], widths[1:]))
     layer_of = _layer_index(shapes)
@@ -248,29 +284,37 @@ def evidence_prior_scales(
     sizes = np.bincount(layer_of, minlength=n_layers).astype(np.float64)
     mode = _mode()
     value_grad = _value_grad(shapes, activation, bernoulli, mode)
-    Y = y[:, None].astype(np.float64) if bernoulli else np.eye(k)[y]
-
     rng = np.random.default_rng(random_state)
     theta = np.concatenate([rng.normal(0.0, sd, size=size)
                             for a, b in shapes
                             for sd, size in zip(_initial_sds(a), (a * b, b))])
+    # weight > 1: a subset of rows stands for all (MAX_ROWS); the objective
+    # -w loglik + delta |theta|^2 / 2 is w times the one of precisions delta / w
+    weight = 1.0
+    if X.shape[0] > int(max_rows):
+        rows = _row_subset(X.shape[0], int(max_rows), rng)
+        weight = X.shape[0] / int(max_rows)
+        X, y = X[rows], y[rows]
+    Y = y[:, None].astype(np.float64) if bernoulli else np.eye(k)[y]
+    n_used = X.shape[0]
     delta = np.full(n_layers, 1.0 / float(prior_sigma) ** 2)
     iterations = 0
     for _ in range(int(rounds)):
-        d = delta[layer_of]
+        d = delta[layer_of] / weight
 
-        def fun(t, d=d):
+        def fun(t, d=d):  # per row: L-BFGS-B's tolerances then mean the same at any n
             value, grad, _ = value_grad(t, X, Y, d)
-            return float(value), np.asarray(grad, dtype=np.float64)
+            return float(value) / n_used, np.asarray(grad, dtype=np.float64) / n_used
 
         result = minimize(fun, theta, jac=True, method="L-BFGS-B",
                           options={"maxiter": int(max_iter)})
         if not np.all(np.isfinite(result.x)):
             raise FloatingPointError("the MAP fit of the evidence step diverged.")
         theta, iterations = result.x, iterations + int(result.nit)
-        loglik = float(value_grad(theta, X, Y, d)[2])
+        loglik = weight * float(value_grad(theta, X, Y, d)[2])
         eig, kinds = _ggn_blocks(shapes, activation, mode, theta, X, layer_of, n_layers,
                                  n_out, bernoulli)
+        eig = [weight * lam for lam in eig]
         sq_norms = np.bincount(layer_of, weights=theta**2, minlength=n_layers)
         delta = _fixed_point(eig, sq_norms, delta)
     return EvidencePrior(

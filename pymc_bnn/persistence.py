@@ -98,7 +98,7 @@ def save(estimator, path, *, extra: dict | None = None) -> Path:
                                   else estimator.temperature_selection_.as_dict()),
         # str / int / float / bool / None values (pymc_bnn.inference.diagnose)
         "diagnostics": dict(getattr(estimator, "diagnostics_", {})),
-        # how prior_sigma="evidence" chose the scales (the spec holds the scales used)
+        # how the evidence chose the scales, if it did (the spec holds the scales used)
         "evidence": (None if getattr(estimator, "evidence_", None) is None
                      else estimator.evidence_.as_dict()),
     }

@@ -224,7 +224,7 @@ BAD = {
     "bad hidden": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--hidden", "5,x"],
                    "--hidden must be"),
     "bad prior sigma": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--prior-sigma",
-                         "-1"], "--prior-sigma must be 'evidence' or a positive number"),
+                         "-1"], "--prior-sigma must be 'auto', 'evidence' or a positive number"),
     "evidence for regression": (["fit", "ok.csv", "-t", "income", "-o", "m.nc",
                                  "--prior-sigma", "evidence"],
                                 "evidence is available for classification only"),

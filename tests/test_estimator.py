@@ -44,6 +44,7 @@ def test_minibatch_advi_reaches_95_percent_on_moons(minibatch_clf, moons):
 def test_nuts_defaults_reach_95_percent_on_moons(moons):
     X_train, X_test, y_train, y_test = moons
     clf = BayesianMLPClassifier(inference="nuts", random_state=0).fit(X_train, y_train)
+    assert clf.prior_sigma_ == 1.0 and clf.evidence_ is None  # "auto" with NUTS
     assert clf.idata_.posterior.sizes["chain"] == 2
     assert clf.score(X_test, y_test) >= 0.95
 

@@ -9,6 +9,7 @@ from scipy.stats import norm
 
 from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor, build_model, evidence
 from pymc_bnn.evidence import (
+    SIGMA_RANGE,
     _fixed_point,
     _ggn_blocks,
     _layer_index,
@@ -161,8 +162,12 @@ def test_estimator_evidence_prior_is_used_reproducible_and_saved(blobs, tmp_path
     assert clf.posterior_.spec.prior_sigma == clf.prior_sigma_
     again = _small(prior_sigma="evidence").fit(X, y)
     np.testing.assert_array_equal(again.predict_proba(X), clf.predict_proba(X))
-    plain = _small().fit(X, y)
+    plain = _small(prior_sigma=1.0).fit(X, y)
     assert plain.prior_sigma_ == 1.0 and plain.evidence_ is None
+    # the default, "auto", is the evidence for an in-memory classifier
+    auto = _small().fit(X, y)
+    assert auto.prior_sigma == "auto" and auto.evidence_ == clf.evidence_
+    np.testing.assert_array_equal(auto.predict_proba(X), clf.predict_proba(X))
     path = clf.save(tmp_path / "m.nc")
     loaded = BayesianMLPClassifier.load(path)
     assert loaded.prior_sigma_ == clf.prior_sigma_ and loaded.evidence_ == clf.evidence_
@@ -205,3 +210,60 @@ def test_large_layers_use_the_diagonal_of_their_block(blobs, monkeypatch):
     lam = np.einsum("nk,nkp->p", p, J**2) - np.einsum("nk,nkp->np", p, J).__pow__(2).sum(0)
     np.testing.assert_allclose(np.sort(diag[0]), np.sort(np.clip(lam, 0, None)), rtol=1e-8,
                                atol=1e-10)
+
+
+def test_many_rows_use_a_subset_scaled_to_all(blobs, monkeypatch):
+    """Beyond ``max_rows`` the evidence uses a subset whose log-likelihood and
+    curvature are scaled by n / max_rows: with every subset row counted twice by hand
+    (weight 2), the result is the same as on the doubled subset itself."""
+    X, y = blobs
+    chosen = np.arange(0, 90, 2)  # 45 of the 90 rows, every class present
+    monkeypatch.setattr(evidence, "_row_subset", lambda n, size, rng: chosen[:size])
+    sub = evidence_prior_scales(X, y, hidden_layer_sizes=(4,), max_rows=45, random_state=SEED)
+    twice = np.repeat(chosen, 2)
+    full = evidence_prior_scales(X[twice], y[twice], hidden_layer_sizes=(4,),
+                                 random_state=SEED)
+    np.testing.assert_allclose(sub.sigmas, full.sigmas, rtol=1e-3)
+    np.testing.assert_allclose(sub.log_evidence, full.log_evidence, rtol=1e-3)
+    with pytest.raises(ValueError, match="max_rows"):
+        evidence_prior_scales(X, y, max_rows=0)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_scales_stay_in_range_when_the_data_determine_nothing():
+    """A layer with no well-determined weights (constant inputs) has no evidence for
+    any scale: the fixed point keeps it within SIGMA_RANGE instead of 0 or infinity."""
+    lo, hi = SIGMA_RANGE
+    delta = _fixed_point([np.zeros(3), np.ones(2)], np.array([0.0, 4.0]), np.ones(2))
+    assert np.all(np.isfinite(delta))
+    assert lo <= 1 / np.sqrt(delta[0]) <= hi
+    # layer 1: d = gamma / 4 with gamma = 2 / (1 + d), i.e. d^2 + d - 1/2 = 0
+    np.testing.assert_allclose(delta[1], (np.sqrt(3) - 1) / 2, rtol=1e-5)
+    X = np.zeros((40, 2))
+    y = np.repeat([0, 1], 20)
+    ev = evidence_prior_scales(X, y, hidden_layer_sizes=(3,), random_state=SEED)
+    assert all(lo <= s <= hi for s in ev.sigmas)
+    proba = BayesianMLPClassifier((3,), n_iter=500, n_draws=20, posterior_temperature=1.0,
+                                  random_state=SEED).fit(X, y).predict_proba(X)
+    assert np.all(np.isfinite(proba))
+
+
+def test_jacobian_chunks_are_bounded_and_sum_to_the_whole(blobs, monkeypatch):
+    """Rows per Jacobian call keep both the Jacobian and the vectorised backward pass
+    (quadratic in the rows) within CHUNK_BYTES; curvature summed over small chunks
+    equals the one-chunk curvature."""
+    shapes = ((20, 16), (16, 1))
+    rows = evidence._chunk_rows(10**6, shapes)
+    assert rows * rows * 16 * 8 <= evidence.CHUNK_BYTES and rows * 353 * 8 <= evidence.CHUNK_BYTES
+    assert evidence._chunk_rows(7, shapes) == 8  # padded to a power of two
+    assert evidence._chunk_rows(8, shapes) == 8 and evidence._chunk_rows(1, shapes) == 1
+    X, y = blobs
+    shapes = ((3, 4), (4, 3))
+    theta = np.random.default_rng(5).normal(size=31)
+    args = (shapes, "tanh", _mode(), theta, X, _layer_index(shapes), 2, 3, False)
+    whole, _ = _ggn_blocks(*args)
+    monkeypatch.setattr(evidence, "CHUNK_BYTES", 8 * 3 * 31 * 16)
+    assert 1 < evidence._chunk_rows(90, shapes) < 90  # 11 rows per call, the last padded
+    chunked, _ = _ggn_blocks(*args)
+    for a, b in zip(whole, chunked):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)

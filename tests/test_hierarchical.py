@@ -91,6 +91,8 @@ def test_grouped_forward_equals_numpy_loop_per_point():
 def test_hierarchical_estimator_fit_predict(hier_clf, tasks):
     clf, labels = hier_clf
     assert list(clf.groups_) == sorted(labels)
+    # prior_sigma="auto" is 1.0 for hierarchical networks (no evidence step for them yet)
+    assert clf.prior_sigma_ == 1.0 and clf.evidence_ is None
     g_test = labels[tasks["groups_test"]]
     proba = clf.predict_proba(tasks["X_test"], groups=g_test)
     assert proba.shape == (len(g_test), 2)
@@ -223,6 +225,7 @@ def test_estimator_with_gamma_precision_prior(moons):
     clf.fit(X_train, y_train)
     assert clf.score(X_test, y_test) >= 0.93
     assert "w0_precision" in clf.idata_.posterior
+    assert clf.evidence_ is None  # prior_sigma="auto": no scales to choose for this prior
 
 
 # ------------------------------------------------------- NUTS warm start and resume
