@@ -14,8 +14,10 @@
 # %% [markdown]
 # # Two moons with a Bayesian MLP fit by ADVI
 #
-# The classic PyMC example: a 2-5-5-1 tanh network with Normal(0, 1) priors on every
-# weight, fit by mean-field ADVI, on scaled `make_moons` data split 50/50. We look at
+# The classic PyMC example: a 2-5-5-1 tanh network with Normal priors on every weight
+# (one standard deviation per layer, chosen by the package's default `prior_sigma="auto"`
+# from the Laplace evidence; the classic example used Normal(0, 1) throughout), fit by
+# mean-field ADVI, on scaled `make_moons` data split 50/50. We look at
 # the ELBO, the test accuracy, the posterior predictive mean and its standard deviation
 # over the plane, and then check that **minibatch ADVI really minibatches** (the
 # original example's minibatch section silently did not, pymc-examples#654).

@@ -14,7 +14,9 @@
 # %% [markdown]
 # # Mean-field ADVI vs full-rank ADVI vs NUTS on two moons
 #
-# The same network (2-5-5-1 tanh, Normal(0, 1) priors) and data, three ways to
+# The same network (2-5-5-1 tanh, Normal priors: for ADVI with the per-layer scales the
+# default `prior_sigma="auto"` chooses from the Laplace evidence, for NUTS N(0, 1), which
+# is what "auto" means there) and data, three ways to
 # approximate the posterior. Mean-field ADVI is the fastest but ignores correlations
 # between weights and is known to under-estimate posterior spread; full-rank ADVI
 # models the correlations; NUTS samples the exact posterior (up to Monte-Carlo error),
