@@ -267,3 +267,28 @@ def test_jacobian_chunks_are_bounded_and_sum_to_the_whole(blobs, monkeypatch):
     chunked, _ = _ggn_blocks(*args)
     for a, b in zip(whole, chunked):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)
+
+
+def test_blas_runs_single_threaded_in_the_step_and_gives_the_same_scales(blobs, monkeypatch):
+    """The step's small BLAS / LAPACK calls run on BLAS_THREADS threads (on a busy
+    machine two spinning BLAS threads made it 20-50x slower), and the thread count does
+    not change the result beyond rounding."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    X, y = blobs
+    seen = []
+    real = np.linalg.eigvalsh
+
+    def spy(a):
+        seen.append({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+        return real(a)
+
+    monkeypatch.setattr(np.linalg, "eigvalsh", spy)
+    with threadpool_limits(limits=2, user_api="blas"):
+        limited = evidence_prior_scales(X, y, hidden_layer_sizes=(4,), random_state=SEED)
+        in_step, seen[:] = list(seen), []
+        monkeypatch.setattr(evidence, "BLAS_THREADS", 2)
+        two = evidence_prior_scales(X, y, hidden_layer_sizes=(4,), random_state=SEED)
+    assert in_step and all(s == {1} for s in in_step)
+    assert seen and all(s != {1} for s in seen)  # the spy does see a wider setting
+    np.testing.assert_allclose(limited.sigmas, two.sigmas, rtol=1e-6)
