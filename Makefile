@@ -15,7 +15,7 @@ $(VENV)/bin/python:
 	"$$interp" -m venv $(VENV) && $(PY) -m pip install --quiet --upgrade pip
 
 $(call STAMP,run): $(VENV)/bin/python
-	$(PY) -m pip install --quiet -e ".[jax]"
+	$(PY) -m pip install --quiet -e ".[jax,nutpie]"
 	@touch $@
 
 $(call STAMP,test): $(VENV)/bin/python

@@ -298,19 +298,23 @@ def params_of(estimator) -> dict:
 
 # ------------------------------------------------------------------------- fitting
 class WarningCounter:
-    """Counts ConvergenceWarnings (the package's own included) by model, and records
-    where they came from (kept out of the tables); re-shows other warnings."""
+    """Counts ConvergenceWarnings (the package's own included) and the package's NUTS
+    SamplingWarnings by model, and records where they came from (kept out of the
+    tables); re-shows other warnings."""
 
     def __init__(self):
         self.counts: dict[str, int] = {}
         self.where: dict[str, list[str]] = {}
 
     def fit(self, model_name: str, fn, *a, where: str = "", **kw):
+        from pymc_bnn.inference import SamplingWarning
+
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
+            warnings.simplefilter("always", SamplingWarning)
             out = fn(*a, **kw)
         for w in caught:
-            if issubclass(w.category, ConvergenceWarning):
+            if issubclass(w.category, ConvergenceWarning | SamplingWarning):
                 self.counts[model_name] = self.counts.get(model_name, 0) + 1
                 self.where.setdefault(model_name, []).append(where)
             else:
@@ -482,7 +486,7 @@ def run_regression(args, variants, M, wc: WarningCounter, config: dict) -> list[
     return _median_rows("regression", specs, per_seed, REG_METRICS)
 
 
-def run_hierarchical(args, variants, M, config: dict) -> list[dict]:
+def run_hierarchical(args, variants, M, wc: WarningCounter, config: dict) -> list[dict]:
     from pymc_bnn import BayesianMLPClassifier
     from pymc_bnn.datasets import make_rotated_moons
 
@@ -510,19 +514,31 @@ def run_hierarchical(args, variants, M, config: dict) -> list[dict]:
             try:
                 if spec["kind"] == "hierarchical":
                     clf = BayesianMLPClassifier(random_state=seed, **params)
-                    fit_s, _ = _common.time_call(clf.fit, X_tr, y_tr, groups=g_tr)
+                    fit_s, _ = _common.time_call(wc.fit, spec["name"], clf.fit, X_tr, y_tr,
+                                                 groups=g_tr, where=f"seed {seed}")
                     proba = clf.predict_proba(X_te, groups=g_te)
+                    diag = clf.diagnostics_
+                    rec.update(inference=clf.inference_,
+                               nuts_sampler=getattr(clf.posterior_, "nuts_sampler", None),
+                               **{k: diag.get(k) for k in ("converged", "max_rhat",
+                                                           "min_ess_bulk", "min_ess_tail",
+                                                           "n_divergences")})
                 else:
                     fit_s, proba = 0.0, np.empty((len(y_te), len(classes)))
                     for task in np.unique(g_tr):
                         clf = BayesianMLPClassifier(random_state=seed, **params)
-                        t, _ = _common.time_call(clf.fit, X_tr[g_tr == task],
-                                                 y_tr[g_tr == task])
+                        t, _ = _common.time_call(wc.fit, spec["name"], clf.fit,
+                                                 X_tr[g_tr == task], y_tr[g_tr == task],
+                                                 where=f"seed {seed} task {task}")
                         fit_s += t
                         proba[g_te == task] = clf.predict_proba(X_te[g_te == task])
                 rec.update(class_metrics(M, y_te, proba, classes), fit_s=fit_s, status="ok")
                 log(f"[hierarchical] seed {seed}  {spec['name']:40s} fit {fit_s:6.1f} s  "
-                    f"acc {rec['accuracy']:.3f}  NLL {rec['nll']:.3f}")
+                    f"acc {rec['accuracy']:.3f}  NLL {rec['nll']:.3f}"
+                    + (f"  {rec['inference']}" if "inference" in rec else "")
+                    + (f" ({rec['nuts_sampler']}; R-hat {rec['max_rhat']:.3f}, bulk ESS "
+                       f"{rec['min_ess_bulk']:.0f}, divergences {rec['n_divergences']})"
+                       if rec.get("max_rhat") is not None else ""))
             except Exception as exc:  # noqa: BLE001 - record and go on
                 rec.update(status="failed", reason=_error(exc))
                 log(f"[hierarchical] seed {seed}  {spec['name']:40s} {rec['reason']}")
@@ -867,7 +883,7 @@ def main(argv=None) -> int:
                            f"{'meets' if c['meets'] else 'does not meet'} the criteria")
     if "hierarchical" in args.sections:
         t0 = time.perf_counter()
-        hier_rows = run_hierarchical(args, variants, M, config)
+        hier_rows = run_hierarchical(args, variants, M, wc, config)
         section_s["hierarchical"] = time.perf_counter() - t0
         rows += hier_rows
         hier_crit = hierarchical_criteria(hier_rows, variants)
@@ -933,7 +949,9 @@ def main(argv=None) -> int:
          "groups= and predicted with groups=, vs one default fit per task (fit s: the sum),"
          " test predictions pooled over tasks."),
         (f"ConvergenceWarnings (sklearn's, and the BNNs' when ADVI stopped before the "
-         f"ELBO levelled off) were silenced and counted: {wc.counts or 'none'}; BNN ones "
+         f"ELBO levelled off) and the BNNs' SamplingWarnings (NUTS: divergences, R-hat > "
+         f"1.01 or ESS < 100 per chain of the network's outputs at 50 training points) "
+         f"were silenced and counted: {wc.counts or 'none'}; BNN ones "
          f"on: { {k: v for k, v in wc.where.items() if k.startswith('BNN')} or 'none'}"),
         (f"2 shared cores; per-section wall time (s): "
          f"{ {k: round(v, 1) for k, v in section_s.items()} }"),

@@ -33,7 +33,7 @@ __all__ = ["BadInput", "demo", "main", "moons_split"]
 
 TABLE_SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".txt": "tsv",
                   ".parquet": "parquet", ".pq": "parquet"}
-INFERENCE = ("advi", "minibatch", "fullrank_advi", "nuts")
+INFERENCE = ("auto", "advi", "minibatch", "fullrank_advi", "nuts")
 MINIBATCH_SIZE = 128
 PARQUET_EXTRA = "pip install 'pymc_bnn[parquet]'"
 
@@ -484,7 +484,9 @@ def _choose_task(task: str, y, target: str, path) -> str:
               help="auto: text, true/false or <= 10 distinct integers is classification.")
 @click.option("--hidden", default="5,5", show_default=True,
               help="Hidden layer sizes, comma-separated.")
-@click.option("--inference", type=click.Choice(INFERENCE), default="advi", show_default=True)
+@click.option("--inference", type=click.Choice(INFERENCE), default="auto", show_default=True,
+              help="auto: NUTS with --groups (unless --batch-size, --n-iter or a "
+                   "--temperature is given), ADVI otherwise.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help=f"Minibatch size (implies minibatch ADVI; default {MINIBATCH_SIZE} "
                    "with --inference minibatch).")
@@ -587,7 +589,8 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
         "created": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         "data": str(data), "target": target, "task": task, "groups": groups,
         "rows": int(frame.shape[0]), "columns": [str(c) for c in used],
-        "features_after_encoding": int(X.shape[1]), "inference": inference,
+        "features_after_encoding": int(X.shape[1]),
+        "inference": "minibatch" if inference == "minibatch" else est.inference_,
         "fit_seconds": round(fit_seconds, 2), **train, "versions": _versions(),
     }
     with _atomic(output) as tmp:
@@ -597,7 +600,7 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
             else "regression")
     click.echo(f"fit {frame.shape[0]} rows x {X.shape[1]} features (from {len(used)} columns), "
                f"{what}")
-    click.echo(f"inference {inference}, hidden {','.join(map(str, hidden_sizes))}, "
+    click.echo(f"inference {info['inference']}, hidden {','.join(map(str, hidden_sizes))}, "
                f"temperature {est.posterior_temperature_:g}, {fit_seconds:.1f} s")
     if est.evidence_ is not None:
         click.echo("prior sd per layer (evidence): "

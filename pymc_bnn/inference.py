@@ -44,9 +44,16 @@ __all__ = [
 
 #: Inference methods accepted by :func:`fit`.
 METHODS = ("advi", "fullrank_advi", "nuts")
-#: NUTS implementations PyMC can drive, fastest first (measured on moons, 2 chains x
-#: 2000 steps on 2 cores: numpyro 48 s, nutpie 120 s, PyMC 135 s).
+#: NUTS implementations PyMC can drive, fastest first for a plain network (measured on
+#: moons, 2 chains x 2000 steps on 2 cores: numpyro 48 s, nutpie 120 s, PyMC 135 s).
 NUTS_SAMPLERS = ("numpyro", "nutpie", "pymc")
+#: ... and for a hierarchical one (``groups=``), whose group scales and per-group
+#: deviations are strongly correlated: nutpie's mass-matrix adaptation needs a third of
+#: numpyro's leapfrog steps there (18 rotated-moons tasks, 2 chains x (1000 tune + 500
+#: draws): 57 vs 154 steps per draw; 48 s vs 190 s on a busy 2-core machine).
+NUTS_SAMPLERS_HIERARCHICAL = ("nutpie", "numpyro", "pymc")
+#: The extra that installs each backend (``pip install 'pymc_bnn[<extra>]'``).
+_NUTS_EXTRAS = {"numpyro": "jax", "nutpie": "nutpie"}
 _NUTS_MODULES = {"numpyro": ("numpyro", "jax"), "nutpie": ("nutpie",), "pymc": ()}
 #: Default (n_iter, learning_rate) per VI method. Full-rank ADVI's gradient on the
 #: Cholesky factor is much noisier: at 0.01 it wanders (moons: -ELBO ~250, 85%); at
@@ -193,23 +200,30 @@ class Posterior:
         return int(post.sizes["chain"] * post.sizes["draw"])
 
 
-def default_nuts_sampler() -> str:
-    """Return the fastest NUTS backend that is installed (see :data:`NUTS_SAMPLERS`)."""
-    for name in NUTS_SAMPLERS:
+def default_nuts_sampler(*, hierarchical: bool = False) -> str:
+    """Return the fastest installed NUTS backend for a plain network
+    (:data:`NUTS_SAMPLERS`) or a hierarchical one (:data:`NUTS_SAMPLERS_HIERARCHICAL`).
+
+    Examples
+    --------
+    >>> default_nuts_sampler() in NUTS_SAMPLERS
+    True
+    """
+    for name in NUTS_SAMPLERS_HIERARCHICAL if hierarchical else NUTS_SAMPLERS:
         if all(importlib.util.find_spec(mod) is not None for mod in _NUTS_MODULES[name]):
             return name
     return "pymc"  # pragma: no cover - "pymc" needs no extra module
 
 
-def _check_nuts_sampler(name: str | None) -> str:
+def _check_nuts_sampler(name: str | None, *, hierarchical: bool = False) -> str:
     if name is None:
-        return default_nuts_sampler()
+        return default_nuts_sampler(hierarchical=hierarchical)
     check_choice("nuts_sampler", name, NUTS_SAMPLERS)
     missing = [m for m in _NUTS_MODULES[name] if importlib.util.find_spec(m) is None]
     if missing:
         raise ImportError(
             f"nuts_sampler={name!r} needs {', '.join(missing)}, which is not installed. "
-            f"Install it with: pip install 'pymc_bnn[{'bench' if name == 'numpyro' else name}]'"
+            f"Install it with: pip install 'pymc_bnn[{_NUTS_EXTRAS[name]}]'"
             f" (or pip install {' '.join(missing)}), or choose another of {list(NUTS_SAMPLERS)}."
         )
     return name
@@ -431,7 +445,8 @@ def fit(
     draws, tune, chains : int
         NUTS draws and tuning steps per chain, and number of chains.
     nuts_sampler : {"numpyro", "nutpie", "pymc"}, optional
-        NUTS backend; default the fastest installed (:func:`default_nuts_sampler`).
+        NUTS backend; default the fastest installed for the model, plain or
+        hierarchical (:func:`default_nuts_sampler`).
     random_seed : int, optional
         Seed of everything random in the fit.
     progressbar : bool, default False
@@ -522,7 +537,7 @@ def fit(
     seed = int(random_seed)
 
     if method == "nuts":
-        sampler = _check_nuts_sampler(nuts_sampler)
+        sampler = _check_nuts_sampler(nuts_sampler, hierarchical=spec.hierarchical)
         nuts_init = check_choice("nuts_init", nuts_init, NUTS_INITS)
         init_seed, sample_seed = (int(c.generate_state(1)[0] >> 1)
                                   for c in np.random.SeedSequence(seed).spawn(2))
@@ -1024,7 +1039,7 @@ def _diagnose_nuts(posterior: Posterior, X, groups) -> dict:
         out.update(quantity=quantity, n_points=int(rows.size), n_quantities=int(values.shape[2]),
                    max_rhat=_reduce(np.nanmax, rhat), min_ess_bulk=_reduce(np.nanmin, bulk),
                    min_ess_tail=_reduce(np.nanmin, tail))
-    out["message"] = _nuts_message(out)
+    out["message"] = _nuts_message(out, resumable=posterior.nuts_sampler != "nutpie")
     out["converged"] = out["message"] == ""
     return out
 
@@ -1035,8 +1050,9 @@ def _reduce(fn, values: np.ndarray) -> float | None:
     return float(fn(finite)) if finite.size else None
 
 
-def _nuts_message(d: dict) -> str:
-    """Which NUTS checks failed, with the numbers and what to do ("" when none did)."""
+def _nuts_message(d: dict, *, resumable: bool = True) -> str:
+    """Which NUTS checks failed, with the numbers and what to do ("" when none did);
+    ``resumable``: whether :func:`sample_more` can continue these chains (not nutpie's)."""
     problems, advice = [], []
     total = d["n_chains"] * d["n_draws"]
     if d["n_divergences"]:
@@ -1056,8 +1072,9 @@ def _nuts_message(d: dict) -> str:
         names = {"logit": "logits", "centred_logit": "centred logits", "mean": "means"}
         problems.append(", ".join(mixing) + f" for the network's {names[d['quantity']]} at "
                         f"{d['n_points']} training points")
-        advice.append("R-hat/ESS: lengthen tune and draws (or continue the chains with "
-                      "sample_more), or run more chains")
+        advice.append("R-hat/ESS: lengthen tune and draws"
+                      + (" (or continue the chains with sample_more)" if resumable else "")
+                      + ", or run more chains")
     if not problems:
         return ""
     return ("NUTS draws may not represent the posterior: " + "; ".join(problems) + ". To do: "

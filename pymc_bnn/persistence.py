@@ -272,6 +272,7 @@ def load(cls, path):
         diagnostics=diagnostics,
     )
     est.approx_ = None
+    est.inference_ = meta["method"]
     est.posterior_temperature_ = temperature
     est.temperature_selection_ = selection
     est.prior_sigma_ = spec.prior_sigma  # the scale(s) the network was fit with

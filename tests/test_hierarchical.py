@@ -6,7 +6,8 @@ import pytest
 
 import pymc_bnn.inference as I
 import pymc_bnn.predictive as P
-from pymc_bnn import BayesianMLPClassifier, NetworkSpec, build_model, fit, network_spec
+from pymc_bnn import (BayesianMLPClassifier, BayesianMLPRegressor, NetworkSpec, build_model,
+                      fit, network_spec)
 from pymc_bnn.datasets import make_rotated_moons
 from reference import numpy_forward_proba
 
@@ -114,11 +115,67 @@ def test_multiclass_hierarchical_fits_through_pm_fit():
     # group 1 swaps classes 0 and 2: only per-group weights fit both
     y = np.digitize(X[:, 0], [-0.5, 0.5])
     y = np.where(groups == 1, 2 - y, y)
-    clf = BayesianMLPClassifier((5,), posterior_temperature=1.0,
+    clf = BayesianMLPClassifier((5,), inference="advi", posterior_temperature=1.0,
                                 random_state=0).fit(X, y, groups=groups)
     assert clf.posterior_.engine == "pymc"
     assert clf.predict_proba(X, groups=groups).shape == (240, 3)
     assert clf.score(X, y, groups=groups) > 0.8
+
+
+@pytest.mark.parametrize("params, grouped, expected", [
+    ({}, True, "nuts"), ({}, False, "advi"),
+    ({"posterior_temperature": 1.0}, True, "nuts"),
+    # a setting only variational inference uses asks for it
+    ({"n_iter": 100}, True, "advi"), ({"learning_rate": 0.1}, True, "advi"),
+    ({"batch_size": 8}, True, "advi"), ({"posterior_temperature": 0.5}, True, "advi"),
+    # an explicit method is kept
+    ({"inference": "advi"}, True, "advi"), ({"inference": "nuts"}, False, "nuts"),
+    ({"inference": "fullrank_advi"}, True, "fullrank_advi"),
+], ids=lambda v: repr(v) if isinstance(v, dict) else str(v))
+def test_auto_inference_rule(params, grouped, expected):
+    assert BayesianMLPClassifier(**params)._resolve_inference(grouped=grouped) == expected
+    # the regressor's "auto" is ADVI with groups too (not measured for regression)
+    regressor = BayesianMLPRegressor(**params)._resolve_inference(grouped=grouped)
+    assert regressor == (expected if params.get("inference", "auto") != "auto" else "advi")
+
+
+def test_default_fit_without_groups_is_advi(advi_clf, hier_clf):
+    assert advi_clf.get_params()["inference"] == "auto"
+    assert advi_clf.inference_ == "advi" and advi_clf.posterior_.method == "advi"
+    assert hier_clf[0].inference_ == "advi"  # n_iter given: variational
+
+
+# 30 draws per chain: ESS below 100 per chain is expected; the test is about which
+# path the default takes, not about mixing
+@pytest.mark.filterwarnings("ignore::pymc_bnn.inference.SamplingWarning")
+def test_default_fit_with_groups_samples_with_nuts(tasks, tmp_path):
+    """inference="auto" samples a hierarchical network with NUTS, on the backend
+    preferred for hierarchical models (nutpie where installed), reproducibly."""
+    X, y, g = tasks["X_train"], tasks["y_train"], tasks["groups_train"]
+    copies = X.copy(), y.copy(), g.copy()
+
+    def make():
+        return BayesianMLPClassifier((3,), tune=100, n_draws=30, random_state=0)
+
+    clf = make().fit(X, y, groups=g)
+    for original, copy in zip((X, y, g), copies):
+        np.testing.assert_array_equal(original, copy)
+    assert clf.inference_ == "nuts" and clf.posterior_.method == "nuts"
+    assert clf.posterior_.nuts_sampler == I.default_nuts_sampler(hierarchical=True)
+    assert clf.approx_ is None and clf.loss_curve_.size == 0
+    assert clf.posterior_temperature_ == 1.0 and clf.temperature_selection_ is None
+    assert clf.prior_sigma_ == 1.0 and clf.evidence_ is None
+    post = clf.idata_.posterior
+    assert (post.sizes["chain"], post.sizes["draw"]) == (2, 30)
+    assert clf.diagnostics_["method"] == "nuts" and clf.diagnostics_["n_points"] > 0
+    proba = clf.predict_proba(tasks["X_test"], groups=tasks["groups_test"])
+    np.testing.assert_array_equal(
+        make().fit(X, y, groups=g).predict_proba(tasks["X_test"], groups=tasks["groups_test"]),
+        proba)
+    loaded = BayesianMLPClassifier.load(clf.save(tmp_path / "auto.nc"))
+    assert loaded.inference_ == "nuts"
+    np.testing.assert_array_equal(
+        loaded.predict_proba(tasks["X_test"], groups=tasks["groups_test"]), proba)
 
 
 def test_unseen_group_uses_population_weights(hier_clf, tasks):

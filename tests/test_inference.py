@@ -1,11 +1,13 @@
 import dataclasses
+import re
 
 import numpy as np
 import pymc as pm
 import pytest
 
+import pymc_bnn.inference as I
 from pymc_bnn import build_model, fit, posterior_predictive
-from pymc_bnn.inference import NUTS_SAMPLERS, default_nuts_sampler
+from pymc_bnn.inference import NUTS_SAMPLERS, NUTS_SAMPLERS_HIERARCHICAL, default_nuts_sampler
 
 
 @pytest.fixture(scope="module")
@@ -93,9 +95,22 @@ def test_bad_options_raise(tiny, kwargs, match):
 def test_default_nuts_sampler_is_the_fastest_installed():
     import importlib.util
 
-    expected = next(n for n in NUTS_SAMPLERS
-                    if n == "pymc" or importlib.util.find_spec(n) is not None)
-    assert default_nuts_sampler() == expected
+    for hierarchical, order in ((False, NUTS_SAMPLERS), (True, NUTS_SAMPLERS_HIERARCHICAL)):
+        expected = next(n for n in order
+                        if n == "pymc" or importlib.util.find_spec(n) is not None)
+        assert default_nuts_sampler(hierarchical=hierarchical) == expected
+    assert set(NUTS_SAMPLERS_HIERARCHICAL) == set(NUTS_SAMPLERS)
+
+
+def test_missing_nuts_backend_names_the_extra_that_installs_it(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in ("nutpie", "numpyro") else real(name, *a))
+    for name, extra in (("nutpie", "pymc_bnn[nutpie]"), ("numpyro", "pymc_bnn[jax]")):
+        with pytest.raises(ImportError, match=re.escape(extra)):
+            I._check_nuts_sampler(name)
 
 
 # 30 draws of one chain cannot reach an ESS of 100 per chain: about the backend only
