@@ -894,6 +894,15 @@ def main(argv=None) -> int:
                            f"(accuracy {c['hierarchical_accuracy']:.3f} vs separate "
                            f"{c['separate_accuracy'] or float('nan'):.3f}, "
                            f"fit {c['fit_s']:.1f} s)")
+        for r in hier_rows:  # how each hierarchical fit's own diagnostics judged it
+            fits = [p for p in r.get("per_seed", []) if p.get("inference")]
+            if fits:
+                summary.append(f"{r['model']}: " + "; ".join(
+                    f"seed {p['seed']} {p['inference']}"
+                    + ("" if p.get("max_rhat") is None else
+                       f" ({p['nuts_sampler']}) R-hat {p['max_rhat']:.3f}, bulk ESS "
+                       f"{p['min_ess_bulk']:.0f}, {p['n_divergences']} divergences")
+                    + ("" if p.get("converged") else ", warned") for p in fits))
 
     figure_datasets = []
     if fig_path is not None and figure_data:
