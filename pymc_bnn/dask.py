@@ -286,7 +286,7 @@ def streamed_inputs(estimator, X, y, *, seed: int, pool_blocks: int = 4) -> dict
     if batch is None:
         raise ValueError("fit on a dask collection streams minibatches: set batch_size "
                          "(e.g. 128), or compute the data into NumPy arrays first.")
-    if estimator.inference != "advi":
+    if estimator.inference not in ("auto", "advi"):  # "auto" is ADVI on dask input
         raise ValueError(f"fit on a dask collection runs minibatch ADVI; "
                          f"inference={estimator.inference!r} needs the data in memory.")
     names = list(X.columns) if hasattr(X, "columns") else None
