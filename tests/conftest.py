@@ -6,6 +6,12 @@ compilation cache (pymc_bnn.compile_cache) points at a new empty directory for t
 session (inherited by the subprocesses of the notebook, CLI and benchmark tests), so
 a run never reads what an earlier run compiled; ``PYMC_BNN_COMPILE_CACHE`` set by
 the caller is respected.
+
+Under pytest-xdist (``make test``: two workers, ``--dist loadgroup``) every worker
+computes the module- and session-scoped fixtures its own tests use. Tests that share a
+costly one (:data:`SHARED_FITS`: a fitted model) therefore run on one worker, in one
+``xdist_group`` per connected set of such tests (see ``pytest_collection_modifyitems``),
+so that the fixture is computed once per run rather than once per worker.
 """
 
 import atexit
@@ -28,6 +34,85 @@ from pymc_bnn import BayesianMLPClassifier  # noqa: E402
 from pymc_bnn.cli import moons_split  # noqa: E402
 
 SEED = 0
+
+#: Module- or session-scoped fixtures holding a costly fit, by name (the same name in
+#: two modules is two fixtures). Every test that uses one, directly or through another
+#: fixture, joins one xdist group with all the other tests using it (and with the tests
+#: sharing any other listed fixture or ``xdist_group`` mark with those).
+SHARED_FITS = frozenset({
+    "advi_clf", "minibatch_clf", "blobs_clf",  # here
+    "fast_clf",  # test_estimator
+    "tiny_post",  # test_inference
+    "nuts_clf",  # test_diagnostics
+    "hier_clf",  # test_hierarchical, test_plotting
+    "small_clf", "small_clf3",  # test_plotting
+    "reg", "het_reg",  # test_regressor
+    "vi_posterior",  # test_tempering
+})
+
+
+def _explicit_group(item):
+    names = {str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+             for m in item.iter_markers("xdist_group")}
+    if len(names) > 1:
+        raise pytest.UsageError(f"{item.nodeid} has several xdist_group marks: {names}")
+    return names.pop() if names else None
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the marks (same hook)
+def pytest_collection_modifyitems(config, items):
+    """Put the tests sharing a :data:`SHARED_FITS` fixture into one xdist group.
+
+    Connected sets (union-find) over the tests, the shared fixtures they use and their
+    explicit ``xdist_group`` marks: a set holding an explicit group takes its name, a
+    set holding two explicit groups is an error, and any other set of two or more tests
+    is named after its first shared fixture. Without ``--dist loadgroup`` the marks are
+    unused.
+    """
+    parent = {}
+
+    def find(x):
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(a, b):
+        parent[find(a)] = find(b)
+
+    tests = []
+    for item in items:
+        defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        nodes = [("fixture", fd.baseid, name) for name in item.fixturenames
+                 if name in SHARED_FITS and name in defs
+                 for fd in defs[name][-1:]]  # the definition this test gets
+        explicit = _explicit_group(item)
+        if explicit is not None:
+            nodes.append(("group", explicit))
+        if not nodes:
+            continue
+        tests.append((item, explicit, nodes[0]))
+        for node in nodes[1:]:
+            union(nodes[0], node)
+    members = {}
+    for item, explicit, node in tests:
+        members.setdefault(find(node), []).append((item, explicit))
+    for root, group in members.items():
+        explicit = {e for _, e in group if e is not None}
+        if len(explicit) > 1:
+            raise pytest.UsageError(
+                f"tests sharing a fixture of SHARED_FITS carry different xdist_group marks "
+                f"{sorted(explicit)}: {[i.nodeid for i, _ in group]}")
+        if explicit:
+            name = explicit.pop()
+        elif len(group) > 1:
+            name = f"shared-{root[2]}"
+        else:
+            continue
+        for item, e in group:
+            if e is None:
+                item.add_marker(pytest.mark.xdist_group(name))
 
 
 @pytest.fixture(scope="session")
