@@ -23,8 +23,21 @@ def _fast_regressor():
 # features) for which no fixed budget of steps levels the ELBO off; they test the API,
 # not convergence. scikit-learn runs them on its own estimators (MLPClassifier among
 # them) the same way: sklearn/tests/test_common.py ignores ConvergenceWarning.
+#
+# Most of a check's time is compiling the network for its data's shapes, and many
+# checks share shapes: one estimator's checks run on one pytest-xdist worker (one
+# xdist_group each), which compiles each shape once instead of once per worker.
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@parametrize_with_checks([_fast_classifier(), _fast_regressor()],
+@pytest.mark.xdist_group("sklearn-checks-classifier")
+@parametrize_with_checks([_fast_classifier()],
                          expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS)
-def test_sklearn_compatible_estimator(estimator, check):
+def test_sklearn_compatible_classifier(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.xdist_group("sklearn-checks-regressor")
+@parametrize_with_checks([_fast_regressor()],
+                         expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS)
+def test_sklearn_compatible_regressor(estimator, check):
     check(estimator)
