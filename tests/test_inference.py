@@ -164,7 +164,10 @@ def test_fullrank_advi_reaches_accuracy(moons):
     from pymc_bnn import BayesianMLPClassifier
 
     X_train, X_test, y_train, y_test = moons
-    clf = BayesianMLPClassifier(inference="fullrank_advi", random_state=0).fit(X_train, y_train)
+    # one fit (no cross-fitted temperature, which notebook 02 runs with full-rank ADVI):
+    # the test is about the full-rank fit (measured: 0.962 at T = 1, 0.96 with "auto")
+    clf = BayesianMLPClassifier(inference="fullrank_advi", posterior_temperature=1.0,
+                                random_state=0).fit(X_train, y_train)
     assert clf.score(X_test, y_test) >= 0.93
 
 
