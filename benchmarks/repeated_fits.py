@@ -16,7 +16,9 @@ that later runs reuse, which is the point):
    random_state=0))`` on breast_cancer, ``cv=5``, ``n_jobs=1``: "T=1.0" rows with
    ``posterior_temperature=1.0, prior_sigma=1.0`` (one plain ADVI fit per fold, the
    same work as an SVI fit) and "T=auto" rows with the defaults (the evidence step
-   choosing the prior scales, then 3 extra cross-fitted ADVI fits per fold); beside ``MLPClassifier((16,),
+   choosing the prior scales, then 3 extra cross-fitted ADVI fits per fold, run two at
+   a time in threads; "T=auto, 1 thread" rows: the same, one after the other,
+   ``PYMC_BNN_NUM_THREADS=1``); beside ``MLPClassifier((16,),
    max_iter=2000)`` in the same pipeline and NumPyro SVI on the same folds
    (``_peers.numpyro_bnn``, ``AutoNormal`` guide, ``Adam(0.01)``, ``Trace_ELBO``, as
    many steps as the BNN's default ``n_iter``; ``SVI.run`` per fit, which
@@ -42,6 +44,7 @@ Run: ``python benchmarks/repeated_fits.py [--quick] [--out PATH]``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import importlib.util
@@ -62,6 +65,10 @@ import _common  # noqa: E402
 
 #: The "T=1.0" rows: one plain ADVI fit (no evidence step, no cross-fitted temperature).
 ONE_FIT = {"posterior_temperature": 1.0, "prior_sigma": 1.0}
+#: The "T=auto, 1 thread" rows: the default fit with its four ADVI fits one after the
+#: other (``PYMC_BNN_NUM_THREADS=1``) instead of two at a time: the same-run reference
+#: of what the concurrent fits save.
+SERIAL = "T=auto, 1 thread"
 import _peers  # noqa: E402
 
 NAME = "repeated_fits"
@@ -190,13 +197,31 @@ def ensemble_run(make_proba, members):
     return {"fit_times": fit_times, "accuracy": acc}
 
 
-def cold_start_run(bnn_kw: dict, cache_dir: str | None) -> dict:
+@contextlib.contextmanager
+def fit_threads(n: int | None):
+    """``PYMC_BNN_NUM_THREADS=n`` while the block runs (None: as it was)."""
+    old = os.environ.get("PYMC_BNN_NUM_THREADS")
+    if n is not None:
+        os.environ["PYMC_BNN_NUM_THREADS"] = str(n)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("PYMC_BNN_NUM_THREADS", None)
+        else:
+            os.environ["PYMC_BNN_NUM_THREADS"] = old
+
+
+def cold_start_run(bnn_kw: dict, cache_dir: str | None, threads: int | None = None) -> dict:
     """One fresh ``python -c COLD_START``: its own import and fit times, accuracy.
 
     ``cache_dir``: JAX's persistent compilation cache of the child
-    (``PYMC_BNN_COMPILE_CACHE``; None: switched off).
+    (``PYMC_BNN_COMPILE_CACHE``; None: switched off). ``threads``: the child's
+    ``PYMC_BNN_NUM_THREADS`` (None: as in this process).
     """
     env = {**os.environ, "PYMC_BNN_COMPILE_CACHE": cache_dir or "off"}
+    if threads is not None:
+        env["PYMC_BNN_NUM_THREADS"] = str(threads)
     proc = subprocess.run([sys.executable, "-c", COLD_START, json.dumps(bnn_kw)],
                           capture_output=True, text=True, timeout=1800, cwd=ROOT, env=env)
     if proc.returncode != 0:
@@ -323,6 +348,9 @@ def main(argv=None) -> int:
             bnn(hidden_layer_sizes=(16,), random_state=0, **ONE_FIT, **kw), k))
         rep(w, "pymc_bnn", "T=auto", k, lambda: cv_run(
             bnn(hidden_layer_sizes=(16,), random_state=0, **kw), k))
+        with fit_threads(1):
+            rep(w, "pymc_bnn", SERIAL, k, lambda: cv_run(
+                bnn(hidden_layer_sizes=(16,), random_state=0, **kw), k))
         rep(w, "sklearn", None, k, lambda: cv_run(mlp((16,), random_state=0), k))
         rep(w, "numpyro", "SVI.run", k, lambda: cv_svi_run(k, s["svi_steps"], args.seed))
 
@@ -341,6 +369,9 @@ def main(argv=None) -> int:
         w = f"ensemble of {m} on moons"
         rep(w, "pymc_bnn", "T=auto", m, lambda: ensemble_run(
             lambda i: bnn(random_state=i, **kw).fit(X, y).predict_proba(X_test)[:, 1], m))
+        with fit_threads(1):
+            rep(w, "pymc_bnn", SERIAL, m, lambda: ensemble_run(
+                lambda i: bnn(random_state=i, **kw).fit(X, y).predict_proba(X_test)[:, 1], m))
         rep(w, "sklearn", None, m, lambda: ensemble_run(
             lambda i: mlp((5, 5), random_state=i).fit(X, y).predict_proba(X_test)[:, 1], m))
         rep(w, "numpyro", "SVI.run", m, lambda: ensemble_run(
@@ -351,14 +382,14 @@ def main(argv=None) -> int:
         # fills it, the 2nd reads it back (what a user's second run on a machine sees)
         with tempfile.TemporaryDirectory(prefix="pymc_bnn-jax-cache-") as cache:
             runs = [("1st", cache), ("2nd", cache)]
-            variants = [("T=auto", {})]
+            variants = [("T=auto", {}, None)]
             if not args.quick:
                 runs.insert(0, ("no cache", None))
-                variants.append(("T=1.0", ONE_FIT))
+                variants += [(SERIAL, {}, 1), ("T=1.0", ONE_FIT, None)]
             for name, where in runs:
-                for variant, extra in variants:
+                for variant, extra, threads in variants:
                     measure(rows, f"cold start ({name} process)", "pymc_bnn", variant, 1,
-                            lambda: cold_start_run({**kw, **extra}, where))
+                            lambda: cold_start_run({**kw, **extra}, where, threads))
 
     if "memory" in args.workloads:
         n = s["memory_fits"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from numbers import Integral, Real
 
 import numpy as np
@@ -14,10 +15,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from pymc_bnn.dask import is_dask_collection
-from pymc_bnn.inference import METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, sample_more
+from pymc_bnn.inference import (METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, fit_concurrently,
+                                sample_more)
 from pymc_bnn.model import ACTIVATIONS, PRIORS, build_model
 from pymc_bnn.predictive import from_idata, posterior_draws, posterior_predictive
-from pymc_bnn.tempering import cross_fit_temperature
+from pymc_bnn.tempering import select_temperature
 
 __all__ = ["BayesianMLPClassifier", "BayesianMLPRegressor"]
 
@@ -192,8 +194,15 @@ class _BayesianMLP(BaseEstimator):
                 # moves the temperature score a little, and the user cannot act on it
                 warn=rows is None)
 
-        posterior = fit_rows(None, seeds["fit"])
-        self._choose_temperature(fit_rows, X, y_model, group_codes, seeds["temperature"])
+        # the kept fit and the cross-fitting fits of the temperature are independent:
+        # they run at the same time (threads; the results do not depend on it)
+        folds = self._cross_fitting_folds(y_model, seeds["temperature"])
+        tasks = [functools.partial(fit_rows, None, seeds["fit"])]
+        tasks += [functools.partial(fit_rows, train, seeds["temperature"] + k)
+                  for k, (train, _) in enumerate(folds or ())]
+        posterior, *fold_posteriors = fit_concurrently(tasks)
+        self._choose_temperature(fold_posteriors, folds, X, y_model, group_codes,
+                                 seeds["temperature"])
         self._set_posterior(posterior, seeds["predict"])
         return self
 
@@ -328,8 +337,18 @@ class _BayesianMLP(BaseEstimator):
     #: Folds of the cross-fitted temperature choice (``posterior_temperature="auto"``).
     _TEMPERATURE_FOLDS = 3
 
-    def _choose_temperature(self, fit_rows, X, y_model, group_codes, seed) -> None:
-        """Set ``posterior_temperature_`` and ``temperature_selection_``."""
+    def _cross_fitting_folds(self, y_model, seed):
+        """The folds of the cross-fitted temperature (``posterior_temperature="auto"``
+        with variational inference), or None: no cross-fitting."""
+        if self.inference_ == "nuts" or self.posterior_temperature != "auto":
+            return None
+        return self._temperature_folds(y_model, seed)
+
+    def _choose_temperature(self, fold_posteriors, folds, X, y_model, group_codes,
+                            seed) -> None:
+        """Set ``posterior_temperature_`` and ``temperature_selection_`` from the fits
+        on the folds of :meth:`_cross_fitting_folds` (see
+        :func:`pymc_bnn.tempering.cross_fit_temperature`)."""
         self.temperature_selection_ = None
         if self.inference_ == "nuts":  # a temperature other than 1 was refused in fit
             self.posterior_temperature_ = 1.0
@@ -337,12 +356,11 @@ class _BayesianMLP(BaseEstimator):
         if self.posterior_temperature != "auto":
             self.posterior_temperature_ = float(self.posterior_temperature)
             return
-        folds = self._temperature_folds(y_model, seed)
         if folds is None:  # too few rows (per class) to hold any out: no tempering
             self.posterior_temperature_ = 1.0
             return
-        selection = cross_fit_temperature(fit_rows, X, y_model, folds=folds, seed=seed,
-                                          groups=group_codes)
+        selection = select_temperature(fold_posteriors, X, y_model, folds=folds, seed=seed,
+                                       groups=group_codes)
         self.temperature_selection_ = selection
         self.posterior_temperature_ = selection.temperature
 

@@ -9,11 +9,14 @@ warning when they fail) and an immutable result.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.util
 import logging
+import os
+import threading
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,8 +40,10 @@ __all__ = [
     "Posterior",
     "SamplingWarning",
     "default_nuts_sampler",
+    "default_threads",
     "diagnose",
     "fit",
+    "fit_concurrently",
     "sample_more",
 ]
 
@@ -254,6 +259,160 @@ ENGINES = ("auto", "jax", "pymc")
 SCAN_CHUNK = 1000
 
 
+# --------------------------------------------------------------- concurrent fits
+#: Environment variable capping the threads of :func:`fit_concurrently` (1: the fits
+#: run one after the other).
+THREADS_ENV = "PYMC_BNN_NUM_THREADS"
+
+
+class _GraphLock:
+    """Serialises the graph work of concurrent fits; compiled runs happen outside it.
+
+    PyMC model building, PyTensor graph rewriting and compilation are not documented
+    as thread-safe, and ``warnings.catch_warnings`` (used around compilation) is not.
+    A fit run by :func:`fit_concurrently` holds this lock except while its compiled
+    ADVI steps run (:meth:`released`, in :func:`_run_scan`): JAX releases the GIL
+    there, so that is where the threads overlap.
+    """
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._local = threading.local()
+
+    def __enter__(self):
+        self._lock.acquire()
+        self._local.depth = getattr(self._local, "depth", 0) + 1
+        return self
+
+    def __exit__(self, *exc):
+        self._local.depth -= 1
+        self._lock.release()
+        return False
+
+    @contextlib.contextmanager
+    def released(self):
+        """Let other fits do graph work meanwhile, if this thread holds the lock."""
+        depth = getattr(self._local, "depth", 0)
+        self._local.depth = 0
+        for _ in range(depth):
+            self._lock.release()
+        try:
+            yield
+        finally:
+            for _ in range(depth):
+                self._lock.acquire()
+            self._local.depth = depth
+
+
+_GRAPH_LOCK = _GraphLock()
+
+
+def default_threads() -> int:
+    """Threads :func:`fit_concurrently` uses by default.
+
+    The environment variable ``PYMC_BNN_NUM_THREADS`` when set; otherwise the CPUs
+    this process may run on, capped by ``OMP_NUM_THREADS`` when set: joblib sets it in
+    its worker processes to each worker's share of the cores, so that
+    ``cross_val_score(..., n_jobs=k)`` does not run k x (number of cores) fits at once.
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    for name in (THREADS_ENV, "OMP_NUM_THREADS"):
+        value = os.environ.get(name, "").strip()
+        if value:
+            try:
+                n = int(value)
+            except ValueError:
+                n = 0
+            if n < 1:
+                raise ValueError(f"{name} must be a positive integer; got {value!r}.")
+            return n if name == THREADS_ENV else max(1, min(cpus, n))
+    return max(1, cpus)
+
+
+def fit_concurrently(tasks: Sequence[Callable[[], object]], *,
+                     n_threads: int | None = None) -> list:
+    """Run independent fits at the same time, in threads; results in task order.
+
+    Each task is a callable without arguments that builds a model and calls
+    :func:`fit` (e.g. a default estimator fit's final network and its three
+    cross-fitting networks). The compiled ADVI steps of different tasks overlap (JAX
+    releases the GIL); everything else in a task — model building, compilation,
+    diagnostics — runs under one process-wide lock, one task at a time. Two fits of
+    the same structure at the same time use two runners, the second cloned from the
+    first without compiling (:class:`pymc_bnn._compiled_vi.RunnerCache`). A task's
+    result does not depend on the threads: each fit draws only from its own seed.
+
+    The first task runs in the calling thread (its warnings are raised there, as in
+    a plain call); the others are shared out among ``n_threads - 1`` threads and the
+    calling thread as each becomes free. When a task raises, no further task starts
+    and the first failure (in task order) is raised once the running ones are done.
+
+    Parameters
+    ----------
+    tasks : sequence of callables ``() -> object``
+    n_threads : int, optional
+        At most this many tasks at a time; default :func:`default_threads` (1: one
+        after the other, in the calling thread).
+
+    Returns
+    -------
+    list
+        ``[task() for task in tasks]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pymc_bnn import build_model, fit
+    >>> X = np.random.default_rng(0).normal(size=(40, 2)); y = (X[:, 0] > 0).astype(int)
+    >>> tasks = [lambda s=s: fit(build_model(X, y, hidden_layer_sizes=(3,)), n_iter=500,
+    ...                          random_seed=s) for s in range(3)]
+    >>> [p.seed for p in fit_concurrently(tasks, n_threads=2)]
+    [0, 1, 2]
+    """
+    tasks = list(tasks)
+    n = default_threads() if n_threads is None else check_positive_int("n_threads", n_threads)
+    n = min(n, len(tasks))
+    if n <= 1:
+        return [task() for task in tasks]
+    results: list = [None] * len(tasks)
+    errors: list = [None] * len(tasks)
+    pending = iter(range(1, len(tasks)))  # task 0 is the calling thread's
+    take = threading.Lock()
+    failed = threading.Event()
+
+    def run(i: int) -> None:
+        try:
+            with _GRAPH_LOCK:
+                results[i] = tasks[i]()
+        except BaseException as err:  # noqa: BLE001 - re-raised below, in task order
+            errors[i] = err
+            failed.set()
+
+    def work() -> None:
+        while not failed.is_set():
+            with take:
+                i = next(pending, None)
+            if i is None:
+                return
+            run(i)
+
+    threads = [threading.Thread(target=work, name=f"pymc_bnn-fit-{k}", daemon=True)
+               for k in range(n - 1)]
+    for t in threads:
+        t.start()
+    run(0)
+    work()
+    for t in threads:
+        t.join()
+    for err in errors:
+        if err is not None:
+            raise err
+    return results
+
+
 def _check_engine(engine: str) -> str:
     from pymc_bnn._compiled_vi import jax_available
 
@@ -277,8 +436,10 @@ def _run_scan(inference, *, n_iter, learning_rate, seed, callbacks, progressbar,
     with RUNNERS.runner(inference, learning_rate=learning_rate, mode="JAX") as runner:
         runner.row_source = minibatch_source
         try:
-            return _run_chunks(runner, inference, n_iter=n_iter, seed=seed,
-                               callbacks=callbacks, progressbar=progressbar)
+            # the compiled steps: other fits of fit_concurrently do graph work meanwhile
+            with _GRAPH_LOCK.released():
+                return _run_chunks(runner, inference, n_iter=n_iter, seed=seed,
+                                   callbacks=callbacks, progressbar=progressbar)
         finally:
             runner.row_source = None
 

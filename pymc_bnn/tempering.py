@@ -19,15 +19,18 @@ estimators; ``docs/calibration.md`` holds the evidence for it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import logsumexp
 
+from pymc_bnn.inference import fit_concurrently
 from pymc_bnn.predictive import PosteriorPredictive, posterior_predictive
 
-__all__ = ["TEMPERATURES", "TemperatureSelection", "cross_fit_temperature", "heldout_nll"]
+__all__ = ["TEMPERATURES", "TemperatureSelection", "cross_fit_temperature", "heldout_nll",
+           "select_temperature"]
 
 #: Candidate temperatures: roughly log-spaced spread factors sqrt(T) from 0.03 to 1.41.
 TEMPERATURES = (0.001, 0.003, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
@@ -100,7 +103,8 @@ def cross_fit_temperature(
     ----------
     fit_rows : callable ``(train_rows, seed) -> Posterior``
         Fits a variational posterior on the given rows of ``X`` / ``y`` with the
-        caller's settings.
+        caller's settings. The folds' fits run at the same time
+        (:func:`pymc_bnn.inference.fit_concurrently`).
     X : array of shape (n_rows, n_features)
     y : array of shape (n_rows,)
         Model targets (class codes, or standardised regression targets).
@@ -130,10 +134,38 @@ def cross_fit_temperature(
     >>> sel.scores.shape
     (13,)
     """
+    posteriors = fit_concurrently(
+        [functools.partial(fit_rows, train, seed + k) for k, (train, _) in enumerate(folds)])
+    return select_temperature(posteriors, X, y, folds=folds, seed=seed, groups=groups,
+                              temperatures=temperatures)
+
+
+def select_temperature(
+    posteriors: Sequence,
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    folds: list[tuple[np.ndarray, np.ndarray]],
+    seed: int,
+    groups=None,
+    temperatures=TEMPERATURES,
+) -> TemperatureSelection:
+    """Score every temperature on the folds' held-out rows; the step of
+    :func:`cross_fit_temperature` after its fits.
+
+    ``posteriors[k]`` is the fit on ``folds[k][0]`` (seeded ``seed + k`` there); its
+    scoring draws are seeded ``seed + k`` too (common random numbers across ``T``).
+    Arguments as :func:`cross_fit_temperature`'s.
+
+    Returns
+    -------
+    TemperatureSelection
+    """
+    if len(posteriors) != len(folds):
+        raise ValueError(f"{len(posteriors)} posteriors for {len(folds)} folds.")
     temperatures = tuple(float(t) for t in temperatures)
     total = np.zeros(len(temperatures))
-    for k, (train, test) in enumerate(folds):
-        posterior = fit_rows(train, seed + k)
+    for k, (posterior, (_, test)) in enumerate(zip(posteriors, folds)):
         g = None if groups is None else groups[test]
         for i, t in enumerate(temperatures):
             pred = posterior_predictive(posterior, n_draws=SCORE_DRAWS,

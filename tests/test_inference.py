@@ -376,10 +376,13 @@ def test_runner_cache_is_bounded_holds_no_data_and_never_shares_a_runner(tiny):
             return pm.ADVI(random_seed=0)
 
     with cache.runner(inference(2), learning_rate=0.01, mode="JAX") as a:
-        # a runner in use is never handed out again (threads fitting at once)
+        # a runner in use is never handed out again (threads fitting at once): the
+        # second fit gets a clone, not a new compilation
         with cache.runner(inference(2), learning_rate=0.01, mode="JAX") as b:
-            assert a is not b
-    assert (cache.hits, cache.misses, len(cache)) == (0, 2, 2)
+            assert a is not b and a.fn is not b.fn
+            assert not {id(v) for v in (*a.state, *a.inputs)} & {
+                id(v) for v in (*b.state, *b.inputs)}
+    assert (cache.hits, cache.misses, cache.clones, len(cache)) == (0, 1, 1, 2)
     with cache.runner(inference(2), learning_rate=0.01, mode="JAX") as c:
         assert c in (a, b)
     for width in (3, 4, 5):
@@ -446,3 +449,89 @@ def test_neal_hyperprior_change_reuses_the_runner(tiny):
     np.testing.assert_array_equal(reused.loss, fresh.loss)
     for a, b in zip(_params(reused), _params(fresh)):
         np.testing.assert_array_equal(a, b)
+
+
+# ------------------------------------------------------------- concurrent fits
+@jax_only
+def test_cloned_runner_equals_the_original_and_leaves_it_alone(tiny):
+    """A runner cloned while its original is in use (a second thread fitting the same
+    structure) computes exactly what the original computes, on state of its own."""
+    from pymc_bnn._compiled_vi import RunnerCache
+
+    X, y = tiny
+    cache = RunnerCache()
+
+    def inference():
+        with build_model(X, y, hidden_layer_sizes=(3,), random_state=0):
+            return pm.ADVI(random_seed=0)
+
+    def run(runner, seed):
+        out = [runner.run(200, np.random.default_rng(seed)) for _ in range(2)]
+        runner.materialize()
+        return np.concatenate(out)
+
+    first, second = inference(), inference()
+    with cache.runner(first, learning_rate=0.01, mode="JAX") as a:
+        with cache.runner(second, learning_rate=0.01, mode="JAX") as b:
+            assert cache.clones == 1
+            losses_b = run(b, 5)
+        losses_a = run(a, 5)
+    np.testing.assert_array_equal(losses_a, losses_b)
+    for pa, pb in zip(first.approx.params, second.approx.params):
+        np.testing.assert_array_equal(pa.get_value(), pb.get_value())
+
+
+def test_fit_concurrently_runs_tasks_at_the_same_time_in_order():
+    """With two threads, two tasks are under way at once (each waits for the other at
+    a barrier, with the graph lock released as during compiled steps); results come
+    back in task order; one thread runs them one after the other in the caller."""
+    import threading
+
+    barrier = threading.Barrier(2, timeout=30)
+    threads = []
+
+    def task(i):
+        threads.append(threading.get_ident())
+        with I._GRAPH_LOCK.released():
+            barrier.wait()  # raises BrokenBarrierError unless both run at once
+        return i
+
+    assert I.fit_concurrently([lambda i=i: task(i) for i in range(4)], n_threads=2) == [0, 1, 2, 3]
+    assert len(set(threads)) == 2 and threads.count(threading.get_ident()) >= 1
+    calls = []
+    assert I.fit_concurrently([lambda i=i: calls.append(threading.get_ident()) or i
+                               for i in range(3)], n_threads=1) == [0, 1, 2]
+    assert set(calls) == {threading.get_ident()}
+
+
+def test_fit_concurrently_raises_the_first_failure_and_starts_nothing_after_it():
+    started = []
+
+    def task(i):
+        started.append(i)
+        if i in (1, 2):
+            raise ValueError(f"task {i} failed")
+        return i
+
+    with pytest.raises(ValueError, match="task 1 failed"):
+        I.fit_concurrently([lambda i=i: task(i) for i in range(8)], n_threads=2)
+    assert len(started) < 8
+
+
+@pytest.mark.parametrize("env, value, expected", [
+    ("PYMC_BNN_NUM_THREADS", "1", 1), ("OMP_NUM_THREADS", "1", 1),
+    ("PYMC_BNN_NUM_THREADS", "3", 3), ("OMP_NUM_THREADS", "1000", None),
+    ("PYMC_BNN_NUM_THREADS", "0", ValueError),
+    ("OMP_NUM_THREADS", "two", ValueError)])
+def test_default_threads_honours_the_environment(monkeypatch, env, value, expected):
+    import os
+
+    monkeypatch.delenv("PYMC_BNN_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    cpus = len(os.sched_getaffinity(0))
+    monkeypatch.setenv(env, value)
+    if expected is ValueError:
+        with pytest.raises(ValueError, match=f"{env} must be a positive integer"):
+            I.default_threads()
+    else:
+        assert I.default_threads() == (cpus if expected is None else expected)

@@ -176,3 +176,35 @@ def test_temperature_survives_save_load_and_pickle(advi_clf, moons, tmp_path):
         assert sel.temperatures == ref.temperatures and sel.n_splits == ref.n_splits
         np.testing.assert_array_equal(sel.scores, ref.scores)
         np.testing.assert_array_equal(other.predict_proba(X_test), advi_clf.predict_proba(X_test))
+
+
+def test_cross_fitting_fits_run_concurrently_and_change_nothing(logistic_data, monkeypatch):
+    """A default fit's kept network and its three cross-fitting networks are fit at the
+    same time in two threads (pymc_bnn.inference.fit_concurrently); the result is
+    exactly that of fitting them one after the other."""
+    import threading
+
+    import pymc_bnn.estimator as E
+
+    X, y = logistic_data
+    kw = dict(hidden_layer_sizes=(3,), n_iter=1500, random_state=0)
+    threads = []
+    real_fit = E.fit
+
+    def spy(*args, **kwargs):
+        threads.append(threading.get_ident())
+        return real_fit(*args, **kwargs)
+
+    monkeypatch.setattr(E, "fit", spy)
+    monkeypatch.setenv("PYMC_BNN_NUM_THREADS", "1")
+    serial = BayesianMLPClassifier(**kw).fit(X, y)
+    assert len(threads) == 4 and set(threads) == {threading.get_ident()}
+    threads.clear()
+    monkeypatch.setenv("PYMC_BNN_NUM_THREADS", "2")
+    threaded = BayesianMLPClassifier(**kw).fit(X, y)
+    assert len(threads) == 4 and len(set(threads)) == 2
+    assert threaded.posterior_temperature_ == serial.posterior_temperature_
+    np.testing.assert_array_equal(threaded.temperature_selection_.scores,
+                                  serial.temperature_selection_.scores)
+    np.testing.assert_array_equal(threaded.loss_curve_, serial.loss_curve_)
+    np.testing.assert_array_equal(threaded.predict_proba(X), serial.predict_proba(X))
