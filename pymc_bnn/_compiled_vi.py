@@ -375,7 +375,8 @@ class ScanADVI:
         inputs), which re-links the program without rewriting or compiling the graph
         again (~0.1 s against ~1 s). The clone is bound to its fit by :meth:`bind`, as
         any cached runner; this runner may be running meanwhile (only its graph and
-        its constant start values are read).
+        its constant start values are read). The clone calls this runner's jitted JAX
+        program (:func:`_share_jitted_program`): nothing is traced or compiled again.
         """
         owned = [i.variable for i in self.fn.maker.inputs
                  if isinstance(i.variable, SharedVariable)
@@ -389,6 +390,7 @@ class ScanADVI:
         new = copy.copy(self)
         with _untraceable_checks_ignored():  # the program is linked again
             new.fn = self.fn.copy(swap={v: f for v, f in fresh.items() if v in in_fn})
+        _share_jitted_program(self.fn, new.fn)
         new.learning_rate = fresh[self.learning_rate]
         new.state = [fresh[s] for s in self.state]
         new.params = [fresh[p] for p in self.params]
@@ -409,6 +411,36 @@ class ScanADVI:
         self._targets = []
         self._ahead = None
         self.row_source = None
+
+
+#: The parameters of the thunk PyTensor's JIT linkers make (pytensor.link.basic.JITLinker
+#: .create_jitable_thunk): the jitted program is bound as the first one's default.
+_THUNK_PARAMETERS = ("fgraph_jit", "thunk_inputs", "thunk_outputs")
+
+
+def _jitted_program(fn):
+    """The jitted program a PyTensor function of the JAX backend calls, or None when
+    the function is not laid out as expected (another PyTensor version)."""
+    thunk = getattr(fn, "vm", None)
+    code = getattr(thunk, "__code__", None)
+    defaults = getattr(thunk, "__defaults__", None)
+    if (code is None or defaults is None or len(defaults) != len(_THUNK_PARAMETERS)
+            or code.co_varnames[:len(_THUNK_PARAMETERS)] != _THUNK_PARAMETERS
+            or not callable(defaults[0])):
+        return None
+    return defaults[0]
+
+
+def _share_jitted_program(src, dst) -> bool:
+    """Make ``dst`` (``src.copy(swap=...)``: the same graph, inputs in the same order,
+    storage of its own) call ``src``'s jitted program instead of its own newly linked
+    one, which would trace and compile the program again on its first call (~1 s when
+    JAX's disk cache does not have it). Returns whether it could."""
+    program = _jitted_program(src)
+    if program is None or _jitted_program(dst) is None:
+        return False
+    dst.vm.__defaults__ = (program, *dst.vm.__defaults__[1:])
+    return True
 
 
 @contextlib.contextmanager

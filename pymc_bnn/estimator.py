@@ -19,7 +19,7 @@ from pymc_bnn.inference import (METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, fit_con
                                 sample_more)
 from pymc_bnn.model import ACTIVATIONS, PRIORS, build_model
 from pymc_bnn.predictive import from_idata, posterior_draws, posterior_predictive
-from pymc_bnn.tempering import select_temperature
+from pymc_bnn.tempering import choose_temperature, fit_and_score
 
 __all__ = ["BayesianMLPClassifier", "BayesianMLPRegressor"]
 
@@ -196,13 +196,15 @@ class _BayesianMLP(BaseEstimator):
 
         # the kept fit and the cross-fitting fits of the temperature are independent:
         # they run at the same time (threads; the results do not depend on it)
+        # (each cross-fitting fit scored on its held-out rows right after it, while
+        # the other fits' compiled steps run)
         folds = self._cross_fitting_folds(y_model, seeds["temperature"])
         tasks = [functools.partial(fit_rows, None, seeds["fit"])]
-        tasks += [functools.partial(fit_rows, train, seeds["temperature"] + k)
-                  for k, (train, _) in enumerate(folds or ())]
-        posterior, *fold_posteriors = fit_concurrently(tasks)
-        self._choose_temperature(fold_posteriors, folds, X, y_model, group_codes,
-                                 seeds["temperature"])
+        tasks += [functools.partial(fit_and_score, fit_rows, train, test, X, y_model,
+                                    seed=seeds["temperature"] + k, groups=group_codes)
+                  for k, (train, test) in enumerate(folds or ())]
+        posterior, *fold_scores = fit_concurrently(tasks)
+        self._choose_temperature(fold_scores, folds, X.shape[0])
         self._set_posterior(posterior, seeds["predict"])
         return self
 
@@ -344,10 +346,9 @@ class _BayesianMLP(BaseEstimator):
             return None
         return self._temperature_folds(y_model, seed)
 
-    def _choose_temperature(self, fold_posteriors, folds, X, y_model, group_codes,
-                            seed) -> None:
-        """Set ``posterior_temperature_`` and ``temperature_selection_`` from the fits
-        on the folds of :meth:`_cross_fitting_folds` (see
+    def _choose_temperature(self, fold_scores, folds, n_rows) -> None:
+        """Set ``posterior_temperature_`` and ``temperature_selection_`` from the
+        held-out scores of the fits on the folds of :meth:`_cross_fitting_folds` (see
         :func:`pymc_bnn.tempering.cross_fit_temperature`)."""
         self.temperature_selection_ = None
         if self.inference_ == "nuts":  # a temperature other than 1 was refused in fit
@@ -359,8 +360,7 @@ class _BayesianMLP(BaseEstimator):
         if folds is None:  # too few rows (per class) to hold any out: no tempering
             self.posterior_temperature_ = 1.0
             return
-        selection = select_temperature(fold_posteriors, X, y_model, folds=folds, seed=seed,
-                                       groups=group_codes)
+        selection = choose_temperature(fold_scores, n_rows)
         self.temperature_selection_ = selection
         self.posterior_temperature_ = selection.temperature
 

@@ -29,8 +29,8 @@ from scipy.special import logsumexp
 from pymc_bnn.inference import fit_concurrently
 from pymc_bnn.predictive import PosteriorPredictive, posterior_predictive
 
-__all__ = ["TEMPERATURES", "TemperatureSelection", "cross_fit_temperature", "heldout_nll",
-           "select_temperature"]
+__all__ = ["TEMPERATURES", "TemperatureSelection", "choose_temperature",
+           "cross_fit_temperature", "fit_and_score", "heldout_nll", "heldout_scores"]
 
 #: Candidate temperatures: roughly log-spaced spread factors sqrt(T) from 0.03 to 1.41.
 TEMPERATURES = (0.001, 0.003, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
@@ -103,7 +103,8 @@ def cross_fit_temperature(
     ----------
     fit_rows : callable ``(train_rows, seed) -> Posterior``
         Fits a variational posterior on the given rows of ``X`` / ``y`` with the
-        caller's settings. The folds' fits run at the same time
+        caller's settings. The folds' fits (each followed by its scoring,
+        :func:`heldout_scores`) run at the same time
         (:func:`pymc_bnn.inference.fit_concurrently`).
     X : array of shape (n_rows, n_features)
     y : array of shape (n_rows,)
@@ -134,47 +135,64 @@ def cross_fit_temperature(
     >>> sel.scores.shape
     (13,)
     """
-    posteriors = fit_concurrently(
-        [functools.partial(fit_rows, train, seed + k) for k, (train, _) in enumerate(folds)])
-    return select_temperature(posteriors, X, y, folds=folds, seed=seed, groups=groups,
-                              temperatures=temperatures)
+    tasks = [functools.partial(fit_and_score, fit_rows, train, test, X, y, seed=seed + k,
+                               groups=groups, temperatures=temperatures)
+             for k, (train, test) in enumerate(folds)]
+    return choose_temperature(fit_concurrently(tasks), X.shape[0], temperatures)
 
 
-def select_temperature(
-    posteriors: Sequence,
-    X: np.ndarray,
-    y: np.ndarray,
-    *,
-    folds: list[tuple[np.ndarray, np.ndarray]],
-    seed: int,
-    groups=None,
-    temperatures=TEMPERATURES,
-) -> TemperatureSelection:
-    """Score every temperature on the folds' held-out rows; the step of
-    :func:`cross_fit_temperature` after its fits.
+def fit_and_score(fit_rows, train, test, X, y, *, seed: int, groups=None,
+                  temperatures=TEMPERATURES) -> np.ndarray:
+    """One fold of :func:`cross_fit_temperature`: ``fit_rows(train, seed)``, then its
+    :func:`heldout_scores` on the rows ``test`` (scoring draws seeded ``seed``).
 
-    ``posteriors[k]`` is the fit on ``folds[k][0]`` (seeded ``seed + k`` there); its
-    scoring draws are seeded ``seed + k`` too (common random numbers across ``T``).
-    Arguments as :func:`cross_fit_temperature`'s.
+    Returns
+    -------
+    ndarray of shape (n_temperatures,)
+    """
+    g = None if groups is None else groups[test]
+    return heldout_scores(fit_rows(train, seed), X[test], y[test], seed=seed, groups=g,
+                          temperatures=temperatures)
+
+
+def heldout_scores(posterior, X: np.ndarray, y: np.ndarray, *, seed: int, groups=None,
+                   temperatures=TEMPERATURES) -> np.ndarray:
+    """Summed held-out negative log predictive density of one fold at each temperature.
+
+    ``posterior`` was fit without the rows ``X`` / ``y``; ``SCORE_DRAWS`` draws seeded
+    ``seed`` at every temperature (common random numbers across ``T``).
+
+    Returns
+    -------
+    ndarray of shape (n_temperatures,)
+        ``heldout_nll(...).sum()`` per temperature (nats).
+    """
+    return np.array([
+        heldout_nll(posterior_predictive(posterior, n_draws=SCORE_DRAWS, random_seed=seed,
+                                         temperature=float(t)), X, y, groups).sum()
+        for t in temperatures])
+
+
+def choose_temperature(fold_scores: Sequence[np.ndarray], n_rows: int,
+                       temperatures=TEMPERATURES) -> TemperatureSelection:
+    """The temperature with the smallest held-out NLL summed over folds.
+
+    Parameters
+    ----------
+    fold_scores : sequence of ndarray of shape (n_temperatures,)
+        :func:`heldout_scores` of each fold.
+    n_rows : int
+        Rows held out over all folds (the scores are reported per row).
 
     Returns
     -------
     TemperatureSelection
+        Ties (within 1e-9 nats per row) go to the temperature nearest 1 (least tempering).
     """
-    if len(posteriors) != len(folds):
-        raise ValueError(f"{len(posteriors)} posteriors for {len(folds)} folds.")
     temperatures = tuple(float(t) for t in temperatures)
-    total = np.zeros(len(temperatures))
-    for k, (posterior, (_, test)) in enumerate(zip(posteriors, folds)):
-        g = None if groups is None else groups[test]
-        for i, t in enumerate(temperatures):
-            pred = posterior_predictive(posterior, n_draws=SCORE_DRAWS,
-                                        random_seed=seed + k, temperature=t)
-            total[i] += heldout_nll(pred, X[test], y[test], g).sum()
-    scores = total / X.shape[0]
+    scores = np.sum(fold_scores, axis=0) / n_rows
     best = scores.min()
-    # ties (within 1e-9 nats per row) go to the temperature nearest 1 (least tempering)
     near = [i for i, s in enumerate(scores) if s <= best + 1e-9]
     choice = min(near, key=lambda i: abs(np.log(temperatures[i])))
     return TemperatureSelection(temperature=temperatures[choice], temperatures=temperatures,
-                                scores=scores, n_splits=len(folds))
+                                scores=scores, n_splits=len(fold_scores))

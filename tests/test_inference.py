@@ -456,7 +456,7 @@ def test_neal_hyperprior_change_reuses_the_runner(tiny):
 def test_cloned_runner_equals_the_original_and_leaves_it_alone(tiny):
     """A runner cloned while its original is in use (a second thread fitting the same
     structure) computes exactly what the original computes, on state of its own."""
-    from pymc_bnn._compiled_vi import RunnerCache
+    from pymc_bnn._compiled_vi import RunnerCache, _jitted_program
 
     X, y = tiny
     cache = RunnerCache()
@@ -474,6 +474,8 @@ def test_cloned_runner_equals_the_original_and_leaves_it_alone(tiny):
     with cache.runner(first, learning_rate=0.01, mode="JAX") as a:
         with cache.runner(second, learning_rate=0.01, mode="JAX") as b:
             assert cache.clones == 1
+            # the clone calls the original's jitted program: nothing compiled again
+            assert _jitted_program(b.fn) is _jitted_program(a.fn) is not None
             losses_b = run(b, 5)
         losses_a = run(a, 5)
     np.testing.assert_array_equal(losses_a, losses_b)
