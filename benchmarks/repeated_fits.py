@@ -17,8 +17,8 @@ that later runs reuse, which is the point):
    ``posterior_temperature=1.0, prior_sigma=1.0`` (one plain ADVI fit per fold, the
    same work as an SVI fit) and "T=auto" rows with the defaults (the evidence step
    choosing the prior scales, then 3 extra cross-fitted ADVI fits per fold, run two at
-   a time in threads; "T=auto, 1 thread" rows: the same, one after the other,
-   ``PYMC_BNN_NUM_THREADS=1``); beside ``MLPClassifier((16,),
+   a time in threads; "T=auto, 1 thread" rows, not in ``--quick``: the same, one
+   after the other, ``PYMC_BNN_NUM_THREADS=1``); beside ``MLPClassifier((16,),
    max_iter=2000)`` in the same pipeline and NumPyro SVI on the same folds
    (``_peers.numpyro_bnn``, ``AutoNormal`` guide, ``Adam(0.01)``, ``Trace_ELBO``, as
    many steps as the BNN's default ``n_iter``; ``SVI.run`` per fit, which
@@ -348,9 +348,10 @@ def main(argv=None) -> int:
             bnn(hidden_layer_sizes=(16,), random_state=0, **ONE_FIT, **kw), k))
         rep(w, "pymc_bnn", "T=auto", k, lambda: cv_run(
             bnn(hidden_layer_sizes=(16,), random_state=0, **kw), k))
-        with fit_threads(1):
-            rep(w, "pymc_bnn", SERIAL, k, lambda: cv_run(
-                bnn(hidden_layer_sizes=(16,), random_state=0, **kw), k))
+        if not args.quick:
+            with fit_threads(1):
+                rep(w, "pymc_bnn", SERIAL, k, lambda: cv_run(
+                    bnn(hidden_layer_sizes=(16,), random_state=0, **kw), k))
         rep(w, "sklearn", None, k, lambda: cv_run(mlp((16,), random_state=0), k))
         rep(w, "numpyro", "SVI.run", k, lambda: cv_svi_run(k, s["svi_steps"], args.seed))
 
@@ -369,9 +370,11 @@ def main(argv=None) -> int:
         w = f"ensemble of {m} on moons"
         rep(w, "pymc_bnn", "T=auto", m, lambda: ensemble_run(
             lambda i: bnn(random_state=i, **kw).fit(X, y).predict_proba(X_test)[:, 1], m))
-        with fit_threads(1):
-            rep(w, "pymc_bnn", SERIAL, m, lambda: ensemble_run(
-                lambda i: bnn(random_state=i, **kw).fit(X, y).predict_proba(X_test)[:, 1], m))
+        if not args.quick:
+            with fit_threads(1):
+                rep(w, "pymc_bnn", SERIAL, m, lambda: ensemble_run(
+                    lambda i: bnn(random_state=i, **kw).fit(X, y).predict_proba(X_test)[:, 1],
+                    m))
         rep(w, "sklearn", None, m, lambda: ensemble_run(
             lambda i: mlp((5, 5), random_state=i).fit(X, y).predict_proba(X_test)[:, 1], m))
         rep(w, "numpyro", "SVI.run", m, lambda: ensemble_run(

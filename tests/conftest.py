@@ -23,6 +23,13 @@ if "PYMC_BNN_COMPILE_CACHE" not in os.environ:
     _CACHE = tempfile.mkdtemp(prefix="pymc_bnn-test-jax-cache-")
     os.environ["PYMC_BNN_COMPILE_CACHE"] = _CACHE
     atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+# Under pytest-xdist the workers already share the cores out, one each, as joblib's
+# workers do: there a default fit's concurrent ADVI fits (pymc_bnn.inference
+# .fit_concurrently) would only oversubscribe them, so each worker (and the notebook,
+# CLI and benchmark subprocesses it starts) fits one at a time. The tests of the
+# concurrent path set PYMC_BNN_NUM_THREADS or n_threads themselves.
+if os.environ.get("PYTEST_XDIST_WORKER") and "PYMC_BNN_NUM_THREADS" not in os.environ:
+    os.environ["PYMC_BNN_NUM_THREADS"] = "1"
 
 import matplotlib  # noqa: E402
 import numpy as np  # noqa: E402
