@@ -454,8 +454,12 @@ def _untraceable_checks_ignored():
 
 def _private_copy(v: SharedVariable, *, copy: bool) -> SharedVariable:
     """A shared variable of ``v``'s type and name holding ``v``'s current value in its
-    own storage; ``copy=False`` shares the array (data the runner only reads)."""
-    value = v.get_value(borrow=not copy)
+    own storage; ``copy=False`` shares the array (data the runner only reads). A value
+    JAX left there (a runner between :meth:`ScanADVI.run` and ``materialize``, as when
+    a busy runner is cloned) comes back as a NumPy array: shared on a JAX array,
+    PyTensor would make a variable of another type."""
+    value = v.get_value(borrow=True)
+    value = np.array(value) if copy else np.asarray(value)
     return pytensor.shared(value, name=v.name, shape=v.type.shape, borrow=True)
 
 

@@ -483,6 +483,28 @@ def test_cloned_runner_equals_the_original_and_leaves_it_alone(tiny):
         np.testing.assert_array_equal(pa.get_value(), pb.get_value())
 
 
+@jax_only
+def test_a_runner_is_cloned_mid_run(tiny):
+    """A busy runner holds JAX arrays between its compiled calls (until
+    ``materialize``); a clone taken then is still a runner of the same types."""
+    from pymc_bnn._compiled_vi import RunnerCache
+
+    X, y = tiny
+    cache = RunnerCache()
+
+    def inference():
+        with build_model(X, y, hidden_layer_sizes=(3,), random_state=0):
+            return pm.ADVI(random_seed=0)
+
+    with cache.runner(inference(), learning_rate=0.01, mode="JAX") as a:
+        a.run(50, np.random.default_rng(0))
+        assert not all(isinstance(s.get_value(borrow=True), np.ndarray) for s in a.state)
+        with cache.runner(inference(), learning_rate=0.01, mode="JAX") as b:
+            assert cache.clones == 1
+            assert [v.type for v in b.state] == [v.type for v in a.state]
+            assert np.all(np.isfinite(b.run(50, np.random.default_rng(1))))
+
+
 def test_fit_concurrently_runs_tasks_at_the_same_time_in_order():
     """With two threads, two tasks are under way at once (each waits for the other at
     a barrier, with the graph lock released as during compiled steps); results come
