@@ -19,7 +19,7 @@ from pymc_bnn.inference import (METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, fit_con
                                 sample_more)
 from pymc_bnn.model import ACTIVATIONS, PRIORS, build_model
 from pymc_bnn.predictive import from_idata, posterior_draws, posterior_predictive
-from pymc_bnn.tempering import choose_temperature, fit_and_score
+from pymc_bnn.tempering import choose_temperature, fold_tasks
 
 __all__ = ["BayesianMLPClassifier", "BayesianMLPRegressor"]
 
@@ -194,15 +194,13 @@ class _BayesianMLP(BaseEstimator):
                 # moves the temperature score a little, and the user cannot act on it
                 warn=rows is None)
 
-        # the kept fit and the cross-fitting fits of the temperature are independent:
-        # they run at the same time (threads; the results do not depend on it)
-        # (each cross-fitting fit scored on its held-out rows right after it, while
-        # the other fits' compiled steps run)
+        # the kept fit and the cross-fitting fits of the temperature (each scored on
+        # its held-out rows right after it) are independent: they run at the same
+        # time (threads; the results do not depend on it)
         folds = self._cross_fitting_folds(y_model, seeds["temperature"])
         tasks = [functools.partial(fit_rows, None, seeds["fit"])]
-        tasks += [functools.partial(fit_and_score, fit_rows, train, test, X, y_model,
-                                    seed=seeds["temperature"] + k, groups=group_codes)
-                  for k, (train, test) in enumerate(folds or ())]
+        tasks += fold_tasks(fit_rows, X, y_model, folds=folds or [],
+                            seed=seeds["temperature"], groups=group_codes)
         posterior, *fold_scores = fit_concurrently(tasks)
         self._choose_temperature(fold_scores, folds, X.shape[0])
         self._set_posterior(posterior, seeds["predict"])

@@ -30,7 +30,7 @@ from pymc_bnn.inference import fit_concurrently
 from pymc_bnn.predictive import PosteriorPredictive, posterior_predictive
 
 __all__ = ["TEMPERATURES", "TemperatureSelection", "choose_temperature",
-           "cross_fit_temperature", "fit_and_score", "heldout_nll", "heldout_scores"]
+           "cross_fit_temperature", "fold_tasks", "heldout_nll", "heldout_scores"]
 
 #: Candidate temperatures: roughly log-spaced spread factors sqrt(T) from 0.03 to 1.41.
 TEMPERATURES = (0.001, 0.003, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
@@ -135,21 +135,28 @@ def cross_fit_temperature(
     >>> sel.scores.shape
     (13,)
     """
-    tasks = [functools.partial(fit_and_score, fit_rows, train, test, X, y, seed=seed + k,
-                               groups=groups, temperatures=temperatures)
-             for k, (train, test) in enumerate(folds)]
+    tasks = fold_tasks(fit_rows, X, y, folds=folds, seed=seed, groups=groups,
+                       temperatures=temperatures)
     return choose_temperature(fit_concurrently(tasks), X.shape[0], temperatures)
 
 
-def fit_and_score(fit_rows, train, test, X, y, *, seed: int, groups=None,
-                  temperatures=TEMPERATURES) -> np.ndarray:
-    """One fold of :func:`cross_fit_temperature`: ``fit_rows(train, seed)``, then its
-    :func:`heldout_scores` on the rows ``test`` (scoring draws seeded ``seed``).
+def fold_tasks(fit_rows, X, y, *, folds, seed: int, groups=None,
+               temperatures=TEMPERATURES) -> list:
+    """The folds of :func:`cross_fit_temperature` as tasks for
+    :func:`pymc_bnn.inference.fit_concurrently` (arguments as there).
 
     Returns
     -------
-    ndarray of shape (n_temperatures,)
+    list of callables ``() -> ndarray of shape (n_temperatures,)``
+        Task ``k``: ``fit_rows(train_k, seed + k)``, then its :func:`heldout_scores`
+        on the rows ``test_k`` (scoring draws seeded ``seed + k``).
     """
+    return [functools.partial(_fit_and_score, fit_rows, train, test, X, y, seed=seed + k,
+                              groups=groups, temperatures=temperatures)
+            for k, (train, test) in enumerate(folds)]
+
+
+def _fit_and_score(fit_rows, train, test, X, y, *, seed, groups, temperatures):
     g = None if groups is None else groups[test]
     return heldout_scores(fit_rows(train, seed), X[test], y[test], seed=seed, groups=g,
                           temperatures=temperatures)
