@@ -31,6 +31,8 @@ import collections
 import contextlib
 import copy
 import importlib.util
+import io
+import pickle
 import threading
 import warnings
 
@@ -38,13 +40,15 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pytensor.compile.sharedvalue import SharedVariable
-from pytensor.graph.basic import Constant, equal_computations
+from pytensor.graph.basic import Constant, Variable, equal_computations
 from pytensor.graph.replace import graph_replace
+from pytensor.graph.utils import Scratchpad
 from pytensor.graph.traversal import ancestors, graph_inputs
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.random.type import RandomType
 
-__all__ = ["ScanUnsupported", "jax_available", "ScanADVI", "RunnerCache", "RUNNERS"]
+__all__ = ["ScanUnsupported", "jax_available", "ScanADVI", "RunnerCache", "RUNNERS",
+           "dump_runner"]
 
 
 class ScanUnsupported(RuntimeError):
@@ -520,6 +524,123 @@ def _signature(inference):
     return key, outputs, inputs
 
 
+#: Version of the layout of a stored runner (see dump_runner): another layout, another
+#: file name.
+STORE_FORMAT = 1
+
+
+class _RunnerPickler(pickle.Pickler):
+    """Pickles a runner, its compiled function and graphs, and nothing of a fit.
+
+    - PyMC attaches printing helpers (bound to ``functools.partial`` objects, which do
+      not pickle) to its random variables as instance attributes: left out (the
+      variables print the same without);
+    - PyMC's ``tag.observations`` of an observed variable points at the model's data:
+      left out (no computation reads it);
+    - any other shared variable than the runner's own (emptied by ``release``) would
+      carry a fit's values to disk: refused (the runner is then not stored).
+    """
+
+    _DROPPED = ("str_repr", "_repr_latex_")
+
+    def __init__(self, file, own):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._own = own
+
+    def reducer_override(self, obj):
+        if isinstance(obj, SharedVariable) and id(obj) not in self._own:
+            raise pickle.PicklingError(f"shared variable {obj.name!r} is not the runner's")
+        if isinstance(obj, Variable) and any(k in obj.__dict__ for k in self._DROPPED):
+            reduced = list(obj.__reduce_ex__(5))
+            reduced[2] = {k: v for k, v in reduced[2].items() if k not in self._DROPPED}
+            return tuple(reduced)
+        if isinstance(obj, Scratchpad) and "observations" in obj.__dict__:
+            reduced = list(obj.__reduce_ex__(5))
+            reduced[2] = {k: v for k, v in reduced[2].items() if k != "observations"}
+            return tuple(reduced)
+        return NotImplemented
+
+
+def _detached(key, outputs, inputs) -> tuple:
+    """A problem's signature (:func:`_signature`) whose graph has placeholders of the
+    same types for its non-constant inputs: compared by position all the same, and it
+    holds no reference to the fit's data (shared variables) in memory or on disk."""
+    placeholders = [v.type() for v in inputs]
+    return key, graph_replace(outputs, dict(zip(inputs, placeholders)), strict=False), \
+        placeholders
+
+
+def _store_name(key, outputs) -> str:
+    """The file name of a problem's runner on disk (:mod:`pymc_bnn.compile_cache`):
+    its key and a printout of its graph (types, shapes, constants, names)."""
+    from pymc_bnn.compile_cache import entry_name
+
+    return entry_name(STORE_FORMAT, key,
+                      pytensor.dprint(outputs, file="str", print_type=True))
+
+
+def dump_runner(runner: ScanADVI) -> bytes:
+    """The bytes of a released runner (:meth:`ScanADVI.release`) for the disk cache.
+
+    Nothing of a fit is written: ``release`` has emptied the data and prior-scale
+    inputs, the variational parameters and the optimiser state are set back to their
+    start values (:meth:`ScanADVI.bind` sets them for every fit), the arguments of the
+    last call (noise, minibatch rows) and the input buffers are left out, and the graph a later problem is compared with has placeholders
+    for the model's shared inputs (:func:`_detached`).
+    """
+    for p in runner.params:
+        p.set_value(np.zeros_like(p.get_value(borrow=True)))
+    for s, value in runner._start.items():
+        s.set_value(value.copy())
+    # a function keeps its last call's arguments (the noise, a minibatch's rows)
+    for i, container in zip(runner.fn.maker.inputs, runner.fn.input_storage, strict=True):
+        if not isinstance(i.variable, SharedVariable):
+            container.storage[0] = None
+    stored = copy.copy(runner)
+    stored._buffers = {}
+    own = {id(i.variable) for i in runner.fn.maker.inputs
+           if isinstance(i.variable, SharedVariable)}
+    own.update(id(v) for v in (*runner.inputs, *runner.state, *runner.params,
+                               *runner.data, *runner._containers, runner.learning_rate))
+    buffer = io.BytesIO()
+    _RunnerPickler(buffer, own).dump(stored)
+    return buffer.getvalue()
+
+
+def _write_runner(runner: ScanADVI) -> None:
+    from pymc_bnn.compile_cache import write_entry
+
+    try:
+        data = dump_runner(runner)
+    except Exception as err:  # noqa: BLE001 - a runner that does not pickle is not stored
+        warnings.warn(f"pymc_bnn could not store a compiled ADVI runner on disk ({err!r}); "
+                      "a new process will compile it again.", RuntimeWarning, stacklevel=3)
+        return
+    write_entry(runner.store_name, data)
+
+
+def _read_runner(name, same) -> ScanADVI | None:
+    """The runner stored under ``name`` by an earlier process, or None (also when
+    ``name`` is None). ``same`` checks its graph against the new problem's."""
+    from pymc_bnn.compile_cache import drop_entry, read_entry
+
+    data = None if name is None else read_entry(name)
+    if data is None:
+        return None
+    import pytensor.link.jax.dispatch  # noqa: F401 - JAX in 64 bits, as at compile time
+
+    try:
+        with _untraceable_checks_ignored():  # unpickling links the program again
+            runner = pickle.loads(data)
+        if not isinstance(runner, ScanADVI) or not same(runner):
+            raise TypeError("not the runner of this problem")
+    except Exception:  # noqa: BLE001 - a damaged or foreign file: compile instead
+        drop_entry(name)
+        return None
+    runner.store_name = None  # on disk already
+    return runner
+
+
 class RunnerCache:
     """Compiled :class:`ScanADVI` runners kept for reuse, keyed by model structure.
 
@@ -527,6 +648,9 @@ class RunnerCache:
     search over step sizes, ensemble members, the cross-fitted temperature fits)
     reuses a runner instead of compiling the scan again (~1.5-2 s of PyTensor graph
     rewriting and XLA compilation against ~0.25 s for 10,000 steps on moons). A
+    structure met for the first time in a process is looked up on disk before it is
+    compiled (:func:`dump_runner`; ``disk=False`` or ``PYMC_BNN_COMPILE_CACHE=off``
+    switches that off), and a newly compiled runner is written there after its fit. A
     runner is taken out while a fit uses it, so concurrent fits (threads) never
     share one: a fit that finds every runner of its structure in use gets a clone of
     one (:meth:`ScanADVI.clone`, no compilation). At most ``maxsize`` idle runners are
@@ -534,8 +658,13 @@ class RunnerCache:
     (:meth:`ScanADVI.release`).
     """
 
-    def __init__(self, maxsize: int = 8):
+    def __init__(self, maxsize: int = 8, *, disk: bool = True):
         self.maxsize = maxsize
+        #: whether runners are also read from and written to disk (JAX runners, where
+        #: pymc_bnn.compile_cache is on): a new process then does not compile again
+        self.disk = disk
+        #: runners read from disk instead of compiled
+        self.loads = 0
         self._idle = collections.OrderedDict()  # id(runner) -> runner
         self._busy = {}  # id(runner) -> runner, taken out by a fit
         self._lock = threading.Lock()
@@ -546,6 +675,11 @@ class RunnerCache:
 
     def __len__(self) -> int:
         return len(self._idle)
+
+    def _on_disk(self, mode: str) -> bool:
+        from pymc_bnn.compile_cache import entry_dir
+
+        return self.disk and mode == "JAX" and entry_dir() is not None
 
     def clear(self) -> None:
         with self._lock:
@@ -573,15 +707,25 @@ class RunnerCache:
                 self.clones += 1
             elif found is None:
                 self.misses += 1
+        compiled = False
         if found is not None:
             runner = found
         elif template is not None:
             runner = template.clone()
         else:
-            runner = ScanADVI(inference, learning_rate=learning_rate, mode=mode)
-            #: what a later fit's problem is compared with (see _signature)
-            runner.signature = (key, outputs, inputs)
-        if found is not None or template is not None:
+            name = _store_name(key, outputs) if self._on_disk(mode) else None
+            runner = _read_runner(name, same)
+            if runner is not None:
+                with self._lock:
+                    self.loads += 1
+            else:
+                runner = ScanADVI(inference, learning_rate=learning_rate, mode=mode)
+                #: what a later fit's problem is compared with (see _signature),
+                #: without the fit's data
+                runner.signature = _detached(key, outputs, inputs)
+                runner.store_name = name
+                compiled = True
+        if not compiled:
             runner.bind(inference, _shared_inputs(inputs), learning_rate=learning_rate)
         with self._lock:
             self._busy[id(runner)] = runner
@@ -591,6 +735,10 @@ class RunnerCache:
             runner.release()
             with self._lock:
                 del self._busy[id(runner)]
+            if compiled and runner.store_name is not None:
+                # no one else holds it now: stored without the fit's data
+                _write_runner(runner)
+            with self._lock:
                 if self.maxsize > 0:
                     self._idle[id(runner)] = runner
                     while len(self._idle) > self.maxsize:

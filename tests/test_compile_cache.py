@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pymc_bnn import compile_cache
@@ -24,16 +25,18 @@ FIT = (
     "y = (X[:, 0] > 0).astype(int);"
     "post = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=300,"
     " random_seed=0, warn=False);"
-    "print(compile_cache.enable()); print(repr(post.loss[-1]))"
+    "print(compile_cache.enable()); print(repr(post.loss[-1]));"
+    "from pymc_bnn._compiled_vi import RUNNERS; print(RUNNERS.loads)"
 )
 
 
-def _run(tmp_path, **env):
+def _run(tmp_path, script=FIT, **env):
+    """(cache directory, last loss, runners read from disk) of a fresh process."""
     full = {k: v for k, v in os.environ.items()
             if k not in ("PYMC_BNN_COMPILE_CACHE", "JAX_COMPILATION_CACHE_DIR")}
     full.update(env)
     full.setdefault("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    out = subprocess.run([sys.executable, "-c", FIT], env=full, capture_output=True,
+    out = subprocess.run([sys.executable, "-c", script], env=full, capture_output=True,
                          text=True, check=True, cwd=str(tmp_path))
     return out.stdout.split()
 
@@ -44,28 +47,86 @@ def _entries(path: Path) -> set[str]:
 
 def test_second_process_reads_the_cache_and_compiles_nothing_new(tmp_path):
     """The default place is $XDG_CACHE_HOME/pymc_bnn/jax; the first process writes its
-    programs there, a second one finds every program it needs (writes no new entry)
-    and computes the same fit."""
-    where, loss = _run(tmp_path)
+    programs there (XLA's, and the compiled ADVI runner in pytensor-runners/), a
+    second one finds every program it needs (writes no new entry), reads the runner
+    back instead of compiling it, and computes the same fit to the last bit."""
+    where, loss, loads = _run(tmp_path)
     cache = tmp_path / "xdg" / "pymc_bnn" / "jax"
-    assert Path(where) == cache
+    assert Path(where) == cache and loads == "0"
     first = _entries(cache)
     assert first, "the first process wrote nothing to the cache"
-    where2, loss2 = _run(tmp_path)
-    assert (where2, loss2) == (where, loss)
+    assert list((cache / compile_cache.ENTRY_FOLDER).glob("*.pkl")), "no runner stored"
+    where2, loss2, loads2 = _run(tmp_path)
+    assert (where2, loss2) == (where, loss) and loads2 == "1"
     assert _entries(cache) == first
+    # and a process without any cache computes the same
+    assert _run(tmp_path, PYMC_BNN_COMPILE_CACHE="off")[1:] == [loss, "0"]
+
+
+def test_a_damaged_entry_is_dropped_and_compiled_again(tmp_path):
+    _, loss, _ = _run(tmp_path)
+    folder = tmp_path / "xdg" / "pymc_bnn" / "jax" / compile_cache.ENTRY_FOLDER
+    (stored,) = folder.glob("*.pkl")
+    stored.write_bytes(stored.read_bytes()[:50_000])  # e.g. a disk that filled up
+    _, loss2, loads2 = _run(tmp_path)
+    assert (loss2, loads2) == (loss, "0")  # compiled, same fit
+    _, loss3, loads3 = _run(tmp_path)  # stored again, whole: read back
+    assert (loss3, loads3) == (loss, "1")
+
+
+#: Fits on data whose values are easy to recognise (full batch and minibatch, an
+#: estimator with the evidence step), then prints the entries' folder.
+FIT_MARKED = (
+    "import warnings, numpy as np; warnings.simplefilter('ignore');"
+    "from pymc_bnn import build_model, fit, compile_cache, BayesianMLPClassifier;"
+    "X = np.load('X.npy'); y = (X[:, 0] > X[:, 0].mean()).astype(int);"
+    "fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=200, warn=False);"
+    "fit(build_model(X, y, hidden_layer_sizes=(3,), batch_size=8, random_state=0),"
+    " n_iter=200, warn=False);"
+    "BayesianMLPClassifier((3,), n_iter=200, random_state=0).fit(X, y);"
+    "print(compile_cache.entry_dir())"
+)
+
+
+def test_stored_functions_hold_no_data_of_a_fit(tmp_path):
+    """What goes to disk is compiled code and graphs, never the user's rows (nor the
+    fitted weights): no value of X appears in any stored file."""
+    X = 1234.5 + np.arange(60 * 2, dtype=np.float64).reshape(60, 2) / 7.0
+    np.save(tmp_path / "X.npy", X)
+    (folder,) = _run(tmp_path, FIT_MARKED)
+    files = list(Path(folder).glob("*.pkl"))
+    assert len(files) >= 3  # two runners, the evidence step's functions
+    blob = b"".join(f.read_bytes() for f in files)
+    for value in X.ravel():
+        assert value.tobytes() not in blob
+    assert all(f.stat().st_mode & 0o077 == 0 for f in files)  # owner only
+    assert Path(folder).stat().st_mode & 0o077 == 0
+
+
+def test_entries_are_capped(monkeypatch, tmp_path):
+    monkeypatch.setattr(compile_cache, "entry_dir", lambda: tmp_path)
+    monkeypatch.setattr(compile_cache, "MAX_ENTRIES", 3)
+    for k in range(5):
+        assert compile_cache.write_entry(f"e{k}.pkl", bytes(10))
+        os.utime(tmp_path / f"e{k}.pkl", (k, k))  # e4 most recently used
+    assert sorted(p.name for p in tmp_path.glob("*.pkl")) == ["e2.pkl", "e3.pkl", "e4.pkl"]
+    assert compile_cache.read_entry("e2.pkl") == bytes(10)  # used now: kept longest
+    monkeypatch.setattr(compile_cache, "MAX_ENTRY_BYTES", 25)
+    compile_cache.write_entry("e5.pkl", bytes(10))
+    assert sorted(p.name for p in tmp_path.glob("*.pkl")) == ["e2.pkl", "e5.pkl"]
+    assert not list(tmp_path.glob(".tmp-*"))
 
 
 def test_cache_can_be_moved_or_switched_off(tmp_path):
-    where, loss = _run(tmp_path, PYMC_BNN_COMPILE_CACHE=str(tmp_path / "mine"))
+    where, loss, _ = _run(tmp_path, PYMC_BNN_COMPILE_CACHE=str(tmp_path / "mine"))
     assert Path(where) == tmp_path / "mine" and _entries(tmp_path / "mine")
-    off, loss_off = _run(tmp_path, PYMC_BNN_COMPILE_CACHE="off")
+    off, loss_off, _ = _run(tmp_path, PYMC_BNN_COMPILE_CACHE="off")
     assert off == "None" and loss_off == loss
     assert not (tmp_path / "xdg").exists()
 
 
 def test_a_cache_jax_already_has_is_left_alone(tmp_path):
-    where, _ = _run(tmp_path, JAX_COMPILATION_CACHE_DIR=str(tmp_path / "users"))
+    where, _, _ = _run(tmp_path, JAX_COMPILATION_CACHE_DIR=str(tmp_path / "users"))
     assert Path(where) == tmp_path / "users"
     assert not (tmp_path / "xdg").exists()
 
