@@ -102,11 +102,17 @@ def _compiled_forward(n_layers: int, activation: str, head: str, mode: str = "NU
     else:
         out = pt.stack([logits[..., 0], noise_sd(logits[..., 1])], axis=-1)
     inputs = [X] + ([groups] if grouped else []) + [v for pair in weights for v in pair]
-    if mode == "JAX":
-        from pymc_bnn.compile_cache import enable
 
-        enable()
-    return pytensor.function(inputs, out, on_unused_input="ignore", mode=mode)
+    def build():
+        return pytensor.function(inputs, out, on_unused_input="ignore", mode=mode)
+
+    if mode != "JAX":
+        return build()
+    from pymc_bnn.compile_cache import stored_function
+
+    # a new process reads it back from pymc_bnn's compile cache instead of compiling
+    return stored_function(("_compiled_forward", n_layers, activation, head, dtype, grouped),
+                           build)
 
 
 def summarize_proba(proba: np.ndarray) -> dict[str, np.ndarray]:
