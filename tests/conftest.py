@@ -68,8 +68,7 @@ def _explicit_group(item):
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the marks (same hook)
 def pytest_collection_modifyitems(config, items):
-    """Put the tests sharing a :data:`SHARED_FITS` fixture into one xdist group, and
-    the slow tier first.
+    """Put the tests sharing a :data:`SHARED_FITS` fixture into one xdist group.
 
     Connected sets (union-find) over the tests, the shared fixtures they use and their
     explicit ``xdist_group`` marks: a set holding an explicit group takes its name, a
@@ -121,10 +120,6 @@ def pytest_collection_modifyitems(config, items):
         for item, e in group:
             if e is None:
                 item.add_marker(pytest.mark.xdist_group(name))
-    # Slow tests first (a stable sort): pytest-xdist hands out work in collection order
-    # (groups of many tests before single tests), so a minute-long notebook collected
-    # last would run alone at the end while the other worker idles.
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")
