@@ -21,13 +21,13 @@ that take longer than :data:`MIN_COMPILE_SECONDS` to compile are cached too.
 
 JAX's cache saves the XLA compilation only; building and rewriting the PyTensor graphs
 costs another ~1 s per network structure in every new process (the ADVI scan; the
-evidence step's functions ~0.2 s). So the compiled PyTensor functions themselves are
+evidence step's functions ~0.2 s; the predictive ~0.15 s). So the compiled PyTensor functions themselves are
 kept too, pickled, in a ``pytensor-runners`` folder inside the same directory (same
 switch, same place; at most :data:`MAX_ENTRIES` files and :data:`MAX_ENTRY_BYTES`,
 least recently used first out): the ADVI runners
 (:func:`pymc_bnn._compiled_vi.dump_runner`, which holds no data of a fit and is used
-only when the new fit's graph equals the stored one) and the evidence step's
-functions (:func:`stored_function`). A file's name carries the versions of Python,
+only when the new fit's graph equals the stored one), the evidence step's functions
+and the predictive's forward pass (:func:`stored_function`). A file's name carries the versions of Python,
 PyMC, PyTensor, JAX, NumPy and pymc_bnn and a digest of the package's source, so an
 upgrade or an edited checkout never reads an old file. Like the XLA programs of JAX's
 cache, the files are code this package wrote and runs: the folder is made readable by
