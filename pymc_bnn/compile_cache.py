@@ -21,15 +21,16 @@ that take longer than :data:`MIN_COMPILE_SECONDS` to compile are cached too.
 
 JAX's cache saves the XLA compilation only; building and rewriting the PyTensor graphs
 costs another ~1 s per network structure in every new process (the ADVI scan; the
-evidence step's functions ~0.2 s; the predictive ~0.15 s). So the compiled PyTensor functions themselves are
-kept too, pickled, in a ``pytensor-runners`` folder inside the same directory (same
-switch, same place; at most :data:`MAX_ENTRIES` files and :data:`MAX_ENTRY_BYTES`,
-least recently used first out): the ADVI runners
+evidence step's functions ~0.2 s; the predictive ~0.15 s). So the compiled PyTensor
+functions themselves are kept too, pickled, in a ``pytensor-runners`` folder inside the
+same directory (same switch, same place; at most :data:`MAX_ENTRIES` files and
+:data:`MAX_ENTRY_BYTES`, least recently used first out): the ADVI runners
 (:func:`pymc_bnn._compiled_vi.dump_runner`, which holds no data of a fit and is used
 only when the new fit's graph equals the stored one), the evidence step's functions
-and the predictive's forward pass (:func:`stored_function`). A file's name carries the versions of Python,
-PyMC, PyTensor, JAX, NumPy and pymc_bnn and a digest of the package's source, so an
-upgrade or an edited checkout never reads an old file. Like the XLA programs of JAX's
+and the predictive's forward pass (:func:`stored_function`). A file's name carries the
+versions of Python, PyMC, PyTensor, JAX, NumPy and pymc_bnn, a digest of the package's
+source and PyTensor's ``floatX`` and rewriting flags, so an upgrade, an edited checkout
+or other ``PYTENSOR_FLAGS`` never read an old file. Like the XLA programs of JAX's
 cache, the files are code this package wrote and runs: the folder is made readable by
 its owner only (keep it so: loading a pickle runs what it says); a file that fails to
 load is deleted and the graph compiled as usual.
@@ -136,8 +137,9 @@ def entry_dir() -> Path | None:
 
 
 def entry_name(*parts) -> str:
-    """A file name for an entry described by ``parts`` (reprs) and the versions of
-    everything that shapes a compiled function: another version, another name."""
+    """A file name for an entry described by ``parts`` (reprs), the versions of
+    everything that shapes a compiled function and PyTensor's rewriting settings:
+    another version or setting, another name."""
     import jax
     import numpy
     import pymc
@@ -147,7 +149,11 @@ def entry_name(*parts) -> str:
 
     versions = (sys.version, pymc.__version__, pytensor.__version__, jax.__version__,
                 numpy.__version__, __version__, _source_digest())
-    return hashlib.sha256(repr((versions, parts)).encode()).hexdigest()[:40] + ".pkl"
+    # PyTensor settings that change what a graph compiles to (PYTENSOR_FLAGS)
+    config = tuple(str(getattr(pytensor.config, k, None)) for k in (
+        "floatX", "optimizer", "optimizer_including", "optimizer_excluding",
+        "optimizer_requiring"))
+    return hashlib.sha256(repr((versions, config, parts)).encode()).hexdigest()[:40] + ".pkl"
 
 
 @functools.lru_cache(maxsize=1)

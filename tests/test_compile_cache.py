@@ -137,3 +137,17 @@ def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
         assert compile_cache.cache_dir() == Path.home() / ".cache" / "pymc_bnn" / "jax"
     monkeypatch.setenv(compile_cache.ENV_VAR, "~/elsewhere")
     assert compile_cache.cache_dir() == Path.home() / "elsewhere"
+
+
+def test_entry_names_follow_versions_source_and_settings(monkeypatch):
+    """What shapes a compiled function is in its file name: the same parts under
+    other PyTensor settings or another package source name another file."""
+    import pytensor
+
+    name = compile_cache.entry_name("function", ("x", 1))
+    assert name == compile_cache.entry_name("function", ("x", 1)) and name.endswith(".pkl")
+    assert name != compile_cache.entry_name("function", ("x", 2))
+    with pytensor.config.change_flags(floatX="float32"):  # (rewriting flags are
+        assert name != compile_cache.entry_name("function", ("x", 1))  # start-up only)
+    monkeypatch.setattr(compile_cache, "_source_digest", lambda: "edited")
+    assert name != compile_cache.entry_name("function", ("x", 1))
