@@ -585,8 +585,9 @@ def dump_runner(runner: ScanADVI) -> bytes:
     Nothing of a fit is written: ``release`` has emptied the data and prior-scale
     inputs, the variational parameters and the optimiser state are set back to their
     start values (:meth:`ScanADVI.bind` sets them for every fit), the arguments of the
-    last call (noise, minibatch rows) and the input buffers are left out, and the graph a later problem is compared with has placeholders
-    for the model's shared inputs (:func:`_detached`).
+    last call (noise, minibatch rows) and the input buffers are left out, and the graph
+    a later problem is compared with has placeholders for the model's shared inputs
+    (:func:`_detached`).
     """
     for p in runner.params:
         p.set_value(np.zeros_like(p.get_value(borrow=True)))
@@ -622,22 +623,14 @@ def _write_runner(runner: ScanADVI) -> None:
 def _read_runner(name, same) -> ScanADVI | None:
     """The runner stored under ``name`` by an earlier process, or None (also when
     ``name`` is None). ``same`` checks its graph against the new problem's."""
-    from pymc_bnn.compile_cache import drop_entry, read_entry
+    from pymc_bnn.compile_cache import load_entry
 
-    data = None if name is None else read_entry(name)
-    if data is None:
+    if name is None:
         return None
-    import pytensor.link.jax.dispatch  # noqa: F401 - JAX in 64 bits, as at compile time
-
-    try:
-        with _untraceable_checks_ignored():  # unpickling links the program again
-            runner = pickle.loads(data)
-        if not isinstance(runner, ScanADVI) or not same(runner):
-            raise TypeError("not the runner of this problem")
-    except Exception:  # noqa: BLE001 - a damaged or foreign file: compile instead
-        drop_entry(name)
-        return None
-    runner.store_name = None  # on disk already
+    with _untraceable_checks_ignored():  # unpickling links the program again
+        runner = load_entry(name, lambda r: isinstance(r, ScanADVI) and same(r))
+    if runner is not None:
+        runner.store_name = None  # on disk already
     return runner
 
 

@@ -36,6 +36,7 @@ from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
 from pymc_bnn._validation import check_hidden_layer_sizes
+from pymc_bnn.compile_cache import compiled_function
 from pymc_bnn.model import forward, _initial_sds
 
 __all__ = ["EvidencePrior", "evidence_prior_scales"]
@@ -124,8 +125,9 @@ def _value_grad(layer_shapes: tuple, activation: str, bernoulli: bool, mode: str
     else:
         loglik = (Y * pt.special.log_softmax(logits, axis=-1)).sum()
     objective = -loglik + 0.5 * (delta * theta**2).sum()
-    return _compiled(("_value_grad", layer_shapes, activation, bernoulli), mode,
-                     [theta, X, Y, delta], [objective, pt.grad(objective, theta), loglik])
+    return compiled_function(("_value_grad", layer_shapes, activation, bernoulli),
+                             [theta, X, Y, delta],
+                             [objective, pt.grad(objective, theta), loglik], mode=mode)
 
 
 @functools.lru_cache(maxsize=16)
@@ -136,22 +138,8 @@ def _jacobian(layer_shapes: tuple, activation: str, rows: int, mode: str):
     X = pt.tensor("X", dtype="float64", shape=(rows, layer_shapes[0][0]))
     logits = _logits(theta, X, layer_shapes, activation)
     jac = pytensor.gradient.jacobian(logits.ravel(), theta, vectorize=True)
-    return _compiled(("_jacobian", layer_shapes, activation, rows), mode,
-                     [theta, X], [logits, jac])
-
-
-def _compiled(parts, mode, inputs, outputs):
-    """``pytensor.function(inputs, outputs)``; with JAX, one compiled by an earlier
-    process for the same ``parts`` is read back from pymc_bnn's compile cache instead
-    (:func:`pymc_bnn.compile_cache.stored_function`: ~1 s saved per structure)."""
-    def build():
-        return pytensor.function(inputs, outputs, mode=mode)
-
-    if mode != "JAX":
-        return build()
-    from pymc_bnn.compile_cache import stored_function
-
-    return stored_function(parts, build)
+    return compiled_function(("_jacobian", layer_shapes, activation, rows), [theta, X],
+                             [logits, jac], mode=mode)
 
 
 def _layer_index(layer_shapes) -> np.ndarray:

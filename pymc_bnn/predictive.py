@@ -32,6 +32,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 
+from pymc_bnn.compile_cache import compiled_function
 from pymc_bnn.model import NetworkSpec, forward, noise_sd
 
 __all__ = [
@@ -102,17 +103,9 @@ def _compiled_forward(n_layers: int, activation: str, head: str, mode: str = "NU
     else:
         out = pt.stack([logits[..., 0], noise_sd(logits[..., 1])], axis=-1)
     inputs = [X] + ([groups] if grouped else []) + [v for pair in weights for v in pair]
-
-    def build():
-        return pytensor.function(inputs, out, on_unused_input="ignore", mode=mode)
-
-    if mode != "JAX":
-        return build()
-    from pymc_bnn.compile_cache import stored_function
-
-    # a new process reads it back from pymc_bnn's compile cache instead of compiling
-    return stored_function(("_compiled_forward", n_layers, activation, head, dtype, grouped),
-                           build)
+    # with JAX, a new process reads it back from pymc_bnn's compile cache
+    return compiled_function(("_compiled_forward", n_layers, activation, head, dtype, grouped),
+                             inputs, out, mode=mode, on_unused_input="ignore")
 
 
 def summarize_proba(proba: np.ndarray) -> dict[str, np.ndarray]:
