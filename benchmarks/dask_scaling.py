@@ -14,7 +14,7 @@ Parts (the issue's letters; ``--parts a,b,c`` runs a subset, default all):
     codecs) in a temporary folder or ``--data-dir``, block by block with one seed per
     block (the whole array is never in memory), chunks of 250,000 rows; N = 10^6 and
     10^7 (1.6 GB of X); ``--quick``: 2 x 10^5 rows in chunks of 50,000. Test sample:
-    100,000 independent rows of the same rule. Two fits of
+    100,000 independent rows of the same rule (``--quick``: 20,000). Two fits of
     ``BayesianMLPClassifier((16,), batch_size=256, n_iter=10_000, prior_sigma=1.0,
     random_state=seed)`` (1.0 is what the default ``prior_sigma="auto"`` means on dask
     input; set for both paths so that they fit the same model),
@@ -54,7 +54,7 @@ Parts (the issue's letters; ``--parts a,b,c`` runs a subset, default all):
     random_state=0)`` is fit once, in this (the client) process, on
     ``make_moons(1000, noise=0.2, random_state=seed)`` standardised. Test inputs: N x 2
     standard-normal rows from ``dask.array.random.default_rng(seed)``, chunks of
-    250,000 rows (N = 10^6 and 10^7; ``--quick``: 10^5 rows in chunks of 25,000). The
+    250,000 rows (N = 10^6 and 10^7; ``--quick``: 40,000 rows in chunks of 10,000). The
     quantity computed is ``predict_proba(X)[:, 1].mean()``, so only a scalar comes
     back to the client. Paths:
 
@@ -397,7 +397,7 @@ def fit_worker(spec: dict) -> dict:
     out = {"pid": os.getpid(), "rss_start_mb": rss_start,
            "imports_s": time.perf_counter() - t_start, "rss_after_imports_mb": _common.rss_mb(),
            "chunk_clock": clock.installed}
-    X_test, y_test = synthetic_block(spec["seed"], 2, 0, FIT_TEST_ROWS)
+    X_test, y_test = synthetic_block(spec["seed"], 2, 0, spec["test_rows"])
     streamed = spec["method"] == "streamed"
     t0 = time.perf_counter()
     if streamed:
@@ -528,7 +528,8 @@ def fit_section(rows, args, s, tmp: Path) -> dict:
             spec = {"method": method, "n_rows": n, "x_path": info["x_path"],
                     "y_path": info["y_path"], "seed": args.seed,
                     "batch_size": s["fit_batch_size"], "n_iter": s["fit_n_iter"],
-                    "warm_iter": s["fit_warm_iter"], "repeats": args.repeats}
+                    "warm_iter": s["fit_warm_iter"], "repeats": args.repeats,
+                    "test_rows": s["fit_test_rows"]}
             env = {}
             if args.compile_cache == "fresh":  # each process compiles from scratch
                 env["PYMC_BNN_COMPILE_CACHE"] = tempfile.mkdtemp(
@@ -1001,9 +1002,9 @@ def main(argv=None) -> int:
     parser.add_argument("--fit-timeout", type=float, default=3600,
                         help="seconds allowed per part (a) process (default 3600)")
     parser.add_argument("--sizes", type=int, nargs="+", default=None,
-                        help="rows N of part (b) (default 10^6 10^7; --quick 10^5)")
+                        help="rows N of part (b) (default 10^6 10^7; --quick 40,000)")
     parser.add_argument("--chunk-rows", type=int, default=None,
-                        help="dask row chunks (default 250,000; --quick 25,000)")
+                        help="dask row chunks (default 250,000; --quick 10,000)")
     parser.add_argument("--max-numpy-gb", type=float, default=4.0,
                         help="skip the NumPy path when it would hold more (default 4)")
     parser.add_argument("--malloc-trim", choices=("default", "unset", "both"), default=None,
@@ -1021,14 +1022,16 @@ def main(argv=None) -> int:
     q = args.quick
     args.repeats = args.repeats or (1 if q else 3)
     args.malloc_trim = args.malloc_trim or ("default" if q else "both")
-    args.sizes = args.sizes or ([100_000] if q else [1_000_000, 10_000_000])
-    args.chunk_rows = args.chunk_rows or (25_000 if q else 250_000)
+    args.sizes = args.sizes or ([40_000] if q else [1_000_000, 10_000_000])
+    args.chunk_rows = args.chunk_rows or (10_000 if q else 250_000)
     args.fit_sizes = args.fit_sizes or ([200_000] if q else [1_000_000, 10_000_000])
     settings = {
         "fit_chunk_rows": args.fit_chunk_rows or (50_000 if q else 250_000),
         "fit_batch_size": 256,
         "fit_n_iter": args.fit_iter or (3_000 if q else 10_000),
         "fit_warm_iter": 1_000,
+        # --quick: fewer test rows (scoring 10^5 rows took ~2.4 s of each fit process)
+        "fit_test_rows": 20_000 if q else FIT_TEST_ROWS,
         # --quick: the streamed and in-memory processes run at the same time (2 cores)
         "fit_concurrent": q,
         "cv_folds": 2 if q else 5,
@@ -1119,7 +1122,7 @@ def main(argv=None) -> int:
             "(a) data: X (N x 20) standard normal float64 and y = 1[x0 + 0.5 x1^2 - x2 x3 "
             f"+ N(0, {FIT_NOISE_SD}^2) > 0.5] int64, zarr stores (zarr's default codecs) "
             f"written block by block, chunks of {settings['fit_chunk_rows']:,} rows; test "
-            f"sample: {FIT_TEST_ROWS:,} independent rows of the same rule.",
+            f"sample: {settings['fit_test_rows']:,} independent rows of the same rule.",
             "(a) fits: BayesianMLPClassifier((16,), batch_size="
             f"{settings['fit_batch_size']}, n_iter={settings['fit_n_iter']:,}, "
             f"random_state={args.seed}); streamed = fit(da.from_zarr(X), da.from_zarr(y)) "

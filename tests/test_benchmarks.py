@@ -297,7 +297,7 @@ def test_dask_scaling_schema(quick_run):
     pytest.importorskip("distributed")
     proc, data = quick_run("dask_scaling")
     config, rows = data["config"], data["rows"]
-    assert config["sizes"] == [100_000] and config["repeats"] == 1
+    assert config["sizes"] == [40_000] and config["repeats"] == 1
     assert config["parts"] == ["fit", "predict", "cv"]
     # (a) out-of-core fit: streamed from zarr vs in memory, each in a fresh process
     assert config["fit_sizes"] == [200_000]
