@@ -49,7 +49,7 @@ SEED = 0
 N_TRAIN = 150  # training points (outside the gap)
 GAP = (-0.5, 0.0)  # no training inputs here
 NOISE_SD = 0.1
-NUTS = dict(inference="nuts", tune=200 if QUICK else 1000, n_draws=100 if QUICK else 500,
+NUTS = dict(inference="nuts", tune=100 if QUICK else 1000, n_draws=50 if QUICK else 500,
             chains=2)  # n_draws per chain
 ADVI_STEPS = 5_000 if QUICK else None  # None: the estimator's default (10,000 steps)
 ADVI_LONG_STEPS = 20_000 if QUICK else 50_000
