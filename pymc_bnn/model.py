@@ -149,7 +149,8 @@ def network_spec(model: pm.Model) -> NetworkSpec:
         ) from None
 
 
-def forward(X, weights: Sequence[tuple], *, activation: str = "tanh", groups=None):
+def forward(X, weights: Sequence[tuple], *, activation: str = "tanh", groups=None,
+            unroll: int = 0):
     """Network forward pass: inputs to output logits.
 
     Works on one set of weights or on a batch of posterior draws at once: every
@@ -167,6 +168,11 @@ def forward(X, weights: Sequence[tuple], *, activation: str = "tanh", groups=Non
     groups : integer tensor of shape (n_points,), optional
         Group of each point: row ``i`` goes through the weights of group
         ``groups[i]`` (gathered per row, no loop over groups).
+    unroll : int, default 0
+        Layers whose ``W`` has a static fan-in of at most ``unroll`` are written as a
+        sum of ``fan_in`` broadcast products instead of a matmul (the same values up to
+        rounding). The compiled predictive uses it for small networks, where XLA then
+        fuses every layer into one loop; 0 (the model's graph): matmuls only.
 
     Returns
     -------
@@ -184,7 +190,15 @@ def forward(X, weights: Sequence[tuple], *, activation: str = "tanh", groups=Non
     h = pt.as_tensor(X)
     last = len(weights) - 1
     for i, (W, b) in enumerate(weights):
-        if groups is None:
+        fan_in = W.type.shape[-2] if unroll and groups is None else None
+        if fan_in is not None and fan_in <= unroll:
+            # b + sum_j h_j W_j: elementwise, so XLA fuses the whole network into one
+            # loop (a batched dot with K = 5 is slow, and breaks the fusion)
+            out = pt.expand_dims(b, -2)
+            for j in range(fan_in):
+                out = out + pt.expand_dims(h[..., j], -1) * pt.expand_dims(W[..., j, :], -2)
+            h = out
+        elif groups is None:
             h = pt.matmul(h, W) + pt.expand_dims(b, -2)
         else:
             # (..., n, fan_in, 1) * (..., n, fan_in, fan_out), summed over fan_in

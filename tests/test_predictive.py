@@ -71,9 +71,10 @@ def test_vi_draws_match_pymc_sample_node(advi_clf, moons):
     assert diff.max() < 5 * 0.016 and diff.mean() < 0.01
 
 
-def test_large_inputs_are_processed_in_chunks(monkeypatch):
+@pytest.mark.parametrize("hidden", [(4, 3), (P.UNROLL_MAX + 1, 3)])  # unrolled; matmuls
+def test_large_inputs_are_processed_in_chunks(monkeypatch, hidden):
     """The chunked path is really taken, and gives the same answer as one pass."""
-    spec = _spec()
+    spec = _spec(hidden=hidden)
     pred = P.from_idata(spec, _idata(spec))
     X = np.random.default_rng(2).normal(size=(1000, 2))
     whole = pred.sample_proba(X)
@@ -89,7 +90,10 @@ def test_large_inputs_are_processed_in_chunks(monkeypatch):
 
         return spy
 
-    monkeypatch.setattr(P, "CHUNK_BYTES", 50 * 4 * 8 * 4 * 100)  # 100 rows per chunk
+    # 100 rows per chunk: 50 draws; the matmul path counts 4 float64 buffers of the
+    # widest layer per row, the unrolled one the 2 output columns at 8 bytes
+    monkeypatch.setattr(P, "CHUNK_BYTES", 50 * 4 * 8 * max(hidden) * 100)
+    monkeypatch.setattr(P, "FUSED_CHUNK_BYTES", 50 * 8 * 2 * 100)
     monkeypatch.setattr(P.PosteriorPredictive, "_function", spying_function)
     chunked = pred.sample_proba(X)
     summary = pred.summary(X)
@@ -139,12 +143,70 @@ def test_fast_backend_is_taken_and_fallback_equals_numpy(monkeypatch):
 
 
 def test_compiled_function_is_reused_across_posteriors():
+    """One compiled function per small network's shapes, whatever its draws; networks
+    with a layer wider than UNROLL_MAX share one function of symbolic shapes."""
     P._compiled_forward.cache_clear()
     for seed in range(3):
-        spec = _spec(hidden=(3 + seed,))
+        spec = _spec(hidden=(4, 3))
+        P.from_idata(spec, _idata(spec, seed=seed, n_draws=10 + seed)).mean_proba(np.zeros((4, 2)))
+    info = P._compiled_forward.cache_info()
+    assert info.misses == 1 and info.hits >= 2
+    P._compiled_forward.cache_clear()
+    wide = P.UNROLL_MAX + 1
+    for seed in range(3):
+        spec = _spec(hidden=(wide + seed, 3 + seed))
         P.from_idata(spec, _idata(spec, seed=seed)).mean_proba(np.zeros((4, 2)))
     info = P._compiled_forward.cache_info()
     assert info.misses == 1 and info.hits >= 2
+
+
+@pytest.mark.parametrize("hidden, n_features, n_classes", [
+    ((5, 5), 2, 2),  # every layer unrolled
+    ((P.UNROLL_MAX,), P.UNROLL_MAX, 3),  # at the bound: unrolled
+    ((P.UNROLL_MAX + 1, 3), 2, 2),  # one layer too wide: matmuls
+    ((4,), P.UNROLL_MAX + 1, 3),
+])
+def test_unrolled_predictive_is_taken_for_small_networks_and_equals_numpy(
+        hidden, n_features, n_classes):
+    spec = _spec(hidden=hidden, n_features=n_features, n_classes=n_classes)
+    pred = P.from_idata(spec, _idata(spec))
+    unrolled = max(a for a, _ in spec.layer_shapes) <= P.UNROLL_MAX
+    assert (P._static_shapes(spec) is not None) == unrolled
+    X = np.random.default_rng(4).normal(size=(37, n_features))
+    np.testing.assert_allclose(pred.sample_proba(X), numpy_forward_proba(X, pred.weights),
+                               rtol=0, atol=ATOL)
+    f = P._compiled_forward(len(hidden) + 1, "tanh",
+                            "bernoulli" if n_classes == 2 else "categorical",
+                            *P._backend(), False, P._static_shapes(spec))
+    ops = {type(node.op).__name__ for node in f.maker.fgraph.toposort()}
+    names = " ".join(sorted(ops)).lower()
+    # the unrolled graph has no dot product left; the symbolic one has one per layer
+    assert ("dot" in names or "matmul" in names) != unrolled, ops
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_unrolled_predictive_equals_the_matmul_one(n_classes):
+    """The unrolled function returns one (n_draws, n_points) array per class, equal to
+    the columns of the symbolic (matmul) function's output."""
+    spec = _spec(hidden=(5, 5), n_classes=n_classes)
+    pred = P.from_idata(spec, _idata(spec, n_draws=40))
+    X = np.random.default_rng(6).normal(size=(300, 2))
+    mode, dtype = P._backend()
+    head = "bernoulli" if n_classes == 2 else "categorical"
+    args = [X.astype(dtype)] + pred._inputs(dtype)
+    fused = P._compiled_forward(3, "tanh", head, mode, dtype, False, P._static_shapes(spec))(*args)
+    plain = np.asarray(P._compiled_forward(3, "tanh", head, mode, dtype, False, None)(*args))
+    assert isinstance(fused, list) and len(fused) == n_classes
+    np.testing.assert_allclose(np.stack(fused, axis=-1), plain, rtol=0, atol=ATOL)
+    # and the estimator-facing summaries agree with the NumPy reference
+    ref = numpy_forward_proba(X, pred.weights)
+    np.testing.assert_allclose(pred.mean_proba(X), ref.mean(0), rtol=0, atol=ATOL)
+    np.testing.assert_allclose(pred.summary(X)["std"], ref.std(0), rtol=0, atol=ATOL)
+
+
+def test_unroll_refuses_shapes_that_do_not_describe_the_network():
+    with pytest.raises(ValueError, match="shapes"):
+        P._compiled_forward(3, "tanh", "bernoulli", "NUMBA", "float64", False, ((2, 5), (5, 1)))
 
 
 def test_summaries_match_their_definitions():
