@@ -641,7 +641,7 @@ def posterior_draws(posterior, *, n_draws: int = 500, random_seed: int | None = 
     if posterior.is_variational:
         n_draws = _check_n_draws(n_draws, allow_none=False)
         with tempered(posterior.approx, temperature) as approx:
-            if random_seed is not None and _plain_variables(posterior):
+            if random_seed is not None and _fast_draws_apply(posterior):
                 return _vi_idata(approx, n_draws, random_seed)
             return approx.sample(n_draws, random_seed=random_seed)
     if temperature != 1.0:
@@ -683,7 +683,7 @@ def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: i
     """
     if posterior.is_variational:
         n_draws = 500 if n_draws is None else n_draws
-        if random_seed is not None and _plain_variables(posterior):
+        if random_seed is not None and _fast_draws_apply(posterior):
             n_draws = _check_n_draws(n_draws, allow_none=False)
             with tempered(posterior.approx, check_temperature(temperature)) as approx:
                 draws = _vi_draws(approx, n_draws, random_seed)
@@ -695,35 +695,41 @@ def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: i
     return from_idata(posterior.spec, posterior.idata, n_draws=n_draws)
 
 
-def _plain_variables(posterior) -> bool:
-    """Whether every variable a trace of the posterior's model records is an
-    untransformed free variable (no deterministics, no transforms; e.g. the classifier
-    under its default Normal prior): its draws in the approximation's space are the
-    draws, and :func:`_vi_draws` / :func:`_vi_idata` apply."""
+def _fast_draws_apply(posterior) -> bool:
+    """Whether every variable a trace of the posterior's model records is a function of
+    the model's free variables alone (no data containers, no random generators, no
+    other shared inputs): then :func:`_vi_draws` / :func:`_vi_idata` compute the whole
+    record (free variables, their constrained values, deterministic weights) in one
+    function compiled per approximation *structure*. True for every model of
+    :func:`pymc_bnn.model.build_model` (Normal prior: the weights are free variables;
+    Neal's prior and hierarchical networks: log-transformed precisions and scales,
+    weights as deterministics of them)."""
+    from pytensor.graph.basic import Constant
+    from pytensor.graph.traversal import graph_inputs
+
     model = posterior.approx.model
-    plain = _PLAIN_MODELS.get(model)
-    if plain is None:
+    ok = _FAST_MODELS.get(model)
+    if ok is None:
         # model.unobserved_value_vars rebuilds graphs (~5 ms); the temperature
         # selection asks 39 times per fit
-        free = {rv.name: rv for rv in model.free_RVs}
-        plain = _PLAIN_MODELS[model] = all(
-            v.name in free and model.rvs_to_transforms.get(free[v.name]) is None
-            for v in model.unobserved_value_vars)
-    return plain
+        values = set(model.value_vars)
+        ok = _FAST_MODELS[model] = all(
+            v in values or isinstance(v, Constant)
+            for v in graph_inputs(model.unobserved_value_vars))
+    return ok
 
 
-#: model -> whether :func:`_plain_variables` holds (a model's variables never change
+#: model -> whether :func:`_fast_draws_apply` holds (a model's variables never change
 #: once it is fit)
-_PLAIN_MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_FAST_MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _vi_idata(approx, n_draws: int, random_seed: int):
-    """``approx.sample(n_draws, random_seed=random_seed)``, identical (tested), for a
-    model where :func:`_plain_variables` holds: the draws of :func:`_vi_draws` recorded in
+    """``approx.sample(n_draws, random_seed=random_seed)``, equal (tested), for a model
+    where :func:`_fast_draws_apply` holds: the record of :func:`_vi_draws` written into
     PyMC's own trace and converted by ``pm.to_inference_data`` — without the two
-    functions ``approx.sample`` compiles for every approximation (its sampler, and the
-    trace's point function, here the identity), ~0.3 s and some never-freed Numba
-    code per fit."""
+    functions ``approx.sample`` compiles on every call (its sampler, and the trace's
+    point function), ~0.1-0.3 s and some never-freed Numba code each."""
     import pymc as pm
     from pymc.backends.base import MultiTrace
     from pymc.backends.ndarray import NDArray
@@ -731,34 +737,35 @@ def _vi_idata(approx, n_draws: int, random_seed: int):
     model = approx.model
     draws = _vi_draws(approx, n_draws, random_seed)
     names = [v.name for v in model.unobserved_value_vars]
-    # the trace calls fn(*values of model.value_vars) and records what it returns
-    inputs = [v.name for v in model.value_vars]
-    where = [inputs.index(name) for name in names]
+    # the trace records fn(*point.values()) under these names: the point holds them,
+    # in this order, already computed
     trace = NDArray(
-        model=model, fn=lambda *values: [values[j] for j in where],
+        model=model, fn=lambda *values: values,
         var_shapes={name: draws[name].shape[1:] for name in names},
         var_dtypes={name: draws[name].dtype for name in names},
     )
     try:
         trace.setup(draws=n_draws, chain=0)
         for i in range(n_draws):
-            trace.record({name: draws[name][i] for name in inputs}, in_warmup=False)
+            trace.record({name: draws[name][i] for name in names}, in_warmup=False)
     finally:
         trace.close()
     return pm.to_inference_data(MultiTrace([trace]), model=model, log_likelihood=False)
 
 
 def _vi_draws(approx, n_draws: int, random_seed: int) -> dict[str, np.ndarray]:
-    """``approx.sample(n_draws, random_seed=random_seed)``'s draws of the free
-    variables, identical to them (tested), faster.
+    """What the trace of ``approx.sample(n_draws, random_seed=random_seed)`` records,
+    by variable name (free variables in PyMC's unconstrained space, their constrained
+    values, deterministics), equal to it (tested), faster.
 
-    ``approx.sample`` compiles a sampler per approximation (~0.3 s) and builds a
-    per-draw trace and an InferenceData on every call (~25 ms; the temperature
-    selection makes 39 calls per fit). Here the same sampler graph (PyMC's
-    ``rslice`` + ``set_size_and_deterministic``, as in ``sample_dict_fn``) is
+    ``approx.sample`` compiles a sampler and a trace function on every call (~0.2 s
+    together) and builds a per-draw trace and an InferenceData (~25 ms; the
+    temperature selection makes 39 calls per fit). Here the same sampler graph
+    (PyMC's ``rslice`` + ``set_size_and_deterministic``, as in ``sample_dict_fn``),
+    with the model's recorded variables vectorised over the draws on top of it, is
     compiled once per approximation *structure* with the variational parameters as
-    inputs, seeded as PyMC seeds it, and returns the arrays. Valid for untransformed
-    free variables only (see :func:`_plain_variables`).
+    inputs, seeded as PyMC seeds it, and returns the arrays. Valid where
+    :func:`_fast_draws_apply` holds.
     """
     from pymc.pytensorf import reseed_rngs
     from pymc.util import _get_seeds_per_chain
@@ -778,37 +785,55 @@ _VI_SAMPLERS_MAX = 16
 
 
 def _vi_sampler(approx) -> dict:
-    """The compiled sampler of an approximation's structure (bounded LRU cache)."""
+    """The compiled sampler of an approximation's structure (bounded LRU cache).
+
+    Keyed by the approximation's layout and parameter shapes; a cached sampler is used
+    only if the model's recorded variables are the same graph of its free variables as
+    the cached one's (``equal_computations``; e.g. the same deterministic weights), else
+    it is built again."""
     from pymc.pytensorf import compile as pymc_compile
     from pymc.pytensorf import find_rng_nodes
-    from pytensor.graph.replace import graph_replace
+    from pytensor.graph.basic import equal_computations
+    from pytensor.graph.replace import graph_replace, vectorize_graph
 
+    model = approx.model
+    recorded = model.unobserved_value_vars
+    names = [v.name for v in recorded]
     orderings = [tuple((name, o[1], o[2], str(o[3])) for name, o in ordering.items())
                  for ordering in approx.collect("ordering")]
     key = (type(approx).__name__, tuple(type(g).__name__ for g in approx.groups),
            tuple(orderings), tuple((p.type, p.get_value(borrow=True).shape)
-                                   for p in approx.params))
+                                   for p in approx.params), tuple(names))
     key = repr(key)  # slices are not hashable before Python 3.12
     with _VI_SAMPLERS_LOCK:
         sampler = _VI_SAMPLERS.get(key)
-        if sampler is not None:
+        if sampler is not None and equal_computations(
+                recorded, sampler["recorded"], in_xs=model.value_vars,
+                in_ys=sampler["value_vars"]):
             _VI_SAMPLERS.move_to_end(key)
             return sampler
-    names = [name for ordering in approx.collect("ordering") for name in ordering]
+    value_names = [name for ordering in approx.collect("ordering") for name in ordering]
     size = pt.iscalar("n_draws")
-    sampled = approx.set_size_and_deterministic([approx.rslice(n) for n in names], size, 0)
+    sampled = approx.set_size_and_deterministic([approx.rslice(n) for n in value_names],
+                                                size, 0)
+    by_name = dict(zip(value_names, sampled))
+    # each recorded variable is a graph of one draw's free variables: vectorised over
+    # the draws (the leading axis of the sampled values)
+    outs = vectorize_graph(recorded, replace={v: by_name[v.name] for v in model.value_vars})
     # private parameters and generators: the cached sampler never touches the state of
     # the approximation it was built from
     private = {p: pytensor.shared(np.array(p.get_value()), name=p.name, shape=p.type.shape)
                for p in approx.params}
     private.update({r: pytensor.shared(copy.deepcopy(r.get_value()), name=r.name)
-                    for r in find_rng_nodes(sampled)})
-    sampled = graph_replace(sampled, private, strict=False)
+                    for r in find_rng_nodes(outs)})
+    outs = graph_replace(outs, private, strict=False)
     sampler = {"names": names, "params": [private[p] for p in approx.params],
-               "rngs": find_rng_nodes(sampled), "fn": pymc_compile([size], sampled),
+               "rngs": find_rng_nodes(outs), "fn": pymc_compile([size], outs),
+               "recorded": recorded, "value_vars": list(model.value_vars),
                "lock": threading.Lock()}
     with _VI_SAMPLERS_LOCK:
         _VI_SAMPLERS[key] = sampler
+        _VI_SAMPLERS.move_to_end(key)
         while len(_VI_SAMPLERS) > _VI_SAMPLERS_MAX:
             _VI_SAMPLERS.popitem(last=False)
     return sampler

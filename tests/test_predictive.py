@@ -279,28 +279,83 @@ def test_vi_draws_equal_approx_sample_and_the_fast_path_is_taken(tiny, temperatu
                                                    temperature=temperature))
             for p in posts]
 
-    def refuse(*args, **kwargs):
-        raise AssertionError("approx.sample was called")
-
     for p in posts:
-        monkeypatch.setattr(p.approx, "sample", refuse)
+        _refuse_approx_sample(monkeypatch, p)
     fast = [posterior_predictive(p, n_draws=50, random_seed=5, temperature=temperature)
             for p in posts]
     assert _weights_equal(fast[0], slow[0]) and _weights_equal(fast[1], slow[1])
     assert not _weights_equal(fast[0], fast[1])
 
 
-def test_vi_draws_of_transformed_or_deterministic_weights_use_approx_sample(tiny):
-    """Neal's prior makes the weights deterministics of transformed variables: there
-    the trace of ``approx.sample`` computes them (the fast path does not apply)."""
+def _refuse_approx_sample(monkeypatch, post):
+    def refuse(*args, **kwargs):
+        raise AssertionError("approx.sample was called")
+
+    monkeypatch.setattr(post.approx, "sample", refuse)
+
+
+def _assert_same_datatree(fast, slow):
+    import xarray as xr
+
+    assert sorted(fast.children) == sorted(slow.children)
+    for group in slow.children:
+        a, b = fast[group].to_dataset(), slow[group].to_dataset()
+        a.attrs.pop("created_at"), b.attrs.pop("created_at")
+        xr.testing.assert_identical(a, b)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.3])
+def test_vi_draws_of_transformed_and_deterministic_weights_take_the_fast_path(
+        tiny, temperature, monkeypatch):
+    """Neal's prior makes the weights deterministics of log-transformed precisions: the
+    fast path records them too (one function per structure, the deterministics
+    vectorised over the draws), identical to ``approx.sample``'s trace, for a second
+    fit of the same structure as well, without calling it."""
     from pymc_bnn import build_model, fit
 
     X, y = tiny
-    post = fit(build_model(X, y, hidden_layer_sizes=(3,), prior="gamma_precision",
-                           random_state=0), n_iter=300, random_seed=0, warn=False)
-    assert not P._plain_variables(post)
-    slow = P.from_idata(post.spec, P.posterior_draws(post, n_draws=20, random_seed=2))
-    assert _weights_equal(posterior_predictive(post, n_draws=20, random_seed=2), slow)
+    posts = [fit(build_model(X[:n], y[:n], hidden_layer_sizes=(3,), prior="gamma_precision",
+                             random_state=s), n_iter=300, random_seed=s, warn=False)
+             for n, s in ((40, 0), (30, 1))]
+    slow = []
+    for post in posts:
+        assert P._fast_draws_apply(post)
+        with P.tempered(post.approx, temperature) as approx:
+            slow.append(approx.sample(30, random_seed=2))
+    assert "w0_precision" in slow[0].posterior and "w0_precision_log__" not in slow[0].posterior
+    for post, expected in zip(posts, slow):
+        _refuse_approx_sample(monkeypatch, post)
+        fast = P.posterior_draws(post, n_draws=30, random_seed=2, temperature=temperature)
+        _assert_same_datatree(fast, expected)
+        assert _weights_equal(
+            posterior_predictive(post, n_draws=30, random_seed=2, temperature=temperature),
+            P.from_idata(post.spec, expected))
+    assert not np.array_equal(slow[0].posterior["w0"], slow[1].posterior["w0"])
+
+
+def test_vi_draws_of_a_model_recording_data_use_approx_sample(tiny):
+    """A model whose recorded variables depend on data (here a deterministic of a
+    ``pm.Data`` container added to the built model) is not sampled by a sampler shared
+    across fits of its structure: ``approx.sample`` records it, and the weights are the
+    same as the fast path would give."""
+    import pymc as pm
+
+    from pymc_bnn import build_model, fit
+
+    X, y = tiny
+    model = build_model(X, y, hidden_layer_sizes=(3,), random_state=0)
+    with model:
+        pm.Deterministic("w0_dot_x", (model["X"][0] @ model["w0"]).sum())
+    post = fit(model, n_iter=300, random_seed=0, warn=False)
+    assert not P._fast_draws_apply(post)
+    idata = P.posterior_draws(post, n_draws=20, random_seed=2)
+    assert "w0_dot_x" in idata.posterior
+    expected = np.einsum("i,dij->d", X[0], idata.posterior["w0"].values[0])
+    np.testing.assert_allclose(idata.posterior["w0_dot_x"].values[0], expected, rtol=1e-10)
+    plain = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=300,
+                random_seed=0, warn=False)
+    assert _weights_equal(posterior_predictive(post, n_draws=20, random_seed=2),
+                          posterior_predictive(plain, n_draws=20, random_seed=2))
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.2])
@@ -308,8 +363,6 @@ def test_vi_idata_equals_approx_sample(tiny, temperature, monkeypatch):
     """``posterior_draws`` (the estimators' ``idata_``) of a plain Normal-prior network:
     the same DataTree as PyMC's ``approx.sample`` (groups, variables, dims, values;
     creation time aside), which is not called."""
-    import xarray as xr
-
     from pymc_bnn import build_model, fit
 
     X, y = tiny
@@ -317,14 +370,6 @@ def test_vi_idata_equals_approx_sample(tiny, temperature, monkeypatch):
                random_seed=0, warn=False)
     with P.tempered(post.approx, temperature) as approx:
         slow = approx.sample(40, random_seed=3)
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("approx.sample was called")
-
-    monkeypatch.setattr(post.approx, "sample", refuse)
+    _refuse_approx_sample(monkeypatch, post)
     fast = P.posterior_draws(post, n_draws=40, random_seed=3, temperature=temperature)
-    assert sorted(fast.children) == sorted(slow.children)
-    for group in slow.children:
-        a, b = fast[group].to_dataset(), slow[group].to_dataset()
-        a.attrs.pop("created_at"), b.attrs.pop("created_at")
-        xr.testing.assert_identical(a, b)
+    _assert_same_datatree(fast, slow)
