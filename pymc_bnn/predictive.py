@@ -710,18 +710,27 @@ def _fast_draws_apply(posterior) -> bool:
     model = posterior.approx.model
     ok = _FAST_MODELS.get(model)
     if ok is None:
-        # model.unobserved_value_vars rebuilds graphs (~5 ms); the temperature
-        # selection asks 39 times per fit
         values = set(model.value_vars)
         ok = _FAST_MODELS[model] = all(
             v in values or isinstance(v, Constant)
-            for v in graph_inputs(model.unobserved_value_vars))
+            for v in graph_inputs(_recorded_vars(model)))
     return ok
 
 
-#: model -> whether :func:`_fast_draws_apply` holds (a model's variables never change
-#: once it is fit)
+def _recorded_vars(model) -> list:
+    """``model.unobserved_value_vars`` (what a trace records), built once per model: it
+    rebuilds the graphs on every access (~4 ms with Neal's prior), and the temperature
+    selection draws 39 times per fit."""
+    recorded = _RECORDED.get(model)
+    if recorded is None:
+        recorded = _RECORDED[model] = model.unobserved_value_vars
+    return recorded
+
+
+#: model -> whether :func:`_fast_draws_apply` holds, and its recorded variables (a
+#: model's variables never change once it is fit)
 _FAST_MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_RECORDED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _vi_idata(approx, n_draws: int, random_seed: int):
@@ -736,7 +745,7 @@ def _vi_idata(approx, n_draws: int, random_seed: int):
 
     model = approx.model
     draws = _vi_draws(approx, n_draws, random_seed)
-    names = [v.name for v in model.unobserved_value_vars]
+    names = [v.name for v in _recorded_vars(model)]
     # the trace records fn(*point.values()) under these names: the point holds them,
     # in this order, already computed
     trace = NDArray(
@@ -797,7 +806,7 @@ def _vi_sampler(approx) -> dict:
     from pytensor.graph.replace import graph_replace, vectorize_graph
 
     model = approx.model
-    recorded = model.unobserved_value_vars
+    recorded = _recorded_vars(model)
     names = [v.name for v in recorded]
     orderings = [tuple((name, o[1], o[2], str(o[3])) for name, o in ordering.items())
                  for ordering in approx.collect("ordering")]
@@ -807,9 +816,10 @@ def _vi_sampler(approx) -> dict:
     key = repr(key)  # slices are not hashable before Python 3.12
     with _VI_SAMPLERS_LOCK:
         sampler = _VI_SAMPLERS.get(key)
-        if sampler is not None and equal_computations(
+        if sampler is not None and (model in sampler["models"] or equal_computations(
                 recorded, sampler["recorded"], in_xs=model.value_vars,
-                in_ys=sampler["value_vars"]):
+                in_ys=sampler["value_vars"])):
+            sampler["models"].add(model)  # checked once per model
             _VI_SAMPLERS.move_to_end(key)
             return sampler
     value_names = [name for ordering in approx.collect("ordering") for name in ordering]
@@ -830,7 +840,7 @@ def _vi_sampler(approx) -> dict:
     sampler = {"names": names, "params": [private[p] for p in approx.params],
                "rngs": find_rng_nodes(outs), "fn": pymc_compile([size], outs),
                "recorded": recorded, "value_vars": list(model.value_vars),
-               "lock": threading.Lock()}
+               "models": weakref.WeakSet([model]), "lock": threading.Lock()}
     with _VI_SAMPLERS_LOCK:
         _VI_SAMPLERS[key] = sampler
         _VI_SAMPLERS.move_to_end(key)
