@@ -704,33 +704,33 @@ def _fast_draws_apply(posterior) -> bool:
     :func:`pymc_bnn.model.build_model` (Normal prior: the weights are free variables;
     Neal's prior and hierarchical networks: log-transformed precisions and scales,
     weights as deterministics of them)."""
-    from pytensor.graph.basic import Constant
-    from pytensor.graph.traversal import graph_inputs
-
-    model = posterior.approx.model
-    ok = _FAST_MODELS.get(model)
-    if ok is None:
-        values = set(model.value_vars)
-        ok = _FAST_MODELS[model] = all(
-            v in values or isinstance(v, Constant)
-            for v in graph_inputs(_recorded_vars(model)))
-    return ok
+    return _model_record(posterior.approx.model)[1]
 
 
 def _recorded_vars(model) -> list:
-    """``model.unobserved_value_vars`` (what a trace records), built once per model: it
-    rebuilds the graphs on every access (~4 ms with Neal's prior), and the temperature
-    selection draws 39 times per fit."""
-    recorded = _RECORDED.get(model)
-    if recorded is None:
-        recorded = _RECORDED[model] = model.unobserved_value_vars
-    return recorded
+    """``model.unobserved_value_vars``: what a trace of the model records."""
+    return _model_record(model)[0]
 
 
-#: model -> whether :func:`_fast_draws_apply` holds, and its recorded variables (a
-#: model's variables never change once it is fit)
-_FAST_MODELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_RECORDED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+def _model_record(model) -> tuple[list, bool]:
+    """The model's recorded variables and whether :func:`_fast_draws_apply` holds, built
+    once per model: ``model.unobserved_value_vars`` rebuilds the graphs on every access
+    (~4 ms with Neal's prior), and the temperature selection draws 39 times per fit."""
+    from pytensor.graph.basic import Constant
+    from pytensor.graph.traversal import graph_inputs
+
+    record = _RECORDS.get(model)
+    if record is None:
+        recorded = model.unobserved_value_vars
+        values = set(model.value_vars)
+        fast = all(v in values or isinstance(v, Constant) for v in graph_inputs(recorded))
+        record = _RECORDS[model] = (recorded, fast)
+    return record
+
+
+#: model -> (recorded variables, whether :func:`_fast_draws_apply` holds); a model's
+#: variables never change once it is fit
+_RECORDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _vi_idata(approx, n_draws: int, random_seed: int):
