@@ -16,8 +16,9 @@ Parts (the issue's letters; ``--parts a,b,c`` runs a subset, default all):
     10^7 (1.6 GB of X); ``--quick``: 2 x 10^5 rows in chunks of 50,000. Test sample:
     100,000 independent rows of the same rule (``--quick``: 20,000). Two fits of
     ``BayesianMLPClassifier((16,), batch_size=256, n_iter=10_000, prior_sigma=1.0,
-    random_state=seed)`` (1.0 is what the default ``prior_sigma="auto"`` means on dask
-    input; set for both paths so that they fit the same model),
+    random_state=seed)`` (a fixed prior for both paths: the default ``"auto"`` would
+    run the evidence step on 20,000 rows first, the same on both, and this part
+    measures the steps),
     each (N, method) in a FRESH process (``--fit-worker``) with its own empty JAX
     compilation cache, one process at a time:
 
@@ -407,8 +408,8 @@ def fit_worker(spec: dict) -> dict:
         y = zarr.open_array(spec["y_path"], mode="r")[...]
     out["load_s"] = time.perf_counter() - t0
     out["rss_after_data_mb"] = _common.rss_mb()
-    # prior_sigma=1.0: what the default "auto" is on dask input, so that both paths fit
-    # the same model (in memory, "auto" would choose the scales by the evidence)
+    # prior_sigma=1.0: one fixed prior for both paths ("auto" would add the evidence
+    # step, on 20,000 rows either way, to both fits; this part measures the steps)
     kw = {"hidden_layer_sizes": (16,), "batch_size": spec["batch_size"], "prior_sigma": 1.0,
           "random_state": spec["seed"]}
     if not streamed:  # the streamed fit's "auto" is T = 1 (no held-out folds)

@@ -267,7 +267,7 @@ class BlockSampler:
         self._buffers = []
 
 
-def streamed_inputs(estimator, X, y, *, seed: int, pool_blocks: int = 4) -> dict:
+def streamed_inputs(estimator, X, y, *, seed: int) -> dict:
     """What a minibatch fit on dask collections needs, without loading them.
 
     Sets the estimator's target encoding (``classes_`` from the distinct labels, or
@@ -276,8 +276,9 @@ def streamed_inputs(estimator, X, y, *, seed: int, pool_blocks: int = 4) -> dict
     Returns
     -------
     dict with ``X0`` and ``y0`` (the first ``batch_size`` rows, encoded: the model's
-    placeholder data), ``n_rows``, ``target_kwargs`` and ``sampler`` (a
-    :class:`BlockSampler`).
+    placeholder data), ``n_rows``, ``target_kwargs``, and ``X`` and ``codes`` (the
+    lazy float64 rows and encoded target, row-chunked alike: what a
+    :class:`BlockSampler` streams).
     """
     dask, da = _require_dask()
     from sklearn.base import is_classifier
@@ -321,4 +322,4 @@ def streamed_inputs(estimator, X, y, *, seed: int, pool_blocks: int = 4) -> dict
     elif hasattr(estimator, "feature_names_in_"):
         del estimator.feature_names_in_
     return {"X0": X0, "y0": y0, "n_rows": n_rows, "target_kwargs": target_kwargs,
-            "sampler": BlockSampler([X, codes], pool_blocks=pool_blocks, seed=seed)}
+            "X": X, "codes": codes}

@@ -168,7 +168,7 @@ class _BayesianMLP(BaseEstimator):
         self._check_temperature_for_inference()
         use_evidence = self._check_evidence_prior(streamed=streamed, grouped=groups is not None)
         if streamed:
-            return self._fit_streamed(X, y, groups)
+            return self._fit_streamed(X, y, groups, use_evidence)
         X, y = self._validate_X(X, reset=True, y=y)
         y_model, target_kwargs = self._encode_target(y)
         group_codes = None
@@ -242,9 +242,9 @@ class _BayesianMLP(BaseEstimator):
             minibatch_source=minibatch_source,
         )
 
-    def _fit_streamed(self, X, y, groups):
+    def _fit_streamed(self, X, y, groups, use_evidence):
         """Minibatch ADVI on dask collections, streamed by blocks (pymc_bnn.dask)."""
-        from pymc_bnn.dask import streamed_inputs
+        from pymc_bnn.dask import BlockSampler, streamed_inputs
 
         if groups is not None:
             raise ValueError("groups are not supported with dask input yet; compute the "
@@ -252,15 +252,20 @@ class _BayesianMLP(BaseEstimator):
         if hasattr(self, "groups_"):
             del self.groups_
         seeds = self._seeds()
-        self._choose_prior_scales(False, None, None, None, seeds["init"])
         stream = streamed_inputs(self, X, y, seed=seeds["init"])
+        # the evidence keeps only its rows (all up to 20,000, else a random 20,000), and
+        # is done before the sampler's blocks come into memory
+        self._choose_prior_scales(use_evidence, stream["X"], stream["codes"],
+                                  stream["target_kwargs"], seeds["init"])
+        sampler = BlockSampler([stream["X"], stream["codes"]], pool_blocks=4,
+                               seed=seeds["init"])
         try:
             posterior = self._fit_network(
                 stream["X0"], stream["y0"], stream["target_kwargs"], seeds["fit"],
                 seeds["init"], batch_size=int(self.batch_size), total_size=stream["n_rows"],
-                minibatch_source=stream["sampler"])
+                minibatch_source=sampler)
         finally:
-            stream["sampler"].close()
+            sampler.close()
         # the cross-fitted temperature needs folds held in memory: "auto" is 1 here
         self.temperature_selection_ = None
         self.posterior_temperature_ = (1.0 if self.posterior_temperature == "auto"
@@ -274,8 +279,6 @@ class _BayesianMLP(BaseEstimator):
             return "is available for classifiers only"
         if self.prior != "normal":
             return f"sets the scales of prior='normal', not prior={self.prior!r}"
-        if streamed:
-            return "needs the training data in memory (not a dask collection)"
         if grouped:
             return "is not available for hierarchical networks (groups=) yet"
         return None
@@ -536,10 +539,10 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
         ``"evidence"``: one per layer, chosen before the fit by the marginal likelihood
         of a Laplace approximation around the MAP weights (MacKay's empirical Bayes,
         :func:`pymc_bnn.evidence.evidence_prior_scales`; with more than 20,000 rows, on
-        a random 20,000 of them scaled to all); not for hierarchical networks or dask
-        input (a ValueError). ``"auto"``: the evidence for variational inference where
-        it is available, 1.0 where it is not (``groups=``, dask input,
-        ``prior="gamma_precision"``) and for NUTS (under the evidence's larger output
+        a random 20,000 of them scaled to all; of a dask input only those rows are
+        read); not for hierarchical networks (a ValueError). ``"auto"``: the evidence
+        for variational inference where it is available, 1.0 where it is not
+        (``groups=``, ``prior="gamma_precision"``) and for NUTS (under the evidence's larger output
         scales NUTS diverged on moons; pass ``"evidence"`` to have them anyway).
         Why the evidence: one N(0, 1) for every weight makes the predictive
         under-confident on clean data with many inputs; the evidence chooses a small

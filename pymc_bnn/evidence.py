@@ -37,6 +37,7 @@ from threadpoolctl import threadpool_limits
 
 from pymc_bnn._validation import check_hidden_layer_sizes
 from pymc_bnn.compile_cache import compiled_function
+from pymc_bnn.dask import is_dask_collection
 from pymc_bnn.model import forward, _initial_sds
 
 __all__ = ["EvidencePrior", "evidence_prior_scales"]
@@ -242,9 +243,12 @@ def evidence_prior_scales(
     Parameters
     ----------
     X : array of shape (n_rows, n_features)
-        Training inputs (already scaled as the network will see them).
+        Training inputs (already scaled as the network will see them). Of a dask array
+        only the rows used are kept in memory (all of them up to ``max_rows``, else the
+        random subset; dask reads them block by block), so data larger than memory
+        work as data in memory do.
     y : int array of shape (n_rows,)
-        Class codes ``0 .. n_classes - 1``.
+        Class codes ``0 .. n_classes - 1`` (a dask array with a dask ``X``).
     hidden_layer_sizes : sequence of int
     activation : str
     n_classes : int, optional
@@ -274,12 +278,15 @@ def evidence_prior_scales(
     >>> len(ev.sigmas)
     2
     """
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.int64)
+    # dask arrays stay lazy until the rows to use are known; the rest is converted now
+    lazy = is_dask_collection(X)
+    if not lazy:
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.int64)
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise ValueError(f"X must be (n_rows, n_features) and y (n_rows,); got {X.shape} "
                          f"and {y.shape}.")
-    k = int(n_classes) if n_classes is not None else max(2, int(y.max()) + 1)
+    k = int(n_classes) if n_classes is not None else max(2, int(np.asarray(y.max())) + 1)
     bernoulli = k == 2
     n_out = 1 if bernoulli else k
     if int(rounds) < 1:
@@ -300,10 +307,21 @@ def evidence_prior_scales(
     # weight > 1: a subset of rows stands for all (MAX_ROWS); the objective
     # -w loglik + delta |theta|^2 / 2 is w times the one of precisions delta / w
     weight = 1.0
+    rows = None
     if X.shape[0] > int(max_rows):
         rows = _row_subset(X.shape[0], int(max_rows), rng)
         weight = X.shape[0] / int(max_rows)
         X, y = X[rows], y[rows]
+    if lazy:  # only the rows used come into memory (np.asarray computes a dask array)
+        # copies: a distributed cluster may hand back unaligned buffers, which
+        # PyTensor's functions refuse
+        X = np.array(np.asarray(X), dtype=np.float64, order="C", copy=True)
+        y = np.array(np.asarray(y), dtype=np.int64, copy=True)
+    bad = ~np.isfinite(X).all(axis=1)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"X has NaN or infinite values in row "
+                         f"{first if rows is None else int(rows[first])}.")
     Y = y[:, None].astype(np.float64) if bernoulli else np.eye(k)[y]
     n_used = X.shape[0]
     delta = np.full(n_layers, 1.0 / float(prior_sigma) ** 2)
