@@ -267,7 +267,7 @@ class BlockSampler:
         self._buffers = []
 
 
-def streamed_inputs(estimator, X, y, *, seed: int) -> dict:
+def streamed_inputs(estimator, X, y) -> dict:
     """What a minibatch fit on dask collections needs, without loading them.
 
     Sets the estimator's target encoding (``classes_`` from the distinct labels, or

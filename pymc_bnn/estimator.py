@@ -252,7 +252,7 @@ class _BayesianMLP(BaseEstimator):
         if hasattr(self, "groups_"):
             del self.groups_
         seeds = self._seeds()
-        stream = streamed_inputs(self, X, y, seed=seeds["init"])
+        stream = streamed_inputs(self, X, y)
         # the evidence keeps only its rows (all up to 20,000, else a random 20,000), and
         # is done before the sampler's blocks come into memory
         self._choose_prior_scales(use_evidence, stream["X"], stream["codes"],
@@ -542,8 +542,9 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
         a random 20,000 of them scaled to all; of a dask input only those rows are
         read); not for hierarchical networks (a ValueError). ``"auto"``: the evidence
         for variational inference where it is available, 1.0 where it is not
-        (``groups=``, ``prior="gamma_precision"``) and for NUTS (under the evidence's larger output
-        scales NUTS diverged on moons; pass ``"evidence"`` to have them anyway).
+        (``groups=``, ``prior="gamma_precision"``) and for NUTS (under the evidence's
+        larger output scales NUTS diverged on moons; pass ``"evidence"`` to have them
+        anyway).
         Why the evidence: one N(0, 1) for every weight makes the predictive
         under-confident on clean data with many inputs; the evidence chooses a small
         first-layer scale and a larger output scale from the data
