@@ -339,8 +339,8 @@ if __name__ == "__main__":
 def test_streamed_fit_never_holds_the_array(tmp_path):
     """A 4e6 x 10 float64 array (320 MB), generated block by block on a 2-worker
     LocalCluster and never stored: the client's peak RSS grows by less than half of it
-    while it fits (the default fit: the evidence step on 20,000 of its rows, ~70-90 MB
-    at its peak whatever the data size, then the streamed ADVI, ~30 MB)."""
+    while it fits (the default fit: the evidence step on 20,000 of its rows, ~80 MB at
+    its peak whatever the data size; ~33 MB without it)."""
     import subprocess
 
     script = tmp_path / "fit_streamed.py"
