@@ -27,7 +27,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from pymc_bnn.inference import fit_concurrently
-from pymc_bnn.predictive import PosteriorPredictive, posterior_predictive
+from pymc_bnn.predictive import PosteriorPredictive, _static_shapes, posterior_predictive
 
 __all__ = ["TEMPERATURES", "TemperatureSelection", "choose_temperature",
            "cross_fit_temperature", "fold_tasks", "heldout_nll", "heldout_scores"]
@@ -77,14 +77,23 @@ def heldout_nll(predictive: PosteriorPredictive, X: np.ndarray, y: np.ndarray,
     -------
     ndarray of shape (n_rows,)
     """
-    rows = np.arange(X.shape[0])
     if predictive.spec.is_regression:
         mean, sd = predictive.sample_normal(X, groups)           # (n_draws, n_rows)
-        logpdf = (-0.5 * ((y[None] - mean) / sd) ** 2 - np.log(sd)
-                  - 0.5 * np.log(2 * np.pi))
-        return -(logsumexp(logpdf, axis=0) - np.log(mean.shape[0]))
-    proba = predictive.sample_proba(X, groups).mean(axis=0)      # (n_rows, n_classes)
-    return -np.log(np.clip(proba[rows, y], 1e-300, None))
+        return _mixture_nll(mean, sd, y, axis=0)
+    return _mean_proba_nll(predictive.sample_proba(X, groups).mean(axis=0), y)
+
+
+def _mixture_nll(mean, sd, y, *, axis: int) -> np.ndarray:
+    """``-log mean N(y | mean, sd**2)`` over the draws' ``axis``."""
+    logpdf = -0.5 * ((y - mean) / sd) ** 2 - np.log(sd) - 0.5 * np.log(2 * np.pi)
+    return -(logsumexp(logpdf, axis=axis) - np.log(mean.shape[axis]))
+
+
+def _mean_proba_nll(proba, y) -> np.ndarray:
+    """``-log proba[..., i, y_i]`` of mean class probabilities ``(..., n_rows, k)``."""
+    picked = np.take_along_axis(proba, np.broadcast_to(y[:, None], (*proba.shape[:-1], 1)),
+                                axis=-1)[..., 0]
+    return -np.log(np.clip(picked, 1e-300, None))
 
 
 def cross_fit_temperature(
@@ -167,17 +176,80 @@ def heldout_scores(posterior, X: np.ndarray, y: np.ndarray, *, seed: int, groups
     """Summed held-out negative log predictive density of one fold at each temperature.
 
     ``posterior`` was fit without the rows ``X`` / ``y``; ``SCORE_DRAWS`` draws seeded
-    ``seed`` at every temperature (common random numbers across ``T``).
+    ``seed`` at every temperature (common random numbers across ``T``). The draws of
+    several temperatures go through the network together (:func:`_score_batches`):
+    one compiled call per chunk of rows instead of one per temperature, each sized
+    for its draws rather than padded to a chunk sized for ``SCORE_DRAWS`` (equal to
+    scoring each temperature on its own up to float32 rounding; tested).
 
     Returns
     -------
     ndarray of shape (n_temperatures,)
         ``heldout_nll(...).sum()`` per temperature (nats).
     """
-    return np.array([
-        heldout_nll(posterior_predictive(posterior, n_draws=SCORE_DRAWS, random_seed=seed,
-                                         temperature=float(t)), X, y, groups).sum()
-        for t in temperatures])
+    temperatures = [float(t) for t in temperatures]
+    scores = []
+    for batch in _score_batches(posterior.spec, len(temperatures)):
+        parts = [posterior_predictive(posterior, n_draws=SCORE_DRAWS, random_seed=seed,
+                                      temperature=temperatures[i]) for i in batch]
+        scores.extend(nll.sum() for nll in _stacked_heldout_nll(parts, X, y, groups))
+    return np.array(scores)
+
+
+#: Bound on the weight draws (float64 bytes) scored in one batch of temperatures.
+SCORE_BATCH_BYTES = 64 * 2**20
+
+
+def _score_batches(spec, n_temperatures: int) -> list[range]:
+    """Temperatures scored together, in batches of (nearly) equal size.
+
+    Only where the predictive is one fused loop over small layers (fan-ins up to
+    ``predictive.UNROLL_MAX``): there a chunk of rows is sized for the number of
+    draws (2,621 binary rows for ``SCORE_DRAWS``), so a fold's few hundred held-out
+    rows, scored one temperature at a time, were mostly padding (moons: 13 calls of
+    2,621 rows for 233 rows; batched, 2 calls of 201 rows, ~6x faster). Batches
+    hold as many temperatures as keep their weight draws within
+    :data:`SCORE_BATCH_BYTES`. Elsewhere a chunk's rows shrink as its draws grow, so
+    batching would only trade rows for draws: one temperature at a time.
+    """
+    if _static_shapes(spec) is None:
+        return [range(i, i + 1) for i in range(n_temperatures)]
+    per_draw = 8 * sum(a * b + b for a, b in spec.layer_shapes)
+    most = max(1, SCORE_BATCH_BYTES // (SCORE_DRAWS * per_draw))
+    n_batches = -(-n_temperatures // most)
+    size = -(-n_temperatures // n_batches)
+    return [range(i, min(i + size, n_temperatures)) for i in range(0, n_temperatures, size)]
+
+
+def _stacked_heldout_nll(parts: Sequence[PosteriorPredictive], X: np.ndarray,
+                         y: np.ndarray, groups=None) -> list[np.ndarray]:
+    """``[heldout_nll(p, X, y, groups) for p in parts]`` (predictives of one network,
+    the same number of draws each) through one predictive holding all their draws,
+    a chunk of rows at a time (memory stays bounded by the predictive's chunk)."""
+    first = parts[0]
+    if len(parts) == 1:
+        return [heldout_nll(first, X, y, groups)]
+    stacked = PosteriorPredictive(
+        spec=first.spec,
+        weights=tuple((np.concatenate([p.weights[i][0] for p in parts]),
+                       np.concatenate([p.weights[i][1] for p in parts]))
+                      for i in range(len(first.weights))),
+        noise=None if first.noise is None else np.concatenate([p.noise for p in parts]))
+    k, s = len(parts), first.n_draws
+    step = stacked._chunk_rows()
+    out = np.empty((k, X.shape[0]))
+    for start in range(0, X.shape[0], step):
+        rows = slice(start, start + step)
+        g = None if groups is None else groups[rows]
+        if stacked.spec.is_regression:
+            mean, sd = stacked.sample_normal(X[rows], g)
+            out[:, rows] = _mixture_nll(mean.reshape(k, s, -1), sd.reshape(k, s, -1),
+                                        y[rows], axis=1)
+        else:
+            proba = stacked.sample_proba(X[rows], g)
+            out[:, rows] = _mean_proba_nll(proba.reshape(k, s, *proba.shape[1:]).mean(axis=1),
+                                           y[rows])
+    return list(out)
 
 
 def choose_temperature(fold_scores: Sequence[np.ndarray], n_rows: int,

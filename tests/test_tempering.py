@@ -6,7 +6,8 @@ from sklearn.model_selection import StratifiedKFold
 
 from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor, build_model, fit
 from pymc_bnn.predictive import posterior_draws, posterior_predictive, tempered
-from pymc_bnn.tempering import TEMPERATURES, cross_fit_temperature, heldout_nll
+from pymc_bnn.tempering import (SCORE_DRAWS, TEMPERATURES, cross_fit_temperature,
+                                 heldout_nll, heldout_scores)
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +105,57 @@ def test_heldout_nll_regression_is_the_mixture_density():
     mean, sd = pred.sample_normal(X)
     expected = -np.log(norm.pdf(y[None], mean, sd).mean(0))
     np.testing.assert_allclose(heldout_nll(pred, X, y), expected, rtol=1e-6)
+
+
+def _scores_one_temperature_at_a_time(post, X, y, seed):
+    """The obvious path: each temperature's own predictive, scored on its own."""
+    return np.array([heldout_nll(posterior_predictive(post, n_draws=SCORE_DRAWS,
+                                                      random_seed=seed, temperature=t),
+                                 X, y).sum() for t in TEMPERATURES])
+
+
+@pytest.mark.filterwarnings("ignore:ADVI stopped before")  # a short fit serves here
+@pytest.mark.parametrize("case", ["binary", "three classes", "wide input", "regression"])
+def test_heldout_scores_batch_temperatures_and_equal_the_obvious_loop(case, monkeypatch):
+    """heldout_scores pushes the draws of many temperatures through the network at once
+    where the predictive is a fused loop (small fan-ins): the fast path is taken there
+    (every forward call holds all 13 x 200 draws), not for a wide input layer (one
+    temperature per call), and the scores equal the per-temperature loop's."""
+    from pymc_bnn.predictive import PosteriorPredictive
+
+    rng = np.random.default_rng(0)
+    n_features = 20 if case == "wide input" else 2
+    X = rng.normal(size=(150, n_features))
+    signal = X[:, 0] - X[:, 1] ** 2
+    if case == "regression":
+        y = signal + 0.3 * rng.normal(size=150)
+        model = build_model(X[:100], y[:100], hidden_layer_sizes=(4,), likelihood="normal",
+                            random_state=0)
+    else:
+        k = 3 if case == "three classes" else 2
+        y = np.digitize(signal, np.quantile(signal, np.linspace(0, 1, k + 1)[1:-1]))
+        model = build_model(X[:100], y[:100], hidden_layer_sizes=(4,), random_state=0)
+    post = fit(model, n_iter=1000, random_seed=0)
+    calls = []
+    for name in ("sample_proba", "sample_normal"):
+        real = getattr(PosteriorPredictive, name)
+
+        def spy(self, *args, real=real, **kwargs):
+            calls.append(self.n_draws)
+            return real(self, *args, **kwargs)
+
+        monkeypatch.setattr(PosteriorPredictive, name, spy)
+    scores = heldout_scores(post, X[100:], y[100:], seed=4)
+    batched = case != "wide input"
+    assert calls and set(calls) == {len(TEMPERATURES) * SCORE_DRAWS if batched
+                                    else SCORE_DRAWS}
+    assert len(calls) == (1 if batched else len(TEMPERATURES))  # 50 rows: one chunk
+    calls.clear()
+    expected = _scores_one_temperature_at_a_time(post, X[100:], y[100:], 4)
+    assert len(calls) == len(TEMPERATURES)
+    # the same draws; the forward pass's float32 rounding may depend on the chunk shape
+    np.testing.assert_allclose(scores, expected, rtol=1e-6)
+    assert np.ptp(expected) > 1e-3 * np.abs(expected).max()  # the grid's scores differ
 
 
 # ----------------------------------------------------------------- estimator
