@@ -8,6 +8,7 @@ draws it was given). No timing is asserted: the machine is shared and noisy.
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -37,21 +38,35 @@ def out_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("bench")
 
 
+#: Arguments a script's smoke run adds to ``--quick``. ppc_strategies runs its cells in
+#: this process: one subprocess per cell (its default) costs ~4 s of interpreter and
+#: imports per cell, ten times; the per-cell subprocess is tested on its own below.
+#: dask_scaling's processes and workers share the run's compilation cache (see
+#: conftest) instead of each starting from an empty one (``fresh``, its default, which
+#: measures a first call as on a new machine): a smoke run exercises, it does not measure.
+QUICK_EXTRA = {"ppc_strategies": ("--isolation", "none"),
+               "dask_scaling": ("--compile-cache", "user")}
+
+
 @pytest.fixture(scope="session")
 def quick_run(out_dir):
     """Run a script once with --quick (cached per session): (completed process, JSON)."""
     cache = {}
 
-    def run(name):
-        if name not in cache:
-            out = out_dir / f"{name}.json"
+    def run(name, *extra, tag=None):
+        """``extra`` replaces the script's QUICK_EXTRA; ``tag`` names such a run."""
+        key = tag or name
+        extra = extra or QUICK_EXTRA.get(name, ())
+        if key not in cache:
+            out = out_dir / f"{key}.json"
             proc = subprocess.run(
-                [sys.executable, str(BENCH / f"{name}.py"), "--quick", "--out", str(out)],
+                [sys.executable, str(BENCH / f"{name}.py"), "--quick", "--out", str(out),
+                 *extra],
                 capture_output=True, text=True, timeout=600, cwd=ROOT,
             )
             assert proc.returncode == 0, proc.stderr[-3000:]
-            cache[name] = (proc, json.loads(out.read_text()))
-        return cache[name]
+            cache[key] = (proc, json.loads(out.read_text()))
+        return cache[key]
 
     return run
 
@@ -107,6 +122,29 @@ def test_ppc_strategies_schema_and_agreement(quick_run):
         if r.get("same_draws") is not None:
             assert r["same_draws"] is True, r
     assert data["fit"]["test_accuracy"] > 0.8
+    assert {r["isolation"] for r in data["rows"] if r["status"] == "ok"} == {"none"}
+
+
+@_group("ppc_strategies")
+def test_ppc_strategies_cells_in_their_own_processes(quick_run):
+    """The full benchmark's default: each cell in a fresh subprocess (``--worker``),
+    which reads the fitted posterior and the draws back from the work folder."""
+    _, data = quick_run("ppc_strategies", "--isolation", "process",
+                        "--strategies", "toolkit_mean_proba", tag="ppc_strategies-process")
+    assert data["config"]["isolation"] == "process"
+    rows = {r["strategy"]: r for r in data["rows"]}
+    assert set(rows) == {"numpy_loop", "toolkit_mean_proba"}
+    for r in rows.values():
+        assert r["status"] == "ok" and r["isolation"] == "process", r
+        assert r["peak_extra_mb"] is not None
+    assert rows["toolkit_mean_proba"]["max_abs_diff"] < 2e-6
+    # the same seeds give the same cells as in one process (the smoke run above)
+    _, in_process = quick_run("ppc_strategies")
+    same = {r["strategy"]: r for r in in_process["rows"] if r["strategy"] in rows}
+    untimed = lambda fit: {k: v for k, v in fit.items() if k != "fit_s"}  # noqa: E731
+    assert untimed(data["fit"]) == untimed(in_process["fit"])
+    for name, r in rows.items():
+        assert r["max_abs_diff"] == same[name]["max_abs_diff"], name
 
 
 @_group("inference_throughput")
@@ -300,6 +338,8 @@ def test_dask_scaling_schema(quick_run):
     proc, data = quick_run("dask_scaling")
     config, rows = data["config"], data["rows"]
     assert config["sizes"] == [40_000] and config["repeats"] == 1
+    assert config["compile_cache"] == "user"  # QUICK_EXTRA
+    assert config["client_compile_cache"] == os.environ["PYMC_BNN_COMPILE_CACHE"]
     assert config["parts"] == ["fit", "predict", "cv"]
     # (a) out-of-core fit: streamed from zarr vs in memory, each in a fresh process
     assert config["fit_sizes"] == [200_000]
