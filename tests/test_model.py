@@ -146,3 +146,52 @@ def test_network_spec_rejects_foreign_models():
         pm.Normal("x")
     with pytest.raises(ValueError, match="not built by pymc_bnn.build_model"):
         network_spec(m)
+
+
+@pytest.mark.filterwarnings("ignore:ADVI stopped before")  # a short fit serves here
+@pytest.mark.parametrize("case", ["binary", "three classes", "groups"])
+def test_padded_rows_count_for_nothing(case):
+    """build_model(pad_to=...) appends rows that add exactly 0 to the log density and
+    to its gradient, so a padded fit equals the unpadded one up to float rounding
+    (the estimators pad their cross-fitting folds to one row count)."""
+    from pymc_bnn import fit
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(37, 2))
+    n_classes = 3 if case == "three classes" else 2
+    y = (np.digitize(X[:, 0] + 0.3 * rng.normal(size=37), [-0.4, 0.4]) % n_classes)
+    groups = (np.arange(37) % 3) if case == "groups" else None
+    kw = dict(hidden_layer_sizes=(3,), groups=groups, random_state=0)
+    plain = build_model(X, y, **kw)
+    padded = build_model(X, y, pad_to=45, **kw)
+    assert padded["X"].get_value().shape[0] == 45 and padded["n_real_rows"].get_value() == 37
+    assert network_spec(padded).n_rows == 37
+    # far from the start, where the network's outputs are large
+    point = {k: v + 3 * rng.normal(size=np.shape(v)) for k, v in plain.initial_point().items()}
+    terms = plain.compile_logp(sum=False)(point)
+    for a, b in zip(terms, padded.compile_logp(sum=False)(point), strict=True):
+        if np.ndim(b) and len(b) == 45:  # the likelihood's terms, one per row
+            assert not np.any(b[37:])  # each padding row: exactly 0
+            b = b[:37]
+        np.testing.assert_array_equal(a, b)  # exactly
+    grad_plain = plain.compile_dlogp()(point)
+    np.testing.assert_allclose(padded.compile_dlogp()(point), grad_plain, rtol=1e-12, atol=0)
+    a = fit(plain, n_iter=600, random_seed=1)
+    b = fit(padded, n_iter=600, random_seed=1)
+    assert a.engine == b.engine
+    np.testing.assert_allclose(b.loss, a.loss, rtol=1e-9)
+    for p, q in zip(a.approx.params, b.approx.params):
+        np.testing.assert_allclose(q.get_value(), p.get_value(), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(pad_to=39), "pad_to must be an int >= the rows of X"),
+    (dict(pad_to=40.0), "pad_to must be an int"),
+    (dict(pad_to=True), "pad_to must be an int"),
+    (dict(pad_to=50, batch_size=10), "full-batch classifiers"),
+    (dict(pad_to=50, likelihood="normal"), "full-batch classifiers"),
+])
+def test_bad_padding_raises(tiny, kwargs, match):
+    X, y = tiny
+    with pytest.raises(ValueError, match=match):
+        build_model(X, y.astype(float) if "likelihood" in kwargs else y, **kwargs)

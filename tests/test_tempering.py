@@ -260,3 +260,41 @@ def test_cross_fitting_fits_run_concurrently_and_change_nothing(logistic_data, m
                                   serial.temperature_selection_.scores)
     np.testing.assert_array_equal(threaded.loss_curve_, serial.loss_curve_)
     np.testing.assert_array_equal(threaded.predict_proba(X), serial.predict_proba(X))
+
+
+@pytest.mark.filterwarnings("ignore:ADVI stopped before")  # a short fit serves here
+def test_cross_fitting_folds_are_padded_to_one_row_count(monkeypatch):
+    """101 rows: the folds train on 67, 67 and 68 rows. Padded to 68 (build_model's
+    pad_to), the three fold models hold data of one shape, so one compiled ADVI
+    runner serves them (XLA compiles per shape), and the kept model has the same
+    structure with no padding row. The temperature scores and the predictions equal
+    those of the unpadded fits up to float rounding."""
+    import pymc_bnn.estimator as E
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(101, 2))
+    y = (X[:, 0] + 0.5 * rng.normal(size=101) > 0).astype(int)
+    seen = []
+    real_fit = E.fit
+
+    def spy(model, *args, **kwargs):
+        seen.append((model["X"].get_value().shape, int(model["n_real_rows"].get_value())
+                     if "n_real_rows" in model.named_vars else None))
+        return real_fit(model, *args, **kwargs)
+
+    monkeypatch.setattr(E, "fit", spy)
+    monkeypatch.setenv("PYMC_BNN_NUM_THREADS", "1")
+    kw = dict(hidden_layer_sizes=(3,), n_iter=1500, random_state=0)
+    padded = BayesianMLPClassifier(**kw).fit(X, y)
+    assert seen[0] == ((101, 2), 101)  # the kept fit
+    assert {shape for shape, _ in seen[1:]} == {(68, 2)}
+    assert sorted(n for _, n in seen[1:]) == [67, 67, 68]
+    seen.clear()
+    monkeypatch.setattr(BayesianMLPClassifier, "_PAD_FOLDS", False)
+    plain = BayesianMLPClassifier(**kw).fit(X, y)
+    assert sorted(shape[0] for shape, _ in seen[1:]) == [67, 67, 68]
+    assert all(n is None for _, n in seen)
+    assert padded.posterior_temperature_ == plain.posterior_temperature_
+    np.testing.assert_allclose(padded.temperature_selection_.scores,
+                               plain.temperature_selection_.scores, rtol=1e-9)
+    np.testing.assert_allclose(padded.predict_proba(X), plain.predict_proba(X), atol=1e-9)
