@@ -363,11 +363,15 @@ class _BayesianMLP(BaseEstimator):
         row (moons, 500 rows: 333, 333 and 334), and XLA compiles the ADVI runner once
         per count (0.6-0.9 s each). Padded to the largest count, with rows that add
         exactly nothing to the likelihood, the folds share one compiled runner; their
-        fits equal the unpadded ones up to float rounding.
+        fits equal the unpadded ones up to float rounding. The kept fit then takes the
+        same model structure with no padding row (PyTensor builds one graph for the
+        four fits).
         """
         if not folds or not self._PAD_FOLDS or self.batch_size is not None:
             return None
-        return max(len(train) for train, _ in folds)
+        sizes = {len(train) for train, _ in folds}
+        # folds of one size already share a program: their models keep the plain graph
+        return max(sizes) if len(sizes) > 1 else None
 
     def _choose_temperature(self, fold_scores, folds, n_rows) -> None:
         """Set ``posterior_temperature_`` and ``temperature_selection_`` from the

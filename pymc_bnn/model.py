@@ -270,9 +270,10 @@ def _layer_param(name: str, shape: tuple, scale, init: np.ndarray, spec: Network
     return pm.Deterministic(name, mu + sd * eps)
 
 
-#: The logit of a padding row of :func:`build_model` (``pad_to``), towards its label:
-#: its log-likelihood ``-softplus(-SATURATED_LOGIT)`` is exactly 0 in float64
-#: (``exp(-1e4)`` underflows), and it passes no gradient to the weights.
+#: The size of the logit of a padding row of :func:`build_model` (``pad_to``), whose
+#: label is class 0: ``-SATURATED_LOGIT`` for one logit, ``+SATURATED_LOGIT`` on class
+#: 0 of several. Its log-likelihood, ``-softplus(-SATURATED_LOGIT)``, is exactly 0 in
+#: float64 (``exp(-1e4)`` underflows), and it passes no gradient to the weights.
 SATURATED_LOGIT = 1e4
 
 
@@ -384,8 +385,8 @@ def build_model(
     pad_to : int, optional
         Full-batch classifiers: hold the data in containers of ``pad_to`` rows (at
         least the rows of ``X``). The extra rows do not count: they come after the
-        ``"n_real_rows"`` real ones (a container) and their logits are fixed at
-        :data:`SATURATED_LOGIT` towards their label, so each adds exactly 0 to the
+        ``"n_real_rows"`` real ones (a container), have label 0 and logits fixed at
+        :data:`SATURATED_LOGIT` towards it, so each adds exactly 0 to the
         log-likelihood and to its gradient. Why: XLA compiles a program per data shape, so fits of one network
         on row counts padded to one size share a compiled ADVI runner (the estimators
         pad their cross-fitting folds, whose sizes differ by a row).

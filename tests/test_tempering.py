@@ -298,3 +298,9 @@ def test_cross_fitting_folds_are_padded_to_one_row_count(monkeypatch):
     np.testing.assert_allclose(padded.temperature_selection_.scores,
                                plain.temperature_selection_.scores, rtol=1e-9)
     np.testing.assert_allclose(padded.predict_proba(X), plain.predict_proba(X), atol=1e-9)
+    # 99 rows: the folds all train on 66 rows, and no model is padded
+    seen.clear()
+    monkeypatch.setattr(BayesianMLPClassifier, "_PAD_FOLDS", True)
+    BayesianMLPClassifier(**kw).fit(X[:99], y[:99])
+    assert [shape[0] for shape, _ in seen] == [99, 66, 66, 66]
+    assert all(n is None for _, n in seen)
