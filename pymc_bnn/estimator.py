@@ -180,11 +180,6 @@ class _BayesianMLP(BaseEstimator):
         seeds = self._seeds()
         n_groups = None if group_codes is None else len(self.groups_)
         self._choose_prior_scales(use_evidence, X, y_model, target_kwargs, seeds["init"])
-        # the kept fit and the cross-fitting fits of the temperature (each scored on
-        # its held-out rows right after it) are independent: they run at the same
-        # time (threads; the results do not depend on it)
-        folds = self._cross_fitting_folds(y_model, seeds["temperature"])
-        fold_rows = self._padded_fold_rows(folds)
 
         def fit_rows(rows, fit_seed):
             """Build and fit the network on ``X[rows]`` (all rows: ``rows=None``)."""
@@ -195,13 +190,14 @@ class _BayesianMLP(BaseEstimator):
                 groups=None if group_codes is None else group_codes[sub], n_groups=n_groups,
                 batch_size=None if self.batch_size is None else min(int(self.batch_size),
                                                                     n_rows),
-                # the kept fit too (with no padding rows): one model structure for the
-                # four fits, so that PyTensor builds its graph once
-                pad_to=None if fold_rows is None else (n_rows if rows is None else fold_rows),
                 # only the kept fit warns: a fold fit that has not quite levelled off
                 # moves the temperature score a little, and the user cannot act on it
                 warn=rows is None)
 
+        # the kept fit and the cross-fitting fits of the temperature (each scored on
+        # its held-out rows right after it) are independent: they run at the same
+        # time (threads; the results do not depend on it)
+        folds = self._cross_fitting_folds(y_model, seeds["temperature"])
         tasks = [functools.partial(fit_rows, None, seeds["fit"])]
         tasks += fold_tasks(fit_rows, X, y_model, folds=folds or [],
                             seed=seeds["temperature"], groups=group_codes)
@@ -212,7 +208,7 @@ class _BayesianMLP(BaseEstimator):
 
     def _fit_network(self, X, y_model, target_kwargs, fit_seed, init_seed, *, groups=None,
                      n_groups=None, batch_size=None, warn=True, total_size=None,
-                     minibatch_source=None, pad_to=None):
+                     minibatch_source=None):
         """``build_model`` + ``fit`` with this estimator's settings: a Posterior."""
         model = build_model(
             X,
@@ -227,7 +223,6 @@ class _BayesianMLP(BaseEstimator):
             n_groups=n_groups,
             batch_size=None if self.inference_ == "nuts" else batch_size,
             total_size=total_size,
-            pad_to=pad_to,
             random_state=init_seed,
             **target_kwargs,
         )
@@ -351,27 +346,6 @@ class _BayesianMLP(BaseEstimator):
         if self.inference_ == "nuts" or self.posterior_temperature != "auto":
             return None
         return self._temperature_folds(y_model, seed)
-
-    #: Whether the cross-fitting folds' rows are padded to one count
-    #: (``build_model(pad_to=...)``: classifiers only).
-    _PAD_FOLDS = True
-
-    def _padded_fold_rows(self, folds) -> int | None:
-        """The row count the cross-fitting fits are padded to, or None (no padding).
-
-        Folds whose held-out sets differ by a row train on row counts that differ by a
-        row (moons, 500 rows: 333, 333 and 334), and XLA compiles the ADVI runner once
-        per count (0.6-0.9 s each). Padded to the largest count, with rows that add
-        exactly nothing to the likelihood, the folds share one compiled runner; their
-        fits equal the unpadded ones up to float rounding. The kept fit then takes the
-        same model structure with no padding row (PyTensor builds one graph for the
-        four fits).
-        """
-        if not folds or not self._PAD_FOLDS or self.batch_size is not None:
-            return None
-        sizes = {len(train) for train, _ in folds}
-        # folds of one size already share a program: their models keep the plain graph
-        return max(sizes) if len(sizes) > 1 else None
 
     def _choose_temperature(self, fold_scores, folds, n_rows) -> None:
         """Set ``posterior_temperature_`` and ``temperature_selection_`` from the
@@ -869,9 +843,6 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
     }
     _y_numeric = True
     _AUTO_NUTS_FOR_GROUPS = False
-    #: build_model's padding is for classifiers: a Normal likelihood has no saturated
-    #: value that makes a row count for nothing
-    _PAD_FOLDS = False
 
     def __init__(
         self,

@@ -270,43 +270,6 @@ def _layer_param(name: str, shape: tuple, scale, init: np.ndarray, spec: Network
     return pm.Deterministic(name, mu + sd * eps)
 
 
-#: The size of the logit of a padding row of :func:`build_model` (``pad_to``), whose
-#: label is class 0: ``-SATURATED_LOGIT`` for one logit, ``+SATURATED_LOGIT`` on class
-#: 0 of several. Its log-likelihood, ``-softplus(-SATURATED_LOGIT)``, is exactly 0 in
-#: float64 (``exp(-1e4)`` underflows), and it passes no gradient to the weights.
-SATURATED_LOGIT = 1e4
-
-
-def _padded(X, y, groups, spec: NetworkSpec, pad_to):
-    """``X``, ``y``, ``groups`` with rows appended up to ``pad_to`` (copies of the first
-    row and group, label 0: valid values)."""
-    if spec.is_regression or spec.batch_size is not None:
-        raise ValueError("pad_to applies to full-batch classifiers (no batch_size, "
-                         "likelihood='categorical').")
-    if isinstance(pad_to, bool) or not isinstance(pad_to, int | np.integer) \
-            or pad_to < spec.n_rows:
-        raise ValueError(f"pad_to must be an int >= the rows of X ({spec.n_rows}); "
-                         f"got {pad_to!r}.")
-    extra = int(pad_to) - spec.n_rows
-
-    def pad(a):
-        return None if a is None else np.concatenate([a, np.repeat(a[:1], extra, axis=0)])
-
-    return pad(X), np.concatenate([y, np.zeros(extra, y.dtype)]), pad(groups)
-
-
-def _saturate_padding(logits, n_real, spec: NetworkSpec):
-    """The network's logits on the first ``n_real`` rows; on the padding rows after
-    them (label 0, see :func:`_padded`), logits that put all probability on class 0
-    (see :data:`SATURATED_LOGIT`)."""
-    target = np.zeros(spec.n_outputs)
-    target[0] = -SATURATED_LOGIT if spec.n_classes == 2 else SATURATED_LOGIT
-    # row numbers 1, 2, ... as a cumulative sum: the JAX backend refuses an arange
-    # whose length is not a constant of the graph (inside the ADVI scan it is not)
-    real = pt.le(pt.cumsum(pt.ones_like(logits[:, 0])), n_real)
-    return pt.where(real[:, None], logits, pt.constant(target)[None, :])
-
-
 def build_model(
     X: np.ndarray,
     y: np.ndarray,
@@ -325,7 +288,6 @@ def build_model(
     n_groups: int | None = None,
     batch_size: int | None = None,
     total_size: int | None = None,
-    pad_to: int | None = None,
     random_state: int | np.random.Generator | None = None,
 ) -> pm.Model:
     """Build a Bayesian MLP classifier (or regressor) as a PyMC model.
@@ -382,14 +344,6 @@ def build_model(
         Minibatch models: the number of rows the likelihood stands for (default: the
         rows of ``X``). Larger when ``X`` is a placeholder sample of data streamed
         into the fit from elsewhere (``pymc_bnn.fit(minibatch_source=...)``).
-    pad_to : int, optional
-        Full-batch classifiers: hold the data in containers of ``pad_to`` rows (at
-        least the rows of ``X``). The extra rows do not count: they come after the
-        ``"n_real_rows"`` real ones (a container), have label 0 and logits fixed at
-        :data:`SATURATED_LOGIT` towards it, so each adds exactly 0 to the
-        log-likelihood and to its gradient. Why: XLA compiles a program per data shape, so fits of one network
-        on row counts padded to one size share a compiled ADVI runner (the estimators
-        pad their cross-fitting folds, whose sizes differ by a row).
     random_state : int or numpy Generator, optional
         Seeds the initial values of the weights, drawn from N(0, s^2) with
         ``s = min(1, 2 / sqrt(fan_in))``: hidden units start distinct (no symmetric
@@ -439,10 +393,6 @@ def build_model(
             raise ValueError(f"total_size must be an int >= the rows of X ({spec.n_rows}); "
                              f"got {total_size!r}.")
         spec = dataclasses.replace(spec, n_rows=int(total_size))
-    n_real = None
-    if pad_to is not None:
-        X, y, groups = _padded(X, y, groups, spec, pad_to)
-        n_real = np.int64(spec.n_rows)
     rng = np.random.default_rng(random_state)
     # the prior's parameters are shared inputs, not constants of the graph: fits that
     # differ only in them (a grid search, a hyperprior study) reuse one compiled ADVI
@@ -478,8 +428,6 @@ def build_model(
             weights.append((W, b))
 
         logits = forward(X_obs, weights, activation=spec.activation, groups=g_obs)
-        if n_real is not None:
-            logits = _saturate_padding(logits, pm.Data("n_real_rows", n_real), spec)
         if spec.is_regression:
             if spec.heteroscedastic:
                 sigma = noise_sd(logits[:, 1])
