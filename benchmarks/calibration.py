@@ -33,7 +33,9 @@ rows. Metrics: accuracy, NLL, Brier (multi-class sum), ECE (15 bins, top label),
 top-class probability, wall-clock fit time. The *wins* table checks, per data set, each
 BNN against the MLP of the same architecture (NLL <=, ECE <=, accuracy >= MLP - 0.01;
 on noisy_label also NLL <= logistic regression) and counts the data sets where its NLL
-is <= the 5-MLP ensemble's.
+is <= the 5-MLP ensemble's. The *seed by seed* table compares the same two on each seed's
+split (on how many seeds the BNN's NLL and ECE are <= the MLP's, median NLL ratio and
+ECE difference): medians over a few seeds move with the splits, paired seeds do not.
 
 Regression (70/30 split, ``StandardScaler`` on X in a pipeline): diabetes,
 ``make_friedman1(500, noise=1.0)``, and a heteroscedastic set (x ~ U(-3, 3) plus 4
@@ -590,6 +592,63 @@ def classification_wins(rows: list[dict], variants, datasets) -> list[dict]:
     return out
 
 
+def _per_seed(rows, dataset, model, metric) -> dict:
+    """``{seed: value}`` of one model's successful fits on one data set."""
+    for r in rows:
+        if r["dataset"] == dataset and r["model"] == model:
+            return {p["seed"]: p[metric] for p in r.get("per_seed", [])
+                    if p.get("status", "ok") == "ok" and p.get(metric) is not None}
+    return {}
+
+
+def paired_comparison(rows: list[dict], datasets) -> list[dict]:
+    """Each BNN against the MLP of its architecture, seed by seed (same split).
+
+    The wins table compares the medians of the two models' results over seeds; on a
+    few seeds those medians move with the split, the seeds' noise is shared by the two
+    models, and comparing seed by seed removes it: per data set, on how many seeds the
+    BNN's NLL (ECE) is <= the MLP's, the median of the per-seed ratio of NLLs and the
+    median of the per-seed difference of ECEs.
+    """
+    out = []
+    for model, hidden in sorted({(r["model"], r["hidden"]) for r in rows
+                                 if r["kind"] == "bnn"}):
+        per = {}
+        for ds in datasets:
+            nll, mlp_nll = (_per_seed(rows, ds, m, "nll") for m in (model, f"MLP {hidden}"))
+            ece, mlp_ece = (_per_seed(rows, ds, m, "ece") for m in (model, f"MLP {hidden}"))
+            seeds = sorted(set(nll) & set(mlp_nll) & set(ece) & set(mlp_ece))
+            if not seeds:
+                continue
+            per[ds] = {
+                "n_seeds": len(seeds),
+                "nll_wins": sum(nll[s] <= mlp_nll[s] for s in seeds),
+                "ece_wins": sum(ece[s] <= mlp_ece[s] for s in seeds),
+                "median_nll_ratio": float(np.median([nll[s] / mlp_nll[s] for s in seeds])),
+                "median_ece_diff": float(np.median([ece[s] - mlp_ece[s] for s in seeds])),
+            }
+        out.append({"model": model, "hidden": hidden, "datasets": per,
+                    # data sets where the BNN is at least as good on most seeds
+                    "n_nll_majority": sum(2 * v["nll_wins"] > v["n_seeds"]
+                                          for v in per.values()),
+                    "n_ece_majority": sum(2 * v["ece_wins"] > v["n_seeds"]
+                                          for v in per.values())})
+    return out
+
+
+def paired_table(paired) -> str:
+    rows = [{"model": p["model"], "dataset": ds,
+             "nll": f"{v['nll_wins']} / {v['n_seeds']}",
+             "ratio": f"{v['median_nll_ratio']:.3f}",
+             "ece": f"{v['ece_wins']} / {v['n_seeds']}",
+             "diff": f"{v['median_ece_diff']:+.4f}"}
+            for p in paired for ds, v in p["datasets"].items()]
+    cols = [("model", "BNN"), ("dataset", "data set"), ("nll", "seeds NLL ≤ MLP"),
+            ("ratio", "median NLL / MLP's"), ("ece", "seeds ECE ≤ MLP"),
+            ("diff", "median ECE − MLP's")]
+    return _common.markdown_table(rows, cols)
+
+
 def regression_criteria(rows: list[dict], datasets) -> list[dict]:
     out = []
     for model in [r["model"] for r in rows if r["kind"] == "bnn" and r["dataset"] == datasets[0]]:
@@ -849,7 +908,7 @@ def main(argv=None) -> int:
     section_s: dict[str, float] = {}
     tables: dict[str, str] = {}
     summary: list[str] = []
-    wins = reg_crit = hier_crit = None
+    wins = paired = reg_crit = hier_crit = None
     figure_data: dict = {}
 
     if "classification" in args.sections and args.cls_datasets:
@@ -863,10 +922,16 @@ def main(argv=None) -> int:
         if ood:
             tables["ood"] = ood
         tables["wins"] = wins_table(wins, args.cls_datasets)
+        paired = paired_comparison(cls_rows, args.cls_datasets)
+        tables["paired"] = paired_table(paired)
         for w in wins:
             summary.append(f"{w['variant']} {w['hidden']}: meets the criteria on "
                            f"{w['n_meets']} of {w['n_datasets']} datasets; NLL <= 5-MLP "
                            f"ensemble on {w['n_nll_le_ensemble']} of {w['n_datasets']}")
+        for p in paired:
+            summary.append(f"{p['model']}, seed by seed: NLL <= MLP's on most seeds on "
+                           f"{p['n_nll_majority']} of {len(p['datasets'])} datasets, ECE on "
+                           f"{p['n_ece_majority']}")
         skipped = sorted({r["dataset"] for r in cls_rows if r["status"] == "skipped"})
         if skipped:
             summary.append(f"GPC skipped (n_train > {GPC_MAX_TRAIN}) on: {', '.join(skipped)}")
@@ -921,6 +986,8 @@ def main(argv=None) -> int:
         "wins": "Wins of each BNN over the MLP of the same architecture (✓: NLL ≤, ECE ≤ "
                 "and accuracy ≥ MLP − 0.01, and on noisy_label NLL ≤ logistic regression; "
                 "✗ lists the failed checks):",
+        "paired": "Seed by seed (each BNN and the MLP of its architecture on the same "
+                  "split; the seeds' shared noise cancels):",
         "regression": "Regression (medians over seeds):",
         "regression_criteria": "Regression criteria (BNN):",
         "hierarchical": f"Hierarchical: rotated moons, {args.n_tasks} tasks (medians over "
@@ -974,7 +1041,8 @@ def main(argv=None) -> int:
           f"total {elapsed:.0f} s")
     payload = {
         "benchmark": NAME, "machine": info, "config": config, "rows": rows,
-        "table": table, "tables": tables, "wins": wins, "regression_criteria": reg_crit,
+        "table": table, "tables": tables, "wins": wins, "paired": paired,
+        "regression_criteria": reg_crit,
         "hierarchical_criteria": hier_crit, "summary": summary,
         "convergence_warnings": wc.counts, "convergence_warnings_where": wc.where, "section_seconds": section_s,
         "notes": notes, "elapsed_s": elapsed,

@@ -231,6 +231,21 @@ def test_calibration_schema(quick_run, out_dir):
         ("default", "(32,)"), ("default", "(5, 5)")}
     assert any(line.startswith("default (32,): meets the criteria on")
                for line in data["summary"])
+    # seed by seed: counts and medians recomputed from the rows' per-seed results
+    assert {p["model"] for p in data["paired"]} == {"BNN default (32,)", "BNN default (5, 5)"}
+    for p in data["paired"]:
+        assert set(p["datasets"]) == set(config["classification_datasets"])
+        for ds, v in p["datasets"].items():
+            seeds = {r["model"]: {s["seed"]: s for s in r["per_seed"]}
+                     for r in rows if r["dataset"] == ds}
+            bnn, mlp = seeds[p["model"]], seeds[f"MLP {p['hidden']}"]
+            assert v["n_seeds"] == len(bnn) == len(mlp) == len(config["seeds"])
+            assert v["nll_wins"] == sum(bnn[s]["nll"] <= mlp[s]["nll"] for s in bnn)
+            assert v["ece_wins"] == sum(bnn[s]["ece"] <= mlp[s]["ece"] for s in bnn)
+            ratios = sorted(bnn[s]["nll"] / mlp[s]["nll"] for s in bnn)
+            assert v["median_nll_ratio"] == pytest.approx(
+                (ratios[(len(ratios) - 1) // 2] + ratios[len(ratios) // 2]) / 2)
+    assert "Seed by seed" in (out_dir / "calibration.md").read_text()
     # markdown next to the JSON, reliability figure in --quick next to it as well
     assert (out_dir / "calibration.md").read_text().startswith("# Calibration")
     assert (out_dir / "calibration_reliability.png").stat().st_size > 0
