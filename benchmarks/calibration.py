@@ -819,6 +819,18 @@ def make_figure(path: Path, figure_data: dict, datasets, seed: int) -> list[str]
 
 
 # ------------------------------------------------------------------------- main
+def figure_path(figure: str | None, out: Path, *, quick: bool) -> Path | None:
+    """Where the reliability diagram goes: ``--figure`` (``"none"``: nowhere); by default
+    the README's figure for a full run writing the default results, and next to the
+    JSON otherwise (a quick run, or results written elsewhere do not replace it)."""
+    if figure is not None:
+        return None if figure.lower() == "none" else Path(figure)
+    default_out = _common.RESULTS_DIR / f"{NAME}.json"
+    if quick or out.resolve() != default_out.resolve():
+        return out.with_name(out.stem + "_reliability.png")
+    return DEFAULT_FIGURE
+
+
 def _bnn_arg(text: str):
     name, sep, js = text.partition("=")
     if not sep or not name or name == "default":
@@ -860,8 +872,9 @@ def main(argv=None) -> int:
                         help="markdown output (default: --out with suffix .md)")
     parser.add_argument("--figure", default=None,
                         help="reliability-diagram PNG ('none' to skip; default "
-                             "docs/figures/calibration_reliability.png, with --quick "
-                             "<out stem>_reliability.png next to --out)")
+                             "docs/figures/calibration_reliability.png for a full run "
+                             "with the default --out, otherwise <out stem>"
+                             "_reliability.png next to --out)")
     args = parser.parse_args(argv)
     n_seeds = args.seeds if args.seeds is not None else (1 if args.quick else 3)
     args.seeds_list = [args.seed + i for i in range(n_seeds)]
@@ -875,11 +888,7 @@ def main(argv=None) -> int:
     args.mlp_max_iter = 300 if args.quick else 3000
     args.mlp_reg_max_iter = 300 if args.quick else 5000
     md_path = args.md or Path(args.out).with_suffix(".md")
-    if args.figure is None:
-        fig_path = (Path(args.out).with_name(Path(args.out).stem + "_reliability.png")
-                    if args.quick else DEFAULT_FIGURE)
-    else:
-        fig_path = None if args.figure.lower() == "none" else Path(args.figure)
+    fig_path = figure_path(args.figure, Path(args.out), quick=args.quick)
 
     M = _import_metrics()
     from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor

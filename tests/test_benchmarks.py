@@ -251,6 +251,26 @@ def test_calibration_schema(quick_run, out_dir):
     assert (out_dir / "calibration_reliability.png").stat().st_size > 0
 
 
+def test_calibration_replaces_the_readme_figure_only_from_a_default_full_run(monkeypatch,
+                                                                              tmp_path):
+    """A run with --out elsewhere (or --quick) draws its reliability diagram next to its
+    JSON, not over docs/figures' committed one."""
+    import importlib
+
+    monkeypatch.syspath_prepend(str(BENCH))
+    calibration = importlib.import_module("calibration")
+    default_out = BENCH / "results" / "calibration.json"
+    elsewhere = tmp_path / "ten.json"
+    assert calibration.figure_path(None, default_out, quick=False) == \
+        ROOT / "docs" / "figures" / "calibration_reliability.png"
+    assert calibration.figure_path(None, elsewhere, quick=False) == \
+        tmp_path / "ten_reliability.png"
+    assert calibration.figure_path(None, default_out, quick=True) == \
+        BENCH / "results" / "calibration_reliability.png"
+    assert calibration.figure_path("none", default_out, quick=False) is None
+    assert calibration.figure_path("x.png", elsewhere, quick=False) == Path("x.png")
+
+
 @_group("repeated_fits")
 def test_repeated_fits_schema(quick_run):
     _, data = quick_run("repeated_fits")
