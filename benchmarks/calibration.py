@@ -592,12 +592,13 @@ def classification_wins(rows: list[dict], variants, datasets) -> list[dict]:
     return out
 
 
-def _per_seed(rows, dataset, model, metric) -> dict:
-    """``{seed: value}`` of one model's successful fits on one data set."""
+def _per_seed(rows, dataset, model) -> dict:
+    """``{seed: record}`` of one model's successful fits (with NLL and ECE) on one data set."""
     for r in rows:
         if r["dataset"] == dataset and r["model"] == model:
-            return {p["seed"]: p[metric] for p in r.get("per_seed", [])
-                    if p.get("status", "ok") == "ok" and p.get(metric) is not None}
+            return {p["seed"]: p for p in r.get("per_seed", [])
+                    if p.get("status", "ok") == "ok"
+                    and p.get("nll") is not None and p.get("ece") is not None}
     return {}
 
 
@@ -615,17 +616,18 @@ def paired_comparison(rows: list[dict], datasets) -> list[dict]:
                                  if r["kind"] == "bnn"}):
         per = {}
         for ds in datasets:
-            nll, mlp_nll = (_per_seed(rows, ds, m, "nll") for m in (model, f"MLP {hidden}"))
-            ece, mlp_ece = (_per_seed(rows, ds, m, "ece") for m in (model, f"MLP {hidden}"))
-            seeds = sorted(set(nll) & set(mlp_nll) & set(ece) & set(mlp_ece))
+            bnn, mlp = _per_seed(rows, ds, model), _per_seed(rows, ds, f"MLP {hidden}")
+            seeds = sorted(set(bnn) & set(mlp))
             if not seeds:
                 continue
             per[ds] = {
                 "n_seeds": len(seeds),
-                "nll_wins": sum(nll[s] <= mlp_nll[s] for s in seeds),
-                "ece_wins": sum(ece[s] <= mlp_ece[s] for s in seeds),
-                "median_nll_ratio": float(np.median([nll[s] / mlp_nll[s] for s in seeds])),
-                "median_ece_diff": float(np.median([ece[s] - mlp_ece[s] for s in seeds])),
+                "nll_wins": sum(bnn[s]["nll"] <= mlp[s]["nll"] for s in seeds),
+                "ece_wins": sum(bnn[s]["ece"] <= mlp[s]["ece"] for s in seeds),
+                "median_nll_ratio": float(np.median([bnn[s]["nll"] / mlp[s]["nll"]
+                                                     for s in seeds])),
+                "median_ece_diff": float(np.median([bnn[s]["ece"] - mlp[s]["ece"]
+                                                    for s in seeds])),
             }
         out.append({"model": model, "hidden": hidden, "datasets": per,
                     # data sets where the BNN is at least as good on most seeds
