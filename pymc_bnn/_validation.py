@@ -8,18 +8,108 @@ Inputs are copied, never modified in place.
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 
 __all__ = [
+    "InputScaleWarning",
     "check_choice",
     "check_group_codes",
     "check_hidden_layer_sizes",
+    "check_input_scale",
     "check_model_inputs",
     "check_positive_int",
     "check_positive_float",
 ]
+
+#: A feature whose root mean square exceeds this is an order of magnitude beyond
+#: tanh's linear range (|a| < 1) for a weight of the priors' unit scale ...
+MAX_FEATURE_RMS = 10.0
+#: ... and one whose standard deviation is below this needs a weight a hundred times
+#: that scale to matter, which the prior all but rules out.
+MIN_FEATURE_SD = 0.01
+#: Columns named in the warning, at most.
+_NAMED_COLUMNS = 5
+
+
+class InputScaleWarning(UserWarning):
+    """Input features are far from the unit scale that the network's priors assume."""
+
+
+def check_input_scale(X, *, estimator: str, feature_names=None, sample_note: str = "",
+                      stacklevel: int = 3) -> None:
+    """Warn (:class:`InputScaleWarning`) when features of ``X`` are far from unit scale.
+
+    The weights' priors (and the evidence's per-layer prior scales) have one scale for
+    every input, so they suit standardised inputs: a feature of root mean square above
+    :data:`MAX_FEATURE_RMS` saturates tanh units (mean area of breast_cancer: 740), and
+    one varying by less than :data:`MIN_FEATURE_SD` is all but ignored. Constant
+    features are exempt from the second rule. Nothing is changed: the warning
+    names the columns and the remedy (a ``StandardScaler`` in a pipeline).
+
+    Parameters
+    ----------
+    X : float array of shape (n_rows, n_features)
+    estimator : str
+        The estimator's name, for the suggested pipeline.
+    feature_names : sequence of str, optional
+        Column names for the message (else column indices).
+    sample_note : str
+        Follows "input features" in the message, e.g. which rows the statistics
+        come from.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] == 0:
+        return
+    rms, sd = _column_scales(X)
+    # (values, flagged columns, what they have, sort order: worst first)
+    rules = [(rms, rms > MAX_FEATURE_RMS, f"root mean square above {MAX_FEATURE_RMS:g}", -1),
+             (sd, (sd > 0) & (sd < MIN_FEATURE_SD),
+              f"standard deviation below {MIN_FEATURE_SD:g}", 1)]
+    parts = []
+    for values, flagged, what, order in rules:
+        cols = np.flatnonzero(flagged)
+        if cols.size == 0:
+            continue
+        cols = cols[np.argsort(order * values[cols], kind="stable")]
+        shown = ", ".join(
+            f"{feature_names[c] if feature_names is not None else f'column {c}'} "
+            f"({values[c]:.3g})" for c in cols[:_NAMED_COLUMNS])
+        more = f", and {cols.size - _NAMED_COLUMNS} more" if cols.size > _NAMED_COLUMNS else ""
+        parts.append(f"{cols.size} {'has' if cols.size == 1 else 'have'} {what}: "
+                     f"{shown}{more}")
+    if not parts:
+        return
+    warnings.warn(
+        f"Of {X.shape[1]} input features{sample_note}, {'; '.join(parts)}. The network's "
+        f"priors assume inputs of unit scale, and far from it the fit is poor (large "
+        f"features saturate tanh and logistic units, tiny ones are all but ignored). "
+        f"Standardise the features, e.g. make_pipeline(StandardScaler(), {estimator}(...)).",
+        InputScaleWarning, stacklevel=stacklevel)
+
+
+def _column_scales(X, rows: int = 65_536):
+    """Root mean square and standard deviation of each column, ``(n_features,)`` each.
+
+    In blocks of ``rows`` rows, so that a large ``X`` is not copied whole; the spread
+    is accumulated about the first row (no cancellation when a column's mean is large
+    against its spread). Features near the float range give ``inf``, without warnings.
+    """
+    n = X.shape[0]
+    shift = X[0]
+    squares, shifted, shifted_squares = (np.zeros(X.shape[1]) for _ in range(3))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for start in range(0, n, rows):
+            block = X[start:start + rows]
+            d = block - shift
+            squares += np.einsum("ij,ij->j", block, block)
+            shifted += d.sum(axis=0)
+            shifted_squares += np.einsum("ij,ij->j", d, d)
+        mean_shifted = shifted / n
+        variance = np.maximum(shifted_squares / n - mean_shifted ** 2, 0.0)
+    return np.sqrt(squares / n), np.sqrt(variance)
 
 
 def check_choice(name: str, value, options: Sequence[str]) -> str:

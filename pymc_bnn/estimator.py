@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from pymc_bnn._validation import InputScaleWarning, check_input_scale
 from pymc_bnn.dask import is_dask_collection
 from pymc_bnn.inference import (METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, fit_concurrently,
                                 sample_more)
@@ -21,7 +22,7 @@ from pymc_bnn.model import ACTIVATIONS, PRIORS, build_model
 from pymc_bnn.predictive import from_idata, posterior_draws, posterior_predictive
 from pymc_bnn.tempering import choose_temperature, fold_tasks
 
-__all__ = ["BayesianMLPClassifier", "BayesianMLPRegressor"]
+__all__ = ["BayesianMLPClassifier", "BayesianMLPRegressor", "InputScaleWarning"]
 
 #: Largest sparse input (in cells) densified; anything larger raises.
 MAX_DENSE_CELLS = 50_000_000
@@ -170,6 +171,8 @@ class _BayesianMLP(BaseEstimator):
         if streamed:
             return self._fit_streamed(X, y, groups, use_evidence)
         X, y = self._validate_X(X, reset=True, y=y)
+        check_input_scale(X, estimator=type(self).__name__,
+                          feature_names=getattr(self, "feature_names_in_", None))
         y_model, target_kwargs = self._encode_target(y)
         group_codes = None
         if groups is not None:
@@ -253,6 +256,10 @@ class _BayesianMLP(BaseEstimator):
             del self.groups_
         seeds = self._seeds()
         stream = streamed_inputs(self, X, y)
+        check_input_scale(stream["X0"], estimator=type(self).__name__,
+                          feature_names=getattr(self, "feature_names_in_", None),
+                          sample_note=f" (in the first {len(stream['X0'])} rows)",
+                          stacklevel=4)
         # the evidence keeps only its rows (all up to 20,000, else a random 20,000), and
         # is done before the sampler's blocks come into memory
         self._choose_prior_scales(use_evidence, stream["X"], stream["codes"],
@@ -524,6 +531,11 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
     probabilities over ``n_draws`` posterior draws, and
     :meth:`predict_uncertainty` reports how unsure the network is at each point.
 
+    The priors have one scale for every input, so standardise the features (e.g.
+    ``make_pipeline(StandardScaler(), BayesianMLPClassifier())``): ``fit`` warns
+    :class:`InputScaleWarning` when a feature's root mean square exceeds 10 (tanh
+    units saturate) or its standard deviation is below 0.01 (it is all but ignored).
+
     Parameters
     ----------
     hidden_layer_sizes : int or tuple of int, default (5, 5)
@@ -789,6 +801,8 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
     to the units of ``y``. The predictive distribution at ``x`` is the mixture, over
     posterior draws, of the draws' Normals: its standard deviation combines the
     epistemic part (spread of ``f`` over draws) and the aleatoric part (the noise).
+    The features are not standardised for you: as for the classifier, put a
+    ``StandardScaler`` in front (``fit`` warns :class:`InputScaleWarning` otherwise).
 
     Parameters
     ----------

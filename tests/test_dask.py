@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor
+from pymc_bnn.estimator import InputScaleWarning
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -280,6 +281,19 @@ def test_streamed_regressor(moons20k):
     assert abs(reg.y_mean_ - target.mean()) < 1e-9 and abs(reg.y_scale_ - target.std()) < 1e-9
     rmse = np.sqrt(np.mean((reg.predict(X) - signal) ** 2))
     assert rmse < 0.1 * target.std()
+
+
+def test_streamed_fit_warns_of_raw_features_from_its_first_rows(moons20k):
+    """The scale check of a streamed fit reads only the first batch_size rows, and comes
+    first (here the evidence step then stops at a NaN, so no network is fitted)."""
+    X, y = moons20k
+    raw = X * 100.0
+    raw[12_345, 1] = np.nan
+    with pytest.warns(InputScaleWarning, match=r"Of 2 input features \(in the first 64 "
+                      r"rows\), 2 have root mean square above 10"), \
+            pytest.raises(ValueError, match="X has NaN or infinite values in row"):
+        BayesianMLPClassifier(batch_size=64, random_state=SEED).fit(
+            da.from_array(raw, chunks=5000), da.from_array(y, chunks=5000))
 
 
 def test_streamed_fit_bad_input(moons20k):

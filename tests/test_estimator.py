@@ -1,6 +1,7 @@
 import pickle
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 
 import pymc_bnn.estimator as E
+from pymc_bnn.estimator import InputScaleWarning
 from pymc_bnn import BayesianMLPClassifier
 
 
@@ -176,11 +178,75 @@ def test_extreme_feature_scales_never_give_nan(tiny):
     """Huge features either fit to finite probabilities or fail with a clear error."""
     X, y = tiny
     try:
-        clf = fast().fit(X * 1e150, y)
+        with pytest.warns(InputScaleWarning, match="root mean square above 10"):
+            clf = fast().fit(X * 1e150, y)
     except FloatingPointError as err:
         assert "Standardise the features" in str(err)
     else:
         assert np.all(np.isfinite(clf.predict_proba(X * 1e150)))
+
+
+def test_input_scale_check_names_columns_and_the_remedy():
+    """Large root mean square and tiny spread are named, worst first; constant columns
+    are exempt from the spread rule; unit-scale data (and iris's raw scale, RMS < 6)
+    pass; features near the float range warn without an overflow warning."""
+    from pymc_bnn._validation import check_input_scale
+
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(200, 8))
+    X = Z.copy()
+    X[:, 1] = 1000.0 + 10 * Z[:, 1]   # offset: RMS ~1000
+    X[:, 2] *= 50.0                   # spread: RMS ~50
+    X[:, 3] *= 1e-3                   # tiny spread
+    X[:, 4] = 7.0                     # constant, RMS 7: fine
+    names = np.array([f"f{i}" for i in range(8)], dtype=object)
+    before = X.copy()
+    with pytest.warns(InputScaleWarning) as record:
+        check_input_scale(X, estimator="BayesianMLPRegressor", feature_names=names)
+    message = str(record[0].message)
+    assert message.startswith("Of 8 input features, 2 have root mean square above 10: "
+                              "f1 (1e+03), f2 (")
+    assert "; 1 has standard deviation below 0.01: f3 (0.001" in message
+    assert "f4" not in message
+    assert "make_pipeline(StandardScaler(), BayesianMLPRegressor(...))" in message
+    np.testing.assert_array_equal(X, before)
+    with pytest.warns(InputScaleWarning, match=r"column 0 \(20\), column 1 \(19\)"):
+        check_input_scale(np.c_[np.full(3, 20.0), np.full(3, 19.0)], estimator="E")
+    wide = np.tile(np.arange(1.0, 10.0), (2, 1)) * 100
+    with pytest.warns(InputScaleWarning, match=r"column 4 \(500\), and 4 more\."):
+        check_input_scale(wide, estimator="E")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_input_scale(Z, estimator="E")
+        check_input_scale(Z * 9.0 + 3.0, estimator="E")
+        check_input_scale(np.c_[Z[:, 0], np.zeros(200)], estimator="E")
+        with pytest.warns(InputScaleWarning, match="inf"):
+            check_input_scale(Z * 1e300, estimator="E")
+
+
+def test_column_scales_in_blocks_equal_numpy():
+    """The check's block-wise moments equal NumPy's over the whole array, also for a
+    column whose mean is 10^9 times its spread; a constant column has sd exactly 0."""
+    from pymc_bnn._validation import _column_scales
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1000, 4)) * [1.0, 10.0, 1e-3, 0.0] + [0.0, 1000.0, 1e6, 7.0]
+    rms, sd = _column_scales(X, rows=64)
+    np.testing.assert_allclose(rms, np.sqrt(np.mean(X ** 2, axis=0)), rtol=1e-12)
+    np.testing.assert_allclose(sd[:3], X[:, :3].std(axis=0), rtol=1e-9)
+    assert sd[3] == 0.0
+
+
+def test_fit_warns_on_raw_features_but_not_in_a_scaling_pipeline(tiny):
+    pd = pytest.importorskip("pandas")
+    X, y = tiny
+    raw = pd.DataFrame({"height_mm": 1700 + 100 * X[:, 0], "z": X[:, 1]})
+    with pytest.warns(InputScaleWarning, match=r"1 has root mean square above 10: "
+                      r"height_mm \(1\.7\de\+03\)"):
+        fast().fit(raw, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InputScaleWarning)
+        make_pipeline(StandardScaler(), fast()).fit(raw, y)
 
 
 # -------------------------------------------------------------- reproducible
