@@ -27,9 +27,9 @@ __all__ = [
 #: A feature whose root mean square exceeds this is an order of magnitude beyond
 #: tanh's linear range (|a| < 1) for a weight of the priors' unit scale ...
 MAX_FEATURE_RMS = 10.0
-#: ... and one whose standard deviation is below this needs a weight a hundred times
-#: that scale to matter, which the prior all but rules out.
-MIN_FEATURE_SD = 0.01
+#: ... and one whose values all lie within this of each other moves such a weight's
+#: pre-activation by less than this over the whole data: it is all but ignored.
+MIN_FEATURE_RANGE = 0.1
 #: Columns named in the warning, at most.
 _NAMED_COLUMNS = 5
 
@@ -45,8 +45,9 @@ def check_input_scale(X, *, estimator: str, feature_names=None, sample_note: str
     The weights' priors (and the evidence's per-layer prior scales) have one scale for
     every input, so they suit standardised inputs: a feature of root mean square above
     :data:`MAX_FEATURE_RMS` saturates tanh units (mean area of breast_cancer: 740), and
-    one varying by less than :data:`MIN_FEATURE_SD` is all but ignored. Constant
-    features are exempt from the second rule. Nothing is changed: the warning
+    one whose values all lie within :data:`MIN_FEATURE_RANGE` of each other is all but
+    ignored (a rare one-hot column, of range 1, is not). Constant features are exempt
+    from the second rule. Nothing is changed: the warning
     names the columns and the remedy (a ``StandardScaler`` in a pipeline).
 
     Parameters
@@ -63,11 +64,11 @@ def check_input_scale(X, *, estimator: str, feature_names=None, sample_note: str
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[0] == 0:
         return
-    rms, sd = _column_scales(X)
+    rms, spread = _column_scales(X)
     # (values, flagged columns, what they have, sort order: worst first)
     rules = [(rms, rms > MAX_FEATURE_RMS, f"root mean square above {MAX_FEATURE_RMS:g}", -1),
-             (sd, (sd > 0) & (sd < MIN_FEATURE_SD),
-              f"standard deviation below {MIN_FEATURE_SD:g}", 1)]
+             (spread, (spread > 0) & (spread < MIN_FEATURE_RANGE),
+              f"a range (max - min) below {MIN_FEATURE_RANGE:g}", 1)]
     parts = []
     for values, flagged, what, order in rules:
         cols = np.flatnonzero(flagged)
@@ -91,25 +92,20 @@ def check_input_scale(X, *, estimator: str, feature_names=None, sample_note: str
 
 
 def _column_scales(X, rows: int = 65_536):
-    """Root mean square and standard deviation of each column, ``(n_features,)`` each.
+    """Root mean square and range (max - min) of each column, ``(n_features,)`` each.
 
-    In blocks of ``rows`` rows, so that a large ``X`` is not copied whole; the spread
-    is accumulated about the first row (no cancellation when a column's mean is large
-    against its spread). Features near the float range give ``inf``, without warnings.
+    In blocks of ``rows`` rows, so that a large ``X`` is not copied whole. Features
+    near the float range give an infinite root mean square, without warnings.
     """
-    n = X.shape[0]
-    shift = X[0]
-    squares, shifted, shifted_squares = (np.zeros(X.shape[1]) for _ in range(3))
-    with np.errstate(over="ignore", invalid="ignore"):
-        for start in range(0, n, rows):
+    squares = np.zeros(X.shape[1])
+    low, high = X[0].copy(), X[0].copy()
+    with np.errstate(over="ignore"):
+        for start in range(0, X.shape[0], rows):
             block = X[start:start + rows]
-            d = block - shift
             squares += np.einsum("ij,ij->j", block, block)
-            shifted += d.sum(axis=0)
-            shifted_squares += np.einsum("ij,ij->j", d, d)
-        mean_shifted = shifted / n
-        variance = np.maximum(shifted_squares / n - mean_shifted ** 2, 0.0)
-    return np.sqrt(squares / n), np.sqrt(variance)
+            np.minimum(low, block.min(axis=0), out=low)
+            np.maximum(high, block.max(axis=0), out=high)
+        return np.sqrt(squares / X.shape[0]), high - low
 
 
 def check_choice(name: str, value, options: Sequence[str]) -> str:

@@ -534,7 +534,8 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
     The priors have one scale for every input, so standardise the features (e.g.
     ``make_pipeline(StandardScaler(), BayesianMLPClassifier())``): ``fit`` warns
     :class:`InputScaleWarning` when a feature's root mean square exceeds 10 (tanh
-    units saturate) or its standard deviation is below 0.01 (it is all but ignored).
+    units saturate) or all its values lie within 0.1 of each other (it is all but
+    ignored).
 
     Parameters
     ----------

@@ -187,9 +187,10 @@ def test_extreme_feature_scales_never_give_nan(tiny):
 
 
 def test_input_scale_check_names_columns_and_the_remedy():
-    """Large root mean square and tiny spread are named, worst first; constant columns
-    are exempt from the spread rule; unit-scale data (and iris's raw scale, RMS < 6)
-    pass; features near the float range warn without an overflow warning."""
+    """Large root mean square and a tiny range are named, worst first; constant columns
+    are exempt from the range rule, and so is a rare one-hot column; unit-scale data
+    (and iris's raw scale, RMS < 6) pass; features near the float range warn without
+    an overflow warning."""
     from pymc_bnn._validation import check_input_scale
 
     rng = np.random.default_rng(0)
@@ -197,8 +198,9 @@ def test_input_scale_check_names_columns_and_the_remedy():
     X = Z.copy()
     X[:, 1] = 1000.0 + 10 * Z[:, 1]   # offset: RMS ~1000
     X[:, 2] *= 50.0                   # spread: RMS ~50
-    X[:, 3] *= 1e-3                   # tiny spread
+    X[:, 3] *= 1e-3                   # tiny range (~0.005)
     X[:, 4] = 7.0                     # constant, RMS 7: fine
+    X[:, 5] = np.arange(200) == 17    # a rare one-hot column: fine
     names = np.array([f"f{i}" for i in range(8)], dtype=object)
     before = X.copy()
     with pytest.warns(InputScaleWarning) as record:
@@ -206,8 +208,8 @@ def test_input_scale_check_names_columns_and_the_remedy():
     message = str(record[0].message)
     assert message.startswith("Of 8 input features, 2 have root mean square above 10: "
                               "f1 (1e+03), f2 (")
-    assert "; 1 has standard deviation below 0.01: f3 (0.001" in message
-    assert "f4" not in message
+    assert "; 1 has a range (max - min) below 0.1: f3 (0.00" in message
+    assert "f4" not in message and "f5" not in message
     assert "make_pipeline(StandardScaler(), BayesianMLPRegressor(...))" in message
     np.testing.assert_array_equal(X, before)
     with pytest.warns(InputScaleWarning, match=r"column 0 \(20\), column 1 \(19\)"):
@@ -225,16 +227,14 @@ def test_input_scale_check_names_columns_and_the_remedy():
 
 
 def test_column_scales_in_blocks_equal_numpy():
-    """The check's block-wise moments equal NumPy's over the whole array, also for a
-    column whose mean is 10^9 times its spread; a constant column has sd exactly 0."""
+    """The check's block-wise statistics equal NumPy's over the whole array."""
     from pymc_bnn._validation import _column_scales
 
     rng = np.random.default_rng(1)
     X = rng.normal(size=(1000, 4)) * [1.0, 10.0, 1e-3, 0.0] + [0.0, 1000.0, 1e6, 7.0]
-    rms, sd = _column_scales(X, rows=64)
+    rms, spread = _column_scales(X, rows=64)
     np.testing.assert_allclose(rms, np.sqrt(np.mean(X ** 2, axis=0)), rtol=1e-12)
-    np.testing.assert_allclose(sd[:3], X[:, :3].std(axis=0), rtol=1e-9)
-    assert sd[3] == 0.0
+    np.testing.assert_array_equal(spread, X.max(axis=0) - X.min(axis=0))
 
 
 def test_fit_warns_on_raw_features_but_not_in_a_scaling_pipeline(tiny):
