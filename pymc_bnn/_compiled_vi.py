@@ -334,6 +334,16 @@ class ScanADVI:
                 args.append(rows)
         return args
 
+    def input_bytes_per_step(self) -> int:
+        """Bytes of one step's random inputs to the compiled call: the noise of every
+        variational parameter and, for a minibatch model, a batch of rows of every
+        container (see :meth:`_draw`)."""
+        per_step = self.ddim * np.dtype(np.float64).itemsize
+        if self.minibatch is not None:
+            batch = self.minibatch[0]
+            per_step += sum(batch * value[:1].nbytes for value in self._data_values())
+        return per_step
+
     def _data_values(self) -> list:
         return [c.get_value(borrow=True) for c in self._containers]
 

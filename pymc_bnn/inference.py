@@ -255,8 +255,21 @@ def _set_initial_spread(approx, init_sigma: float) -> None:
 
 ENGINES = ("auto", "jax", "pymc")
 #: ADVI steps per compiled call of the scan engine (losses, NaN guard and callbacks are
-#: checked between calls).
+#: checked between calls) ...
 SCAN_CHUNK = 1000
+#: ... unless the call's random inputs (the noise of every variational parameter and a
+#: minibatch's rows, for every step; two sets of buffers, see ScanADVI.run) would
+#: exceed this many bytes: then a call runs the largest divisor of SCAN_CHUNK that
+#: fits (wide inputs, e.g. 3,000 features into 32 units, or wide minibatches).
+SCAN_CALL_BYTES = 128 * 2**20
+
+
+def _steps_per_call(runner) -> int:
+    """Steps per compiled call for ``runner``: :data:`SCAN_CHUNK`, or the largest of its
+    divisors whose inputs fit in :data:`SCAN_CALL_BYTES` (a divisor, so that runs of a
+    multiple of SCAN_CHUNK steps need one compiled length, as XLA's are static)."""
+    fits = max(1, SCAN_CALL_BYTES // max(1, runner.input_bytes_per_step()))
+    return max(d for d in range(1, SCAN_CHUNK + 1) if SCAN_CHUNK % d == 0 and d <= fits)
 
 
 # --------------------------------------------------------------- concurrent fits
@@ -447,6 +460,7 @@ def _run_scan(inference, *, n_iter, learning_rate, seed, callbacks, progressbar,
 def _run_chunks(runner, inference, *, n_iter, seed, callbacks, progressbar):
     rng = np.random.default_rng(seed)
     losses, done = [], 0
+    per_call = _steps_per_call(runner)
     # PyMC's convergence check reads only the variational parameters; other callbacks
     # may evaluate the model, so they run with the data back in NumPy form.
     params_only = [cb for cb in callbacks if isinstance(cb, CheckParametersConvergence)]
@@ -454,7 +468,7 @@ def _run_chunks(runner, inference, *, n_iter, seed, callbacks, progressbar):
     with _Progress(n_iter, enabled=progressbar) as bar:
         try:
             while done < n_iter:
-                k = min(SCAN_CHUNK, n_iter - done)
+                k = min(per_call, n_iter - done)
                 with runner.data_on_device():
                     while True:
                         chunk = runner.run(k, rng)
@@ -466,7 +480,7 @@ def _run_chunks(runner, inference, *, n_iter, seed, callbacks, progressbar):
                         for cb in params_only:
                             cb(inference.approx, np.concatenate(losses), done)
                         bar.advance(k, float(chunk.mean()))
-                        k = min(SCAN_CHUNK, n_iter - done)
+                        k = min(per_call, n_iter - done)
                         if others or k <= 0:
                             break
                 for cb in others:
