@@ -91,8 +91,9 @@ def test_large_inputs_are_processed_in_chunks(monkeypatch, hidden):
         return spy
 
     # 100 rows per chunk: 50 draws; the matmul path counts 4 float64 buffers of the
-    # widest layer per row, the unrolled one the 2 output columns at 8 bytes
-    monkeypatch.setattr(P, "CHUNK_BYTES", 50 * 4 * 8 * max(hidden) * 100)
+    # widest layer per row and the row's 2 features, the unrolled one the 2 output
+    # columns at 8 bytes
+    monkeypatch.setattr(P, "CHUNK_BYTES", (50 * 4 * 8 * max(hidden) + 8 * 2) * 100)
     monkeypatch.setattr(P, "FUSED_CHUNK_BYTES", 50 * 8 * 2 * 100)
     monkeypatch.setattr(P.PosteriorPredictive, "_function", spying_function)
     chunked = pred.sample_proba(X)
@@ -101,6 +102,18 @@ def test_large_inputs_are_processed_in_chunks(monkeypatch, hidden):
     # different chunk sizes: equal up to float32 rounding when running on JAX
     np.testing.assert_allclose(chunked, whole, rtol=0, atol=ATOL)
     np.testing.assert_allclose(summary["mean"], whole.mean(0), rtol=0, atol=ATOL)
+
+
+def test_wide_inputs_are_counted_once_per_row_not_per_draw():
+    """A chunk's rows do not shrink with the number of features per draw: X is not
+    broadcast over the draws. (3,000 features into 32 units: the old count gave 1 row
+    per call, and a default fit's temperature scoring took 239 s instead of ~1 s.)"""
+    narrow = P.from_idata(_spec(hidden=(32,), n_features=20), _idata(_spec((32,), 2, 20)))
+    wide = P.from_idata(_spec(hidden=(32,), n_features=3000),
+                        _idata(_spec((32,), 2, 3000), n_chains=1, n_draws=4))
+    per_draw = 4 * 8 * 32
+    assert narrow._chunk_rows() == P.CHUNK_BYTES // (50 * per_draw + 8 * 20)
+    assert wide._chunk_rows() == P.CHUNK_BYTES // (4 * per_draw + 8 * 3000) > 500
 
 
 def test_every_call_has_one_shape_and_subsets_are_invariant(monkeypatch):
