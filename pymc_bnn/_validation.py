@@ -47,8 +47,8 @@ def check_input_scale(X, *, estimator: str, feature_names=None, sample_note: str
     :data:`MAX_FEATURE_RMS` saturates tanh units (mean area of breast_cancer: 740), and
     one whose values all lie within :data:`MIN_FEATURE_RANGE` of each other is all but
     ignored (a rare one-hot column, of range 1, is not). Constant features are exempt
-    from the second rule. Nothing is changed: the warning
-    names the columns and the remedy (a ``StandardScaler`` in a pipeline).
+    from the second rule. Nothing is changed: the warning names the columns and the
+    remedy (a ``StandardScaler`` in a pipeline).
 
     Parameters
     ----------
