@@ -271,9 +271,19 @@ def test_vi_predictive_is_seeded(advi_clf):
 
 
 # ------------------------------------------ VI draws: compiled once per structure
-def _weights_equal(a, b):
-    return all(np.array_equal(x, y) for pa, pb in zip(a.weights, b.weights)
-               for x, y in zip(pa, pb))
+#: The fast sampler evaluates its graph with NumPy's ufuncs, ``approx.sample`` with
+#: PyTensor's default (Numba-compiled) loops: the same normal draws (NumPy's Generator,
+#: which Numba mirrors), but ``exp`` / ``log1p`` may round differently in the last place,
+#: and ``mu + sigma * eps`` near 0 carries that to ~1e-14 relative (measured: 2.5e-14).
+DRAWS_RTOL, DRAWS_ATOL = 1e-12, 1e-14
+
+
+def _weights_close(a, b):
+    """The same draws up to :data:`DRAWS_RTOL` (and not merely similar ones)."""
+    pairs = [(x, y) for pa, pb in zip(a.weights, b.weights, strict=True)
+             for x, y in zip(pa, pb, strict=True)]
+    return all(x.shape == y.shape and np.allclose(x, y, rtol=DRAWS_RTOL, atol=DRAWS_ATOL)
+               for x, y in pairs)
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.3])
@@ -288,16 +298,19 @@ def test_vi_draws_equal_approx_sample_and_the_fast_path_is_taken(tiny, temperatu
     X, y = tiny
     posts = [fit(build_model(X[:n], y[:n], hidden_layer_sizes=(3,), random_state=s),
                  n_iter=300, random_seed=s, warn=False) for n, s in ((40, 0), (30, 1))]
-    slow = [P.from_idata(p.spec, P.posterior_draws(p, n_draws=50, random_seed=5,
-                                                   temperature=temperature))
-            for p in posts]
+    slow = []
+    for p in posts:
+        with P.tempered(p.approx, temperature) as approx:
+            slow.append(P.from_idata(p.spec, approx.sample(50, random_seed=5)))
 
     for p in posts:
         _refuse_approx_sample(monkeypatch, p)
     fast = [posterior_predictive(p, n_draws=50, random_seed=5, temperature=temperature)
             for p in posts]
-    assert _weights_equal(fast[0], slow[0]) and _weights_equal(fast[1], slow[1])
-    assert not _weights_equal(fast[0], fast[1])
+    assert _weights_close(fast[0], slow[0]) and _weights_close(fast[1], slow[1])
+    assert not _weights_close(fast[0], fast[1])
+    # and the sampler never needs Numba (a JIT compilation and ~100 MB per process)
+    assert P._sampler_mode().linker.__class__.__name__ == "VMLinker"
 
 
 def _refuse_approx_sample(monkeypatch, post):
@@ -308,13 +321,18 @@ def _refuse_approx_sample(monkeypatch, post):
 
 
 def _assert_same_datatree(fast, slow):
+    """The same groups, variables, dims, coordinates and attributes (creation time
+    aside), and the same values up to :data:`DRAWS_RTOL`."""
     import xarray as xr
 
     assert sorted(fast.children) == sorted(slow.children)
     for group in slow.children:
         a, b = fast[group].to_dataset(), slow[group].to_dataset()
         a.attrs.pop("created_at"), b.attrs.pop("created_at")
-        xr.testing.assert_identical(a, b)
+        assert a.attrs == b.attrs
+        assert {k: v.dtype for k, v in a.data_vars.items()} == {
+            k: v.dtype for k, v in b.data_vars.items()}
+        xr.testing.assert_allclose(a, b, rtol=DRAWS_RTOL, atol=DRAWS_ATOL)
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.3])
@@ -322,7 +340,7 @@ def test_vi_draws_of_transformed_and_deterministic_weights_take_the_fast_path(
         tiny, temperature, monkeypatch):
     """Neal's prior makes the weights deterministics of log-transformed precisions: the
     fast path records them too (one function per structure, the deterministics
-    vectorised over the draws), identical to ``approx.sample``'s trace, for a second
+    vectorised over the draws), equal to ``approx.sample``'s trace (to rounding), for a second
     fit of the same structure as well, without calling it."""
     from pymc_bnn import build_model, fit
 
@@ -340,10 +358,10 @@ def test_vi_draws_of_transformed_and_deterministic_weights_take_the_fast_path(
         _refuse_approx_sample(monkeypatch, post)
         fast = P.posterior_draws(post, n_draws=30, random_seed=2, temperature=temperature)
         _assert_same_datatree(fast, expected)
-        assert _weights_equal(
+        assert _weights_close(
             posterior_predictive(post, n_draws=30, random_seed=2, temperature=temperature),
             P.from_idata(post.spec, expected))
-    assert not np.array_equal(slow[0].posterior["w0"], slow[1].posterior["w0"])
+    assert not np.allclose(slow[0].posterior["w0"], slow[1].posterior["w0"])
 
 
 def test_vi_draws_of_a_model_recording_data_use_approx_sample(tiny):
@@ -367,14 +385,14 @@ def test_vi_draws_of_a_model_recording_data_use_approx_sample(tiny):
     np.testing.assert_allclose(idata.posterior["w0_dot_x"].values[0], expected, rtol=1e-10)
     plain = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=300,
                 random_seed=0, warn=False)
-    assert _weights_equal(posterior_predictive(post, n_draws=20, random_seed=2),
+    assert _weights_close(posterior_predictive(post, n_draws=20, random_seed=2),
                           posterior_predictive(plain, n_draws=20, random_seed=2))
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.2])
 def test_vi_idata_equals_approx_sample(tiny, temperature, monkeypatch):
     """``posterior_draws`` (the estimators' ``idata_``) of a plain Normal-prior network:
-    the same DataTree as PyMC's ``approx.sample`` (groups, variables, dims, values;
+    the same DataTree as PyMC's ``approx.sample`` (groups, variables, dims, values to rounding;
     creation time aside), which is not called."""
     from pymc_bnn import build_model, fit
 
