@@ -32,7 +32,12 @@ that later runs reuse, which is the point):
 4. Cold start: a fresh ``python -c`` that imports ``pymc_bnn``, fits the default moons
    estimator and prints its accuracy, run twice (wall clock of the whole process;
    the second run sees whatever on-disk cache the first one left; ``--quick``: one
-   plain fit, ``posterior_temperature=1.0, prior_sigma=1.0``, per process).
+   plain fit, ``posterior_temperature=1.0, prior_sigma=1.0``, per process). Both
+   on-disk caches start empty, as on a new machine: JAX's (``PYMC_BNN_COMPILE_CACHE``,
+   also holding pymc_bnn's compiled runners) and PyTensor's compile directory
+   (``PYTENSOR_FLAGS=base_compiledir=...``: its C modules and Numba's cached code), so
+   the 1st process compiles everything; the ``no cache`` processes get the JAX cache
+   off and a new empty PyTensor directory each.
 5. ``cross_validate`` of ``make_pipeline(StandardScaler(), BayesianMLPRegressor((16,),
    random_state=0))`` on diabetes (the defaults: Neal's precision prior and the
    cross-fitted temperature), ``cv=5``, beside ``MLPRegressor((16,), max_iter=2000)``
@@ -225,18 +230,27 @@ def fit_threads(n: int | None):
             os.environ["PYMC_BNN_NUM_THREADS"] = old
 
 
-def cold_start_run(bnn_kw: dict, cache_dir: str | None, threads: int | None = None) -> dict:
+def cold_start_run(bnn_kw: dict, cache_dir: str | None, pytensor_dir: str | None,
+                   threads: int | None = None) -> dict:
     """One fresh ``python -c COLD_START``: its own import and fit times, accuracy.
 
     ``cache_dir``: JAX's persistent compilation cache of the child
-    (``PYMC_BNN_COMPILE_CACHE``; None: switched off). ``threads``: the child's
-    ``PYMC_BNN_NUM_THREADS`` (None: as in this process).
+    (``PYMC_BNN_COMPILE_CACHE``; None: switched off). ``pytensor_dir``: PyTensor's
+    ``base_compiledir`` of the child (None: a new empty one, removed afterwards).
+    ``threads``: the child's ``PYMC_BNN_NUM_THREADS`` (None: as in this process).
     """
-    env = {**os.environ, "PYMC_BNN_COMPILE_CACHE": cache_dir or "off"}
-    if threads is not None:
-        env["PYMC_BNN_NUM_THREADS"] = str(threads)
-    proc = subprocess.run([sys.executable, "-c", COLD_START, json.dumps(bnn_kw)],
-                          capture_output=True, text=True, timeout=1800, cwd=ROOT, env=env)
+    with contextlib.ExitStack() as stack:
+        if pytensor_dir is None:
+            pytensor_dir = stack.enter_context(
+                tempfile.TemporaryDirectory(prefix="pymc_bnn-pytensor-"))
+        env = {**os.environ, "PYMC_BNN_COMPILE_CACHE": cache_dir or "off",
+               "PYTENSOR_FLAGS": ",".join(filter(None, [
+                   os.environ.get("PYTENSOR_FLAGS"), f"base_compiledir={pytensor_dir}"]))}
+        if threads is not None:
+            env["PYMC_BNN_NUM_THREADS"] = str(threads)
+        proc = subprocess.run([sys.executable, "-c", COLD_START, json.dumps(bnn_kw)],
+                              capture_output=True, text=True, timeout=1800, cwd=ROOT,
+                              env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"cold-start child failed: {proc.stderr[-2000:]}")
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
@@ -401,17 +415,19 @@ def main(argv=None) -> int:
     if "cold_start" in args.workloads:
         # a new, empty compilation cache: the 1st process compiles everything and
         # fills it, the 2nd reads it back (what a user's second run on a machine sees)
-        with tempfile.TemporaryDirectory(prefix="pymc_bnn-jax-cache-") as cache:
-            runs = [("1st", cache), ("2nd", cache)]
+        with tempfile.TemporaryDirectory(prefix="pymc_bnn-jax-cache-") as cache, \
+                tempfile.TemporaryDirectory(prefix="pymc_bnn-pytensor-") as compiledir:
+            runs = [("1st", cache, compiledir), ("2nd", cache, compiledir)]
             if args.quick:  # one plain fit per process: it exercises the same path
                 variants = [("T=1.0", ONE_FIT, None)]
             else:
-                runs.insert(0, ("no cache", None))
+                runs.insert(0, ("no cache", None, None))
                 variants = [("T=auto", {}, None), (SERIAL, {}, 1), ("T=1.0", ONE_FIT, None)]
-            for name, where in runs:
+            for name, where, pytensor_dir in runs:
                 for variant, extra, threads in variants:
                     measure(rows, f"cold start ({name} process)", "pymc_bnn", variant, 1,
-                            lambda: cold_start_run({**kw, **extra}, where, threads))
+                            lambda: cold_start_run({**kw, **extra}, where, pytensor_dir,
+                                                   threads))
 
     if "cv_regressor" in args.workloads:
         from sklearn.compose import TransformedTargetRegressor
