@@ -807,9 +807,10 @@ def _sampler_mode():
     sigma * eps``, the transforms and deterministics, over (n_draws, n_params)), so
     compiled code gains nothing per call, while PyTensor's default Numba linker costs a
     JIT compilation: 7-11 s and ~170 MB of RSS in a process on a machine whose PyTensor
-    cache is cold (0.4 s and ~90 MB once it is warm), and Numba imported at all. The
-    draws come from NumPy's own ``Generator`` (which Numba's mirrors), equal to
-    ``approx.sample``'s (tested)."""
+    cache is cold (0.4 s and ~90 MB once it is warm), and an import of Numba. The draws
+    come from NumPy's own ``Generator`` (which Numba's mirrors): they equal
+    ``approx.sample``'s to rounding (NumPy's and Numba's ``exp`` / ``log1p`` can differ
+    in the last place; tested)."""
     from pytensor.compile.mode import Mode
     from pytensor.graph.rewriting.db import RewriteDatabaseQuery
     from pytensor.link.vm import VMLinker
