@@ -786,7 +786,16 @@ def _numpyro_chain_method(chains: int) -> str:
 
 def _sample_nuts(model, sampler, *, draws, tune, chains, seed, initvals, progressbar,
                  nuts=None, step=None):
-    """``pm.sample`` with one of PyMC's NUTS backends; returns the DataTree."""
+    """``pm.sample`` with one of PyMC's NUTS backends; returns the DataTree.
+
+    nutpie: the same sampling through a cache of compiled models
+    (:func:`pymc_bnn._compiled_nuts.sample_nutpie`), so that a later fit of the same
+    structure does not compile again; the same draws as ``pm.sample`` (tested)."""
+    if sampler == "nutpie" and step is None:
+        from pymc_bnn._compiled_nuts import sample_nutpie
+
+        return sample_nutpie(model, draws=draws, tune=tune, chains=chains, seed=seed,
+                             initvals=initvals, progressbar=progressbar, nuts=nuts)
     kwargs = {}
     nuts = dict(nuts or {})
     if sampler == "numpyro":
