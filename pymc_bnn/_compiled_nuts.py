@@ -194,12 +194,12 @@ def sample_nutpie(model, *, draws: int, tune: int, chains: int, seed: int, initv
     The same chain seed (PyMC's: the first of ``chains`` spawned generators), initial
     point, settings (``nuts`` as PyMC's ``nuts=``) and ``DataTree`` as PyMC gives.
     """
-    import os
-
     import nutpie
     from pymc.backends.arviz import patch_nutpie_idata
     from pymc.util import get_random_generator
     from threadpoolctl import threadpool_limits
+
+    from pymc_bnn.inference import default_threads
 
     cache = NUTPIE_MODELS if cache is None else cache
     if initvals is not None and not isinstance(initvals, dict):
@@ -211,11 +211,15 @@ def sample_nutpie(model, *, draws: int, tune: int, chains: int, seed: int, initv
     nuts = dict(nuts or {})
     if "max_treedepth" in nuts:
         nuts["maxdepth"] = nuts.pop("max_treedepth")
-    cores = min(4, os.cpu_count() or 1)
+    # the chains run in parallel on the cores the package may use (default_threads:
+    # PYMC_BNN_NUM_THREADS, joblib's OMP_NUM_THREADS, the CPUs). pm.sample takes half
+    # the CPUs (it counts hardware threads twice), i.e. one chain at a time on 2
+    # cores: the chains are independent, so the draws are the same either way.
+    cores = max(1, min(chains, default_threads()))
     t0 = time.time()
     with threadpool_limits(limits=cores):  # as pm.sample's BLAS limiter
         idata = nutpie.sample(compiled, draws=draws, tune=max(int(tune), 1), chains=chains,
-                              cores=min(cores, chains), seed=int(chain_seeds[0]),
+                              cores=cores, seed=int(chain_seeds[0]),
                               save_warmup=False, store_unconstrained=False,
                               progress_bar=bool(progressbar), **nuts)
     patch_nutpie_idata(idata, model, sampling_time=time.time() - t0)

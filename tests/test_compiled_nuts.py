@@ -45,7 +45,9 @@ def cached(tiny):
     cache = NutpieModels()
     model = _model(X, y, 40)
     X_before = model["X"].get_value().copy()
-    first = sample_nutpie(model, seed=1, cache=cache, **SETTINGS)
+    with pytest.MonkeyPatch.context() as m:
+        m.setenv("PYMC_BNN_NUM_THREADS", "2")  # both chains at once (pm.sample: 1 on 2 CPUs)
+        first = sample_nutpie(model, seed=1, cache=cache, **SETTINGS)
     return cache, model, X_before, first
 
 
@@ -58,7 +60,8 @@ def test_first_fit_draws_equal_pm_sample(cached):
 def test_a_later_fit_reuses_the_compiled_model_and_equals_pm_sample(cached, tiny,
                                                                      monkeypatch):
     """Fewer rows, another prior scale and a start point: no compilation (nutpie's
-    compile function is made to fail), and the draws PyMC's own nutpie call gives."""
+    compile function is made to fail), the chains in parallel on the threads allowed,
+    and the draws PyMC's own nutpie call gives."""
     import nutpie
 
     cache, _, _, _ = cached
@@ -66,10 +69,13 @@ def test_a_later_fit_reuses_the_compiled_model_and_equals_pm_sample(cached, tiny
     later = _model(X, y, 31, sigma=2.0)
     start = {rv.name: np.full(later.initial_point()[later.rvs_to_values[rv].name].shape, 0.1)
              for rv in later.free_RVs}
+    cores, sample = [], nutpie.sample
     with monkeypatch.context() as m:
         m.setattr(nutpie, "compile_pymc_model", lambda *a, **k: pytest.fail("compiled"))
+        m.setattr(nutpie, "sample", lambda *a, **k: cores.append(k["cores"]) or sample(*a, **k))
+        m.setenv("PYMC_BNN_NUM_THREADS", "2")
         ours = sample_nutpie(later, seed=5, initvals=start, cache=cache, **SETTINGS)
-    assert (cache.compiles, cache.hits) == (1, 1)
+    assert (cache.compiles, cache.hits) == (1, 1) and cores == [2]
     assert ours.posterior.sizes["chain"] == 2 and ours.observed_data["y_obs"].size == 31
     _assert_same_draws(ours, _pm_sample(later, seed=5, initvals=start))
 
