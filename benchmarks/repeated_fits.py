@@ -47,6 +47,11 @@ that later runs reuse, which is the point):
    (``posterior_temperature=1.0``, ``prior_sigma=1.0``, ``n_iter=2000``), sampled every
    few fits: a per-fit compile cache must not grow without bound.
 
+7. Not run by default (``--workloads hierarchical``; NUTS, about a minute per fit):
+   3 default fits with ``groups=`` (seeds 0, 1, 2; ``--quick`` 2) on the 18 rotated
+   moons tasks, one after the other in this process: the first fit compiles nutpie's
+   model, later ones reuse it (``pymc_bnn._compiled_nuts``); mean test accuracy.
+
 sklearn ``ConvergenceWarning``s (short MLP fits, and the BNN's own ELBO check) are
 silenced and counted per row.
 
@@ -84,7 +89,10 @@ import _peers  # noqa: E402
 
 NAME = "repeated_fits"
 ROOT = Path(__file__).resolve().parents[1]
-WORKLOADS = ("cv", "grid", "ensemble", "cold_start", "cv_regressor", "memory")
+WORKLOADS = ("cv", "grid", "ensemble", "cold_start", "cv_regressor", "memory", "hierarchical")
+#: Run unless --workloads says otherwise: all but the hierarchical seeds (NUTS, ~1 min
+#: per fit: a run of its own).
+DEFAULT_WORKLOADS = WORKLOADS[:-1]
 HAVE_NUMPYRO = all(importlib.util.find_spec(m) is not None for m in ("jax", "numpyro"))
 
 #: The child process of the cold-start workload: import, fit the default, print.
@@ -201,6 +209,23 @@ def grid_run(estimator, grid, folds):
     return {"accuracy": float(search.best_score_), "refit_s": float(search.refit_time_),
             "mean_fit_times": list(search.cv_results_["mean_fit_time"]),
             "best_params": {k.split("__", 1)[1]: v for k, v in search.best_params_.items()}}
+
+
+def hierarchical_run(n_fits):
+    """``n_fits`` default fits with ``groups=`` (NUTS, nutpie where installed; seeds
+    0, 1, ...) on the 18 rotated moons tasks of the calibration benchmark; mean test
+    accuracy of the fits."""
+    from pymc_bnn import BayesianMLPClassifier
+    from pymc_bnn.datasets import make_rotated_moons
+
+    d = make_rotated_moons(n_tasks=18, n_samples=100, noise=0.3, random_state=0)
+    fit_times, accs = [], []
+    for seed in range(n_fits):
+        clf = BayesianMLPClassifier(random_state=seed)
+        t, _ = _common.time_call(clf.fit, d["X_train"], d["y_train"], groups=d["groups_train"])
+        fit_times.append(t)
+        accs.append(clf.score(d["X_test"], d["y_test"], groups=d["groups_test"]))
+    return {"fit_times": fit_times, "accuracy": float(np.mean(accs))}
 
 
 def ensemble_run(make_proba, members):
@@ -331,7 +356,9 @@ def main(argv=None) -> int:
     parser = _common.base_parser(__doc__.split("\n\n")[0], NAME)
     parser.add_argument("--repeats", type=int, default=None,
                         help="timed runs per workload (default 3; --quick 1)")
-    parser.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
+    parser.add_argument("--workloads", nargs="+", choices=WORKLOADS,
+                        default=list(DEFAULT_WORKLOADS),
+                        help="default: all but 'hierarchical' (%(default)s)")
     args = parser.parse_args(argv)
 
     from pymc_bnn.inference import VI_DEFAULTS
@@ -448,6 +475,11 @@ def main(argv=None) -> int:
         n = s["memory_fits"]
         measure(rows, f"memory ({n} moons fits)", "pymc_bnn", "T=1.0", n,
                 lambda: memory_run(n, s["memory_every"], s["memory_n_iter"]))  # run once
+
+    if "hierarchical" in args.workloads:
+        n = 2 if q else 3
+        measure(rows, f"hierarchical default, {n} seeds, 18 rotated moons", "pymc_bnn",
+                "NUTS", n, lambda: hierarchical_run(n), repeats=1)
 
     add_ratios(rows)
     table = _common.markdown_table(rows, [
