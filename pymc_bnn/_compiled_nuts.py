@@ -42,7 +42,7 @@ def _signature(model):
     outputs, inputs = _model_graph(model)
     outputs = [*outputs, *model.deterministics]
     inputs = list(dict.fromkeys([*inputs, *(v for v in ancestors(model.deterministics)
-                                            if v.owner is None and v not in inputs
+                                            if v.owner is None
                                             and not isinstance(v, Constant))]))
     rvs = [*model.free_RVs, *model.observed_RVs]
     key = (
@@ -98,9 +98,7 @@ class NutpieModels:
         key, outputs, inputs = _signature(model)
         with self._lock:
             entry = next((e for e in reversed(self._entries.values())
-                          if e.same(key, outputs, inputs)), None)
-            if entry is not None and not self._fits(entry, inputs):
-                entry = None
+                          if e.same(key, outputs, inputs) and self._fits(e, inputs)), None)
             if entry is not None:
                 self._entries.move_to_end(id(entry))
                 self.hits += 1
