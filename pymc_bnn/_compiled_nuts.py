@@ -202,7 +202,8 @@ def sample_nutpie(model, *, draws: int, tune: int, chains: int, seed: int, initv
     cache = NUTPIE_MODELS if cache is None else cache
     if initvals is not None and not isinstance(initvals, dict):
         raise NotImplementedError("nutpie takes one start for all chains (a dict)")
-    chain_seeds = [rng.integers(2**30) for rng in get_random_generator(seed).spawn(chains)]
+    # PyMC's: one integer from each of `chains` spawned generators; nutpie takes the first
+    chain_seed = int(get_random_generator(seed).spawn(chains)[0].integers(2**30))
     compiled = cache.compiled_for(model)
     compiled = dataclasses.replace(compiled,
                                    initial_point_func=_initial_point_func(model, initvals))
@@ -217,7 +218,7 @@ def sample_nutpie(model, *, draws: int, tune: int, chains: int, seed: int, initv
     t0 = time.time()
     with threadpool_limits(limits=cores):  # as pm.sample's BLAS limiter
         idata = nutpie.sample(compiled, draws=draws, tune=max(int(tune), 1), chains=chains,
-                              cores=cores, seed=int(chain_seeds[0]),
+                              cores=cores, seed=chain_seed,
                               save_warmup=False, store_unconstrained=False,
                               progress_bar=bool(progressbar), **nuts)
     patch_nutpie_idata(idata, model, sampling_time=time.time() - t0)
