@@ -17,14 +17,15 @@ when ``XDG_CACHE_HOME`` is unset). Entries are keyed by the program, the JAX ver
 and the machine, so a stale or foreign entry is never used; the cache is capped at
 :data:`MAX_BYTES` (JAX evicts the least recently used entries). Note that JAX's cache
 settings are process-wide: with the cache on, the user's own ``jax.jit`` programs
-that take longer than :data:`MIN_COMPILE_SECONDS` to compile are cached too.
+are cached too (every program, however fast it compiles: :data:`MIN_COMPILE_SECONDS`).
 
 JAX's cache saves the XLA compilation only; building and rewriting the PyTensor graphs
 costs another ~1 s per network structure in every new process (the ADVI scan; the
 evidence step's functions ~0.2 s; the predictive ~0.15 s). So the compiled PyTensor
 functions themselves are kept too, pickled, in a ``pytensor-runners`` folder inside the
 same directory (same switch, same place; at most :data:`MAX_ENTRIES` files and
-:data:`MAX_ENTRY_BYTES`, least recently used first out): the ADVI runners
+:data:`MAX_ENTRY_BYTES`, least recently used first out; none larger than
+:data:`MAX_FILE_BYTES`): the ADVI runners
 (:func:`pymc_bnn._compiled_vi.dump_runner`, which holds no data of a fit and is used
 only when the new fit's graph equals the stored one), the evidence step's functions
 and the predictive's forward pass (:func:`compiled_function`). A file's name carries the
@@ -47,7 +48,8 @@ import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["ENV_VAR", "MAX_BYTES", "MAX_ENTRIES", "MAX_ENTRY_BYTES", "MIN_COMPILE_SECONDS",
+__all__ = ["ENV_VAR", "MAX_BYTES", "MAX_ENTRIES", "MAX_ENTRY_BYTES", "MAX_FILE_BYTES",
+           "MIN_COMPILE_SECONDS",
            "cache_dir", "compiled_function", "enable", "entry_dir", "entry_name",
            "load_entry", "read_entry", "write_entry"]
 
@@ -56,13 +58,23 @@ __all__ = ["ENV_VAR", "MAX_BYTES", "MAX_ENTRIES", "MAX_ENTRY_BYTES", "MIN_COMPIL
 ENV_VAR = "PYMC_BNN_COMPILE_CACHE"
 #: Size cap of the cache directory in bytes (JAX evicts least recently used entries).
 MAX_BYTES = 1 << 30
-#: Programs that compile faster than this are not written (JAX's default is 1 s, which
-#: would keep none of ours: a small network's scan compiles in ~0.5 s).
-MIN_COMPILE_SECONDS = 0.05
+#: Programs that compile faster than this are not written. JAX's default, 1 s, would
+#: keep none of ours (a small network's scan compiles in ~0.5 s); and the many small
+#: programs JAX compiles op by op (NumPyro's NUTS set-up, PyMC's JAX sampling wrappers:
+#: ~400 of ~0.04 s in notebook 06) cost more to compile again than to read, so every
+#: program is kept: notebook 06 in quick mode, a second process, 31.3-32.5 s with 0.05
+#: against 25.4-26.9 s with 0 (2026-11-26; the first process 56.5 vs 57.4 s; 8 MB of
+#: cache against 5 MB).
+MIN_COMPILE_SECONDS = 0.0
 #: Most compiled functions kept on disk, and their total size (a moons network's ADVI
 #: runner is ~0.4 MB, the evidence step's Jacobian ~9 MB).
-MAX_ENTRIES = 64
+MAX_ENTRIES = 256
 MAX_ENTRY_BYTES = 256 << 20
+#: A compiled function larger than this is not written: it reads back no faster than
+#: it compiles (the evidence step's Jacobian for digits, hidden (32,), holds 75 MB of
+#: constants: 1.04 s to read and 0.41 s for its first call, against 1.26 s and 0.30 s
+#: compiled afresh; 2026-11-26), and a few such files would fill the folder.
+MAX_FILE_BYTES = 16 << 20
 #: Folder of the compiled runners, inside the directory of JAX's cache.
 ENTRY_FOLDER = "pytensor-runners"
 
@@ -241,9 +253,9 @@ def write_entry(name: str, data: bytes) -> bool:
     """Store ``data`` as entry ``name`` (atomically: a reader never sees part of a
     file), then keep the :data:`MAX_ENTRIES` most recently used. Returns whether it
     was written; failing to write (read-only or full disk) only costs a compilation
-    in a later process."""
+    in a later process, and data larger than :data:`MAX_FILE_BYTES` is not written."""
     folder = entry_dir()
-    if folder is None:
+    if folder is None or len(data) > MAX_FILE_BYTES:
         return False
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -1,11 +1,15 @@
 """Shared fixtures: fixed seeds, data sets, and session-scoped fitted models.
 
 Fits are session-scoped so that each PyTensor graph is compiled and each model fit
-once per test run; tests never assume that a compile cache is warm. JAX's persistent
-compilation cache (pymc_bnn.compile_cache) points at a new empty directory for the
-session (inherited by the subprocesses of the notebook, CLI and benchmark tests), so
-a run never reads what an earlier run compiled; ``PYMC_BNN_COMPILE_CACHE`` set by
-the caller is respected.
+once per test run. No test assumes that a compile cache is warm: every test passes
+with the caches empty (as on a new machine, or with ``PYMC_BNN_COMPILE_CACHE`` set to a
+new empty folder) or switched off, and the tests of the cache itself use folders of
+their own. The run (and the notebook, CLI and benchmark processes it starts) uses the
+compilation cache a user's process uses (pymc_bnn.compile_cache: JAX's programs and
+pymc_bnn's compiled functions, in ``$XDG_CACHE_HOME/pymc_bnn/jax`` unless
+``PYMC_BNN_COMPILE_CACHE`` says otherwise), as PyTensor's compile directory always was:
+a later run, from any clone of the same commit, reads what an earlier one compiled
+(issue #13: ``make test`` 14 min with the caches empty, see the README).
 
 Under pytest-xdist (``make test``: two workers, ``--dist loadgroup``) every worker
 computes the module- and session-scoped fixtures its own tests use. Tests that share a
@@ -14,15 +18,8 @@ costly one (:data:`SHARED_FITS`: a fitted model) therefore run on one worker, in
 so that the fixture is computed once per run rather than once per worker.
 """
 
-import atexit
 import os
-import shutil
-import tempfile
 
-if "PYMC_BNN_COMPILE_CACHE" not in os.environ:
-    _CACHE = tempfile.mkdtemp(prefix="pymc_bnn-test-jax-cache-")
-    os.environ["PYMC_BNN_COMPILE_CACHE"] = _CACHE
-    atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 # Under pytest-xdist the workers already share the cores out, one each, as joblib's
 # workers do: there a default fit's concurrent ADVI fits (pymc_bnn.inference
 # .fit_concurrently) would only oversubscribe them, so each worker (and the notebook,

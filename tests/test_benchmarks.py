@@ -41,11 +41,13 @@ def out_dir(tmp_path_factory):
 #: Arguments a script's smoke run adds to ``--quick``. ppc_strategies runs its cells in
 #: this process: one subprocess per cell (its default) costs ~4 s of interpreter and
 #: imports per cell, ten times; the per-cell subprocess is tested on its own below.
-#: dask_scaling's processes and workers share the run's compilation cache (see
-#: conftest) instead of each starting from an empty one (``fresh``, its default, which
-#: measures a first call as on a new machine): a smoke run exercises, it does not measure.
+#: dask_scaling's processes and workers, and tabular_cli's commands, use the run's
+#: compilation cache (see conftest) instead of each run starting from an empty one
+#: (``fresh``, their default, which measures a first call as on a new machine): a smoke
+#: run exercises, it does not measure.
 QUICK_EXTRA = {"ppc_strategies": ("--isolation", "none"),
-               "dask_scaling": ("--compile-cache", "user")}
+               "dask_scaling": ("--compile-cache", "user"),
+               "tabular_cli": ("--compile-cache", "user")}
 
 
 @pytest.fixture(scope="session")
@@ -327,7 +329,8 @@ def test_tabular_cli_schema(quick_run):
     config, rows = data["config"], data["rows"]
     assert config["seeds"] == [0] and config["n_rows"] == 300
     assert config["tasks"] == ["classification", "regression"]  # --quick
-    assert config["compile_cache"] == "fresh"
+    assert config["compile_cache"] == "user"  # QUICK_EXTRA
+    assert config["compile_cache_dir"] == os.environ.get("PYMC_BNN_COMPILE_CACHE")
     # ours ran with the command line's own defaults
     assert config["cli_estimator_params"]["hidden_layer_sizes"] == [5, 5]
     scores = [r for r in rows if r["section"] == "scores"]
@@ -375,7 +378,7 @@ def test_dask_scaling_schema(quick_run):
     config, rows = data["config"], data["rows"]
     assert config["sizes"] == [40_000] and config["repeats"] == 1
     assert config["compile_cache"] == "user"  # QUICK_EXTRA
-    assert config["client_compile_cache"] == os.environ["PYMC_BNN_COMPILE_CACHE"]
+    assert config["client_compile_cache"] == os.environ.get("PYMC_BNN_COMPILE_CACHE", "user")
     assert config["parts"] == ["fit", "predict", "cv"]
     # (a) out-of-core fit: streamed from zarr vs in memory, each in a fresh process
     assert config["fit_sizes"] == [200_000]

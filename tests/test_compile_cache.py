@@ -34,8 +34,8 @@ def _run(tmp_path, script=FIT, **env):
     """(cache directory, last loss, runners read from disk) of a fresh process."""
     full = {k: v for k, v in os.environ.items()
             if k not in ("PYMC_BNN_COMPILE_CACHE", "JAX_COMPILATION_CACHE_DIR")}
+    full["XDG_CACHE_HOME"] = str(tmp_path / "xdg")  # never the caller's
     full.update(env)
-    full.setdefault("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     out = subprocess.run([sys.executable, "-c", script], env=full, capture_output=True,
                          text=True, check=True, cwd=str(tmp_path))
     return out.stdout.split()
@@ -48,9 +48,13 @@ def _entries(path: Path) -> set[str]:
 def test_second_process_reads_the_cache_and_compiles_nothing_new(tmp_path):
     """The default place is $XDG_CACHE_HOME/pymc_bnn/jax; the first process writes its
     programs there (XLA's, and the compiled ADVI runner in pytensor-runners/), a
-    second one finds every program it needs (writes no new entry), reads the runner
-    back instead of compiling it, and computes the same fit to the last bit. A damaged
-    runner file is dropped: the next process compiles (same fit) and stores it again."""
+    second one finds every program of the fit (writes none), reads the runner back
+    instead of compiling it, and computes the same fit to the last bit. A damaged
+    runner file is dropped: the next process compiles (same fit) and stores it again.
+
+    Every program is kept (MIN_COMPILE_SECONDS = 0), so the second process also writes
+    JAX's one-op transfers (``jit_stage``) of the values it reads back with the runner,
+    which the first process never made; a third process writes nothing at all."""
     where, loss, loads = _run(tmp_path)
     cache = tmp_path / "xdg" / "pymc_bnn" / "jax"
     assert Path(where) == cache and loads == "0"
@@ -59,7 +63,11 @@ def test_second_process_reads_the_cache_and_compiles_nothing_new(tmp_path):
     (stored,) = (cache / compile_cache.ENTRY_FOLDER).glob("*.pkl")
     where2, loss2, loads2 = _run(tmp_path)
     assert (where2, loss2, loads2) == (where, loss, "1")
-    assert _entries(cache) == first
+    second = _entries(cache)
+    assert first <= second
+    assert all(name.startswith("jit_stage-") for name in second - first), second - first
+    assert _run(tmp_path)[1:] == [loss, "1"]
+    assert _entries(cache) == second
 
     stored.write_bytes(stored.read_bytes()[:50_000])  # e.g. a disk that filled up
     assert _run(tmp_path)[1:] == [loss, "0"]  # compiled, same fit
@@ -106,6 +114,10 @@ def test_entries_are_capped(monkeypatch, tmp_path):
     monkeypatch.setattr(compile_cache, "MAX_ENTRY_BYTES", 25)
     compile_cache.write_entry("e5.pkl", bytes(10))
     assert sorted(p.name for p in tmp_path.glob("*.pkl")) == ["e2.pkl", "e5.pkl"]
+    monkeypatch.setattr(compile_cache, "MAX_FILE_BYTES", 9)
+    assert not compile_cache.write_entry("e6.pkl", bytes(10))  # too large to be worth it
+    assert compile_cache.write_entry("e7.pkl", bytes(9))
+    assert sorted(p.name for p in tmp_path.glob("*.pkl")) == ["e5.pkl", "e7.pkl"]
     assert not list(tmp_path.glob(".tmp-*"))
 
 
