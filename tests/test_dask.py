@@ -252,7 +252,8 @@ def test_block_sampler_draws_every_row_uniformly(in_process):
     # echo 1: 3,000 calls for the statistics below; echo 4 only has to repeat its draws,
     # which the first 1,000 calls show as well as 3,000 (any difference in the schedule
     # changes the draws from that call on), at a third of the cost of its loop
-    for echo, calls in ((1, 3000), (4, 1000)):  # a new block every call (120 >= 15, >= 60)
+    compared = 1000
+    for echo, calls in ((1, 3000), (4, compared)):  # a new block every call (120 >= 15, >= 60)
         sampler = BlockSampler([X, y], pool_blocks=2, echo=echo, seed=1)
         rng = np.random.default_rng(2)
         counts[echo] = np.zeros(n)
@@ -260,7 +261,7 @@ def test_block_sampler_draws_every_row_uniformly(in_process):
             sampler.fill(rng, out)
             assert np.array_equal(out[0][..., 0], out[1])
             counts[echo] += np.bincount(out[1].ravel(), minlength=n)
-            if i == 999:
+            if i + 1 == compared:
                 first[echo] = counts[echo].copy()
         sampler.close()
         assert sampler.loads == 2 + calls - 1  # the first call draws from the initial pool
