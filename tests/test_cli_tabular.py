@@ -1,8 +1,9 @@
 """End to end: the installed ``pymc-bnn`` console script on generated CSV / Parquet tables.
 
-Every command runs in a subprocess, as a user runs it. The fits are small (a few
-thousand ADVI steps, ``--temperature 1``) and shared by the tests of this module (one
-xdist group, so each is fit once per session).
+Every command runs in a subprocess, as a user runs it, except the bad-input cases, which
+call ``cli.main`` in this process (two of them also go through the console script). The
+fits are small (a few thousand ADVI steps, ``--temperature 1``) and shared by the tests
+of this module (one xdist group, so each is fit once per session).
 """
 
 import json
@@ -258,19 +259,44 @@ def bad_dir(work, churn_model):
     return d
 
 
-@pytest.mark.parametrize("case", list(BAD))
-def test_bad_input_is_one_line_exit_2_and_writes_nothing(case, bad_dir):
+def _bad_args(case, bad_dir):
+    args, message = BAD[case]
+    return [str(bad_dir / "model.nc") if a == "MODEL" else a for a in args], message
+
+
+def _check_one_line_error(status, stderr, message):
     import re
 
-    args, message = BAD[case]
-    args = [str(bad_dir / "model.nc") if a == "MODEL" else a for a in args]
-    before = sorted(p.name for p in bad_dir.rglob("*"))
-    proc = run(*args, cwd=bad_dir, expect=2)
-    errors = [line for line in proc.stderr.splitlines() if not line.startswith("note:")]
-    assert len(errors) == 1, proc.stderr
+    assert status == 2, (status, stderr)
+    errors = [line for line in stderr.splitlines() if not line.startswith("note:")]
+    assert len(errors) == 1, stderr
     assert errors[0].startswith("pymc-bnn: error: ")
     assert re.search(message, errors[0]), errors[0]
-    assert "Traceback" not in proc.stderr
+    assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(case, bad_dir, monkeypatch, capsys):
+    """In this process, through ``cli.main`` (what the console script calls): a process
+    per case would cost ~1 s of interpreter and imports each, 24 times. The console
+    script itself is run on two of the cases below."""
+    from pymc_bnn import cli
+
+    args, message = _bad_args(case, bad_dir)
+    monkeypatch.chdir(bad_dir)
+    monkeypatch.setenv("COLUMNS", "100")
+    before = sorted(p.name for p in bad_dir.rglob("*"))
+    status = cli.main(args)
+    _check_one_line_error(status, capsys.readouterr().err, message)
+    assert sorted(p.name for p in bad_dir.rglob("*")) == before
+
+
+@pytest.mark.parametrize("case", ["not a table", "table as model"])
+def test_bad_input_through_the_console_script(case, bad_dir):
+    args, message = _bad_args(case, bad_dir)
+    before = sorted(p.name for p in bad_dir.rglob("*"))
+    proc = run(*args, cwd=bad_dir, expect=2)
+    _check_one_line_error(proc.returncode, proc.stderr, message)
     assert sorted(p.name for p in bad_dir.rglob("*")) == before
 
 
