@@ -37,7 +37,9 @@ that later runs reuse, which is the point):
    also holding pymc_bnn's compiled runners) and PyTensor's compile directory
    (``PYTENSOR_FLAGS=base_compiledir=...``: its C modules and Numba's cached code), so
    the 1st process compiles everything; the ``no cache`` processes get the JAX cache
-   off and a new empty PyTensor directory each.
+   off and a new empty PyTensor directory each. ``--compile-cache user``: both
+   processes use this process's caches instead (a smoke run of the workload, not a
+   measurement of a new machine).
 5. ``cross_validate`` of ``make_pipeline(StandardScaler(), BayesianMLPRegressor((16,),
    random_state=0))`` on diabetes (the defaults: Neal's precision prior and the
    cross-fitted temperature), ``cv=5``, beside ``MLPRegressor((16,), max_iter=2000)``
@@ -255,6 +257,10 @@ def fit_threads(n: int | None):
             os.environ["PYMC_BNN_NUM_THREADS"] = old
 
 
+#: ``cold_start_run``'s ``cache_dir`` and ``pytensor_dir`` for this process's own caches.
+USER_CACHES = "user"
+
+
 def cold_start_run(bnn_kw: dict, cache_dir: str | None, pytensor_dir: str | None,
                    threads: int | None = None) -> dict:
     """One fresh ``python -c COLD_START``: its own import and fit times, accuracy.
@@ -262,15 +268,19 @@ def cold_start_run(bnn_kw: dict, cache_dir: str | None, pytensor_dir: str | None
     ``cache_dir``: JAX's persistent compilation cache of the child
     (``PYMC_BNN_COMPILE_CACHE``; None: switched off). ``pytensor_dir``: PyTensor's
     ``base_compiledir`` of the child (None: a new empty one, removed afterwards).
+    Either may be :data:`USER_CACHES`: the child's is this process's.
     ``threads``: the child's ``PYMC_BNN_NUM_THREADS`` (None: as in this process).
     """
     with contextlib.ExitStack() as stack:
         if pytensor_dir is None:
             pytensor_dir = stack.enter_context(
                 tempfile.TemporaryDirectory(prefix="pymc_bnn-pytensor-"))
-        env = {**os.environ, "PYMC_BNN_COMPILE_CACHE": cache_dir or "off",
-               "PYTENSOR_FLAGS": ",".join(filter(None, [
-                   os.environ.get("PYTENSOR_FLAGS"), f"base_compiledir={pytensor_dir}"]))}
+        env = dict(os.environ)
+        if cache_dir != USER_CACHES:
+            env["PYMC_BNN_COMPILE_CACHE"] = cache_dir or "off"
+        if pytensor_dir != USER_CACHES:
+            env["PYTENSOR_FLAGS"] = ",".join(filter(None, [
+                os.environ.get("PYTENSOR_FLAGS"), f"base_compiledir={pytensor_dir}"]))
         if threads is not None:
             env["PYMC_BNN_NUM_THREADS"] = str(threads)
         proc = subprocess.run([sys.executable, "-c", COLD_START, json.dumps(bnn_kw)],
@@ -356,6 +366,10 @@ def main(argv=None) -> int:
     parser = _common.base_parser(__doc__.split("\n\n")[0], NAME)
     parser.add_argument("--repeats", type=int, default=None,
                         help="timed runs per workload (default 3; --quick 1)")
+    parser.add_argument("--compile-cache", choices=("fresh", "user"), default="fresh",
+                        help="on-disk caches of the cold-start processes: new empty ones "
+                             "(default) or this process's (PYMC_BNN_COMPILE_CACHE and "
+                             "PYTENSOR_FLAGS as set)")
     parser.add_argument("--workloads", nargs="+", choices=WORKLOADS,
                         default=list(DEFAULT_WORKLOADS),
                         help="default: all but 'hierarchical' (%(default)s)")
@@ -444,6 +458,8 @@ def main(argv=None) -> int:
         # fills it, the 2nd reads it back (what a user's second run on a machine sees)
         with tempfile.TemporaryDirectory(prefix="pymc_bnn-jax-cache-") as cache, \
                 tempfile.TemporaryDirectory(prefix="pymc_bnn-pytensor-") as compiledir:
+            if args.compile_cache == "user":
+                cache, compiledir = USER_CACHES, USER_CACHES
             runs = [("1st", cache, compiledir), ("2nd", cache, compiledir)]
             if args.quick:  # one plain fit per process: it exercises the same path
                 variants = [("T=1.0", ONE_FIT, None)]
@@ -505,7 +521,9 @@ def main(argv=None) -> int:
             "cold start: a fresh python process (interpreter, imports, fit); total s is "
             "the process's wall clock, fit_s in 'runs' the fit alone; 'no cache': JAX's "
             "persistent compilation cache off; '1st' / '2nd': one new empty cache "
-            "directory, filled by the 1st process, read by the 2nd.",
+            "directory, filled by the 1st process, read by the 2nd"
+            + (" (here --compile-cache user: both used this process's caches)."
+               if args.compile_cache == "user" else "."),
             "memory: VmRSS after gc.collect(); growth = after N fits - before the first; "
             "total s = sum of the fit times (the RSS samples' gc.collect() excluded); "
             "rss_growth_after_first_mb excludes the first fit; rss_trace_mb in 'runs'.",

@@ -41,13 +41,14 @@ def out_dir(tmp_path_factory):
 #: Arguments a script's smoke run adds to ``--quick``. ppc_strategies runs its cells in
 #: this process: one subprocess per cell (its default) costs ~4 s of interpreter and
 #: imports per cell, ten times; the per-cell subprocess is tested on its own below.
-#: dask_scaling's processes and workers, and tabular_cli's commands, use the run's
-#: compilation cache (see conftest) instead of each run starting from an empty one
-#: (``fresh``, their default, which measures a first call as on a new machine): a smoke
-#: run exercises, it does not measure.
+#: dask_scaling's processes and workers, tabular_cli's commands and repeated_fits'
+#: cold-start processes use the run's compilation caches (see conftest) instead of each
+#: run starting from empty ones (``fresh``, their default, which measures a first call as
+#: on a new machine): a smoke run exercises, it does not measure.
 QUICK_EXTRA = {"ppc_strategies": ("--isolation", "none"),
                "dask_scaling": ("--compile-cache", "user"),
-               "tabular_cli": ("--compile-cache", "user")}
+               "tabular_cli": ("--compile-cache", "user"),
+               "repeated_fits": ("--compile-cache", "user")}
 
 
 @pytest.fixture(scope="session")
@@ -277,6 +278,7 @@ def test_calibration_replaces_the_readme_figure_only_from_a_default_full_run(mon
 def test_repeated_fits_schema(quick_run):
     _, data = quick_run("repeated_fits")
     config, rows = data["config"], data["rows"]
+    assert config["compile_cache"] == "user"  # QUICK_EXTRA
     by_workload = {}
     for r in rows:
         assert r["status"] == "ok" or (r["status"] == "skipped" and r["reason"]), r
