@@ -29,8 +29,9 @@ demo: $(call STAMP,run)
 
 # two workers (the machines have 2 cores): most of a test's time is single-threaded
 # graph compilation; tests sharing a costly fixture carry one xdist_group mark
-# (tests/test_xdist_groups.py checks that pytest-xdist honours it)
-XDIST := -n 2 --dist loadgroup
+# (tests/test_xdist_groups.py checks that pytest-xdist honours it); the units of work
+# go out in the order conftest.py gives them, heaviest first
+XDIST := -n 2 --dist loadgroup --no-loadscope-reorder
 
 test: $(call STAMP,test)
 	$(PY) -m pytest $(XDIST)

@@ -43,3 +43,32 @@ def test_tests_sharing_a_fitted_model_share_one_group(request):
         pytest.skip("no two of the selected tests share a fixture of SHARED_FITS")
     split = {key: g for key, g in shared.items() if len(g) > 1 or None in g}
     assert not split, f"shared fits used outside one xdist group: {split}"
+
+
+
+class _Item:
+    """What conftest's ordering reads of a collected test."""
+
+    def __init__(self, nodeid, group=None, slow=False):
+        self.nodeid, self.slow = nodeid, slow
+        self.marks = [pytest.mark.xdist_group(group).mark] if group else []
+
+    def iter_markers(self, name):
+        return [m for m in self.marks if m.name == name]
+
+    def get_closest_marker(self, name):
+        return pytest.mark.slow.mark if name == "slow" and self.slow else None
+
+
+def test_units_of_work_go_out_heaviest_first():
+    """conftest orders the units of work (a group, or a test of its own) by weight, so
+    that long ones do not come last (``make test`` keeps the order with
+    ``--no-loadscope-reorder``); a unit's tests stay together and in collection order."""
+    from conftest import SLOW_WEIGHT, _heaviest_first
+
+    items = [_Item("a"), _Item("g1"), _Item("nb", slow=True), _Item("b", group="G"),
+             _Item("c"), _Item("d", group="G"), _Item("e", group="H"),
+             _Item("f", group="H", slow=True), _Item("g", group="G")]
+    _heaviest_first(items)
+    assert [i.nodeid for i in items] == ["e", "f", "nb", "b", "d", "g", "a", "g1", "c"]
+    assert SLOW_WEIGHT > 3  # a slow test outweighs group G's three fast ones
