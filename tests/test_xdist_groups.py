@@ -45,7 +45,6 @@ def test_tests_sharing_a_fitted_model_share_one_group(request):
     assert not split, f"shared fits used outside one xdist group: {split}"
 
 
-
 class _Item:
     """What conftest's ordering reads of a collected test."""
 
