@@ -29,9 +29,11 @@ same directory (same switch, same place; at most :data:`MAX_ENTRIES` files and
 (:func:`pymc_bnn._compiled_vi.dump_runner`, which holds no data of a fit and is used
 only when the new fit's graph equals the stored one), the evidence step's functions
 and the predictive's forward pass (:func:`compiled_function`). A file's name carries the
-versions of Python, PyMC, PyTensor, JAX, NumPy and pymc_bnn, a digest of the package's
-source and PyTensor's ``floatX`` and rewriting flags, so an upgrade, an edited checkout
-or other ``PYTENSOR_FLAGS`` never read an old file. Like the XLA programs of JAX's
+versions of Python, PyMC, PyTensor, JAX, NumPy and pymc_bnn, a digest of the source
+that builds the graphs (:func:`graph_sources`: the modules that call this cache and
+those they import; an edit of the estimators, the command line or plotting keeps the
+files) and PyTensor's ``floatX`` and rewriting flags, so an upgrade, an edited graph
+builder or other ``PYTENSOR_FLAGS`` never read an old file. Like the XLA programs of JAX's
 cache, the files are code this package wrote and runs: the folder is made readable by
 its owner only (keep it so: loading a pickle runs what it says); a file that fails to
 load is deleted and the graph compiled as usual.
@@ -49,9 +51,9 @@ import threading
 from pathlib import Path
 
 __all__ = ["ENV_VAR", "MAX_BYTES", "MAX_ENTRIES", "MAX_ENTRY_BYTES", "MAX_FILE_BYTES",
-           "MIN_COMPILE_SECONDS",
+           "MIN_COMPILE_SECONDS", "GRAPH_MODULES",
            "cache_dir", "compiled_function", "enable", "entry_dir", "entry_name",
-           "load_entry", "read_entry", "write_entry"]
+           "graph_sources", "load_entry", "read_entry", "source_digest", "write_entry"]
 
 #: Environment variable: ``0``/``off``/``false``/``no`` switches the cache off;
 #: ``1``/``on``/``true``/``yes`` (or unset) keeps the default directory; a path moves it.
@@ -168,14 +170,85 @@ def entry_name(*parts) -> str:
     return hashlib.sha256(repr((versions, config, parts)).encode()).hexdigest()[:40] + ".pkl"
 
 
-@functools.lru_cache(maxsize=1)
-def _source_digest() -> str:
-    """Digest of this package's source: code that builds a graph may change without a
-    new version number (a development install), and must not meet its old programs."""
+#: The modules that build and compile the cached graphs, or hand PyMC objects to the
+#: code that does (the callers of this cache). A file name's source digest covers them
+#: and every package module they import (:func:`graph_sources`), not the modules
+#: downstream (the estimators, tempering, the command line, plotting, ...): an edit
+#: there changes no compiled graph, so it keeps the stored functions.
+GRAPH_MODULES = ("inference", "_compiled_vi", "evidence", "predictive")
+
+
+def graph_sources(package: Path | None = None) -> list[Path]:
+    """The package's source files a stored function can depend on, sorted.
+
+    :data:`GRAPH_MODULES` and, transitively, every module of the package they import,
+    wherever the import statement is (a function's lazy import counts). ``from
+    pymc_bnn import __version__`` is not followed (the version is in the file name on
+    its own); any other name imported from the package's ``__init__`` that is not a
+    module of it stands for anything, so then every source file is returned.
+
+    Parameters
+    ----------
+    package : Path, optional
+        The package's folder (default: this package's).
+
+    Returns
+    -------
+    list of Path
+    """
+    import ast
+
+    package = Path(__file__).parent if package is None else Path(package)
+    everything = sorted(package.glob("*.py"))
+    names = {p.stem for p in everything}
+    seen: set[str] = set()
+    todo = list(GRAPH_MODULES)
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        tree = ast.parse((package / f"{module}.py").read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                if any(a.name == package.name for a in node.names):
+                    return everything  # the whole package, through its __init__
+                targets = [a.name.split(".")[1] for a in node.names
+                           if a.name.startswith(f"{package.name}.")]
+            elif isinstance(node, ast.ImportFrom):
+                source = node.module or ""
+                if node.level:  # relative: inside the package
+                    within = source
+                elif source == package.name or source.startswith(f"{package.name}."):
+                    within = source[len(package.name) + 1:]
+                else:
+                    continue
+                if within:
+                    targets = [within.split(".")[0]]
+                else:  # from the package itself: modules, or names of its __init__
+                    targets = [a.name for a in node.names if a.name != "__version__"]
+                    if any(t not in names for t in targets):
+                        return everything
+            else:
+                continue
+            todo.extend(t for t in targets if t in names)
+    return [package / f"{m}.py" for m in sorted(seen)]
+
+
+def source_digest(package: Path | None = None) -> str:
+    """Digest of the source that builds the stored graphs (:func:`graph_sources`):
+    such code may change without a new version number (a development install), and
+    must not meet its old programs. ``package``: as in :func:`graph_sources`."""
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    for path in graph_sources(package):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _source_digest() -> str:
+    """:func:`source_digest` of this package, once per process."""
+    return source_digest()
 
 
 def compiled_function(parts: tuple, inputs, outputs, *, mode: str, **kwargs):
@@ -185,8 +258,8 @@ def compiled_function(parts: tuple, inputs, outputs, *, mode: str, **kwargs):
 
     For functions without shared inputs (nothing of a fit in them). ``parts``: a
     tuple of plain values naming what determines the graph (its builder, sizes,
-    options); what it leaves out, the versions and the package's source in the file
-    name (:func:`entry_name`) cover.
+    options); what it leaves out, the versions and the graph builders' source in the
+    file name (:func:`entry_name`) cover.
     """
     import pytensor
     from pytensor.compile import Function

@@ -151,6 +151,72 @@ def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     assert compile_cache.cache_dir() == Path.home() / "elsewhere"
 
 
+#: What calls the cache or compiles a graph: a module doing so must be in the digest.
+_CACHE_CALLS = ("compiled_function(", "write_entry(", "load_entry(", "entry_name(",
+                "RUNNERS", "pytensor.function(", "ScanADVI(")
+
+
+def test_the_source_digest_covers_the_graph_builders_and_not_downstream():
+    """The digest in the entries' names covers every module that calls the cache or
+    compiles a graph, and what they import; editing a downstream module (the
+    estimators, tempering, the command line) keeps the stored functions."""
+    package = Path(compile_cache.__file__).parent
+    covered = {p.stem for p in compile_cache.graph_sources()}
+    callers = {p.stem for p in package.glob("*.py") if p.stem != "compile_cache"
+               and any(c in p.read_text(encoding="utf-8") for c in _CACHE_CALLS)}
+    assert callers and callers <= covered, callers - covered
+    assert {"model", "_validation", "compile_cache", *compile_cache.GRAPH_MODULES} <= covered
+    downstream = {"estimator", "tempering", "cli", "tabular", "plotting", "metrics",
+                  "report", "persistence", "datasets", "__init__"}
+    assert not covered & downstream
+
+
+def _fake_package(root: Path, files: dict) -> Path:
+    """A package folder named like this one holding ``files`` (stem -> source)."""
+    package = root / Path(compile_cache.__file__).parent.name
+    package.mkdir()
+    for module in (*compile_cache.GRAPH_MODULES, "__init__"):
+        (package / f"{module}.py").write_text("")
+    for stem, text in files.items():
+        (package / f"{stem}.py").write_text(text)
+    return package
+
+
+def test_graph_sources_follow_every_import_form(tmp_path):
+    """Absolute, relative, lazy (in a function) and ``import pymc_bnn.x`` imports are
+    followed transitively; ``from pymc_bnn import __version__`` is not."""
+    package = _fake_package(tmp_path, {
+        "inference": "from pymc_bnn import __version__\n"
+                     "def f():\n    from pymc_bnn.model import g\n",
+        "model": "from . import helper\n",
+        "helper": "import pymc_bnn.deep\n",
+        "deep": "import numpy\n",
+        "estimator": "from pymc_bnn.inference import f\n",
+    })
+    names = [p.name for p in compile_cache.graph_sources(package)]
+    assert names == sorted([f"{m}.py" for m in compile_cache.GRAPH_MODULES]
+                           + ["deep.py", "helper.py", "model.py"])
+
+
+@pytest.mark.parametrize("line", ["from pymc_bnn import BayesianMLPClassifier",
+                                  "import pymc_bnn"])
+def test_graph_sources_take_everything_through_the_package_init(tmp_path, line):
+    """A name from the package's ``__init__`` may be any module: all files count."""
+    package = _fake_package(tmp_path, {"predictive": line + "\n", "estimator": ""})
+    assert compile_cache.graph_sources(package) == sorted(package.glob("*.py"))
+
+
+def test_the_source_digest_changes_with_a_graph_builder_only(tmp_path):
+    """Editing a covered module changes the digest; editing another does not."""
+    package = _fake_package(tmp_path, {"inference": "from pymc_bnn import model\n",
+                                       "model": "x = 1\n", "estimator": "y = 1\n"})
+    before = compile_cache.source_digest(package)
+    (package / "estimator.py").write_text("y = 2\n")
+    assert compile_cache.source_digest(package) == before
+    (package / "model.py").write_text("x = 2\n")
+    assert compile_cache.source_digest(package) != before
+
+
 def test_entry_names_follow_versions_source_and_settings(monkeypatch):
     """What shapes a compiled function is in its file name: the same parts under
     other PyTensor settings or another package source name another file."""
