@@ -195,6 +195,13 @@ def graph_sources(package: Path | None = None) -> list[Path]:
     Returns
     -------
     list of Path
+
+    Examples
+    --------
+    >>> from pymc_bnn.compile_cache import graph_sources
+    >>> names = [p.name for p in graph_sources()]
+    >>> "model.py" in names, "estimator.py" in names
+    (True, False)
     """
     import ast
 

@@ -4,6 +4,7 @@ Each case runs a fresh Python process (the cache is process-wide configuration) 
 its own cache directory: the tests never read a cache that another run warmed.
 """
 
+import doctest
 import os
 import subprocess
 import sys
@@ -180,6 +181,13 @@ def _fake_package(root: Path, files: dict) -> Path:
     for stem, text in files.items():
         (package / f"{stem}.py").write_text(text)
     return package
+
+
+def test_graph_sources_example_holds():
+    runner = doctest.DocTestRunner()
+    for test in doctest.DocTestFinder().find(compile_cache.graph_sources):
+        runner.run(test)
+    assert runner.tries == 3 and runner.failures == 0
 
 
 def test_graph_sources_follow_every_import_form(tmp_path):
