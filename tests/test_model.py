@@ -43,18 +43,69 @@ def test_initial_values_are_seeded_distinct_and_unsaturated(tiny):
     assert np.mean(np.abs(np.tanh(pre)) > 0.99) < 0.2
 
 
-def test_forward_batched_equals_per_draw_numpy():
+@pytest.mark.parametrize("layout", [{}, {"feature_major": True},
+                                    {"feature_major": True, "unroll": 3}])
+def test_forward_batched_equals_per_draw_numpy(layout):
+    """Every way of writing the layers (row-major matmuls, feature-major matmuls, and
+    those mixed with unrolled layers: with unroll=3 the middle layer, fan-in 5, is a
+    matmul between two unrolled ones) gives the NumPy loop's values."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(7, 3))
     weights = [(rng.normal(size=(4, 3, 5)), rng.normal(size=(4, 5))),
-               (rng.normal(size=(4, 5, 2)), rng.normal(size=(4, 2)))]
+               (rng.normal(size=(4, 5, 2)), rng.normal(size=(4, 2))),
+               (rng.normal(size=(4, 2, 2)), rng.normal(size=(4, 2)))]
     for activation in ("tanh", "relu", "logistic"):
-        logits = forward(pt.as_tensor(X), [(pt.as_tensor(W), pt.as_tensor(b)) for W, b in weights],
-                         activation=activation).eval()
+        W = [(pt.as_tensor(W, ndim=3, dtype="float64"), pt.as_tensor(b)) for W, b in weights]
+        W = [(pt.specify_shape(w, (None, *v.shape[1:])), b) for (w, b), (v, _) in zip(W, weights)]
+        logits = forward(pt.as_tensor(X), W, activation=activation, **layout).eval()
         assert logits.shape == (4, 7, 2)
         expected = numpy_forward_proba(X, weights, activation)
         e = np.exp(logits - logits.max(-1, keepdims=True))
         np.testing.assert_allclose(e / e.sum(-1, keepdims=True), expected, rtol=1e-10)
+
+
+def _transposes_data(model) -> bool:
+    """Whether the model's log density reads its data ``X`` transposed (feature-major)."""
+    from pytensor.graph.basic import ancestors
+    from pytensor.tensor.elemwise import DimShuffle
+
+    return any(
+        v.owner is not None and isinstance(v.owner.op, DimShuffle)
+        and v.owner.op.new_order == (1, 0) and v.owner.inputs[0] is model["X"]
+        for v in ancestors([model.logp()])
+    )
+
+
+@pytest.mark.parametrize("hidden, n_features, expected", [
+    ((5, 5), 2, True),  # the moons default
+    ((16,), 16, True),  # every fan-in at the bound
+    ((17,), 2, False),  # the output layer's fan-in above it
+    ((5, 5), 17, False),  # the input layer's
+])
+def test_small_networks_are_computed_feature_major(hidden, n_features, expected):
+    """build_model takes the feature-major layout for networks whose every fan-in is
+    at most FEATURE_MAJOR_MAX_FAN_IN, and its log density and gradient equal the
+    row-major model's at the same point."""
+    import pymc_bnn.model as M
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, n_features))
+    y = (X[:, 0] > 0).astype(int)
+    model = build_model(X, y, hidden_layer_sizes=hidden, random_state=0)
+    assert _transposes_data(model) == expected
+    point = model.initial_point()
+    bound = M.FEATURE_MAJOR_MAX_FAN_IN
+    try:
+        M.FEATURE_MAJOR_MAX_FAN_IN = 10**6 if not expected else 0
+        other = build_model(X, y, hidden_layer_sizes=hidden, random_state=0)
+    finally:
+        M.FEATURE_MAJOR_MAX_FAN_IN = bound
+    assert _transposes_data(other) != expected
+    for m in (model, other):
+        assert m.initial_point().keys() == point.keys()
+    values = [(m.compile_logp()(point), m.compile_dlogp()(point)) for m in (model, other)]
+    np.testing.assert_allclose(values[0][0], values[1][0], rtol=1e-12)
+    np.testing.assert_allclose(values[0][1], values[1][1], rtol=1e-10, atol=1e-12)
 
 
 def test_minibatch_slices_x_and_y_together_with_total_size():
