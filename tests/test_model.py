@@ -55,9 +55,8 @@ def test_forward_batched_equals_per_draw_numpy(layout):
                (rng.normal(size=(4, 5, 2)), rng.normal(size=(4, 2))),
                (rng.normal(size=(4, 2, 2)), rng.normal(size=(4, 2)))]
     for activation in ("tanh", "relu", "logistic"):
-        W = [(pt.as_tensor(W, ndim=3, dtype="float64"), pt.as_tensor(b)) for W, b in weights]
-        W = [(pt.specify_shape(w, (None, *v.shape[1:])), b) for (w, b), (v, _) in zip(W, weights)]
-        logits = forward(pt.as_tensor(X), W, activation=activation, **layout).eval()
+        logits = forward(pt.as_tensor(X), [(pt.as_tensor(W), pt.as_tensor(b)) for W, b in weights],
+                         activation=activation, **layout).eval()
         assert logits.shape == (4, 7, 2)
         expected = numpy_forward_proba(X, weights, activation)
         e = np.exp(logits - logits.max(-1, keepdims=True))
@@ -82,7 +81,8 @@ def _transposes_data(model) -> bool:
     ((17,), 2, False),  # the output layer's fan-in above it
     ((5, 5), 17, False),  # the input layer's
 ])
-def test_small_networks_are_computed_feature_major(hidden, n_features, expected):
+def test_small_networks_are_computed_feature_major(hidden, n_features, expected,
+                                                   monkeypatch):
     """build_model takes the feature-major layout for networks whose every fan-in is
     at most FEATURE_MAJOR_MAX_FAN_IN, and its log density and gradient equal the
     row-major model's at the same point."""
@@ -94,12 +94,8 @@ def test_small_networks_are_computed_feature_major(hidden, n_features, expected)
     model = build_model(X, y, hidden_layer_sizes=hidden, random_state=0)
     assert _transposes_data(model) == expected
     point = model.initial_point()
-    bound = M.FEATURE_MAJOR_MAX_FAN_IN
-    try:
-        M.FEATURE_MAJOR_MAX_FAN_IN = 10**6 if not expected else 0
-        other = build_model(X, y, hidden_layer_sizes=hidden, random_state=0)
-    finally:
-        M.FEATURE_MAJOR_MAX_FAN_IN = bound
+    monkeypatch.setattr(M, "FEATURE_MAJOR_MAX_FAN_IN", 0 if expected else 10**6)
+    other = build_model(X, y, hidden_layer_sizes=hidden, random_state=0)
     assert _transposes_data(other) != expected
     for m in (model, other):
         assert m.initial_point().keys() == point.keys()
