@@ -48,11 +48,24 @@ def _require_dask():
     return dask, da
 
 
+def _frame_array(frame):
+    """A dask DataFrame or Series as a dask array with row chunks of known length.
+
+    The frame's expression is optimized first: dask's query optimizer may read a
+    selection of few columns in fewer, larger partitions (e.g. ``read_parquet(...)["y"]``
+    as 3 partitions of a dataset of 8 files), and ``to_dask_array(lengths=True)`` on the
+    unoptimized frame then fails, its lengths counted on the optimized one.
+    """
+    if hasattr(frame, "optimize"):
+        frame = frame.optimize()
+    return frame.to_dask_array(lengths=True)
+
+
 def _rows(X, n_features: int, what: str):
     """``X`` as a 2-D dask array with one chunk across its columns."""
     _, da = _require_dask()
     if hasattr(X, "to_dask_array"):  # dask DataFrame: row chunks of known length
-        X = X.to_dask_array(lengths=True)
+        X = _frame_array(X)
     if not isinstance(X, da.Array):
         raise TypeError(f"{what} must be a dask Array or DataFrame; got {type(X).__name__}.")
     if X.ndim != 2:
@@ -71,7 +84,7 @@ def _groups_like(groups, X):
         return None
     _, da = _require_dask()
     if hasattr(groups, "to_dask_array"):
-        groups = groups.to_dask_array(lengths=True)
+        groups = _frame_array(groups)
     if not isinstance(groups, da.Array):
         groups = np.asarray(groups)
         if groups.ndim != 1 or groups.shape[0] != X.shape[0]:
@@ -85,15 +98,33 @@ def _groups_like(groups, X):
 
 
 # Block functions: module-level (picklable), one call per block of rows.
-def _block(estimator, x, g, method, kwargs):
+def _block(estimator, x, g, method, kwargs, names=None):
+    if names is not None:  # the frame's column names, as the estimator was fit with
+        import pandas as pd
+
+        x = pd.DataFrame(x, columns=names, copy=False)
     return getattr(estimator, method)(x, **({} if g is None else {"groups": g}), **kwargs)
 
 
-def _stacked_block(estimator, x, g, method, kwargs, keys):
-    out = _block(estimator, x, g, method, kwargs)
+def _stacked_block(estimator, x, g, method, kwargs, keys, names=None):
+    out = _block(estimator, x, g, method, kwargs, names)
     if isinstance(out, dict):
         out = [out[k] for k in keys]
     return np.column_stack([np.reshape(o, (x.shape[0], -1)) for o in out])
+
+
+def _checked_names(estimator, X):
+    """The column names to give each block: those of a DataFrame ``X`` when the
+    estimator was fit with feature names (checked here, once, against them), else None
+    (blocks stay NumPy, as the estimator was fit)."""
+    fitted = getattr(estimator, "feature_names_in_", None)
+    if fitted is None or not hasattr(X, "columns"):
+        return None
+    names = [str(c) for c in X.columns]
+    if names != [str(c) for c in fitted]:
+        raise ValueError(f"X has the columns {names}, but {type(estimator).__name__} was "
+                         f"fit with {list(fitted)}: the feature names must match, in order.")
+    return names
 
 
 def predict_blocks(estimator, X, method: str, *, groups=None, **kwargs):
@@ -115,6 +146,7 @@ def predict_blocks(estimator, X, method: str, *, groups=None, **kwargs):
     dask Array (or a tuple / dict of them), row-chunked like ``X``, not computed.
     """
     dask, da = _require_dask()
+    names = _checked_names(estimator, X)
     X = _rows(X, estimator.n_features_in_, "X")
     g = _groups_like(groups, X)
     # one graph key for the estimator: each worker receives it once
@@ -133,13 +165,13 @@ def predict_blocks(estimator, X, method: str, *, groups=None, **kwargs):
 
     classifier = hasattr(estimator, "classes_")
     if method == "predict_proba" and classifier:
-        return blockwise(_block, method, kwargs, columns=len(estimator.classes_))
+        return blockwise(_block, method, kwargs, names, columns=len(estimator.classes_))
     if method == "predict" and (classifier or not kwargs.get("return_std")):
         dtype = estimator.classes_.dtype if classifier else np.float64
-        return blockwise(_block, method, kwargs, dtype=dtype)
+        return blockwise(_block, method, kwargs, names, dtype=dtype)
     if method in ("predict", "predict_interval") and not classifier:
         # two outputs, (mean, std) or (lower, upper), computed together per block
-        both = blockwise(_stacked_block, method, kwargs, None, columns=2)
+        both = blockwise(_stacked_block, method, kwargs, None, names, columns=2)
         return both[:, 0], both[:, 1]
     if method == "predict_uncertainty":
         if classifier:
@@ -150,7 +182,7 @@ def predict_blocks(estimator, X, method: str, *, groups=None, **kwargs):
                                                 "aleatoric_std")]
         width = sum(w or 1 for _, w in layout)
         stacked = blockwise(_stacked_block, method, kwargs, tuple(n for n, _ in layout),
-                            columns=width)
+                            names, columns=width)
         out, start = {}, 0
         for name, w in layout:
             out[name] = stacked[:, start:start + w] if w else stacked[:, start]
@@ -293,7 +325,7 @@ def streamed_inputs(estimator, X, y) -> dict:
     names = list(X.columns) if hasattr(X, "columns") else None
     X = _rows(X, X.shape[1], "X")
     if hasattr(y, "to_dask_array"):
-        y = y.to_dask_array(lengths=True)
+        y = _frame_array(y)
     if not isinstance(y, da.Array):
         y = da.from_array(np.asarray(y), chunks=(X.chunks[0],))
     if y.ndim != 1 or y.shape[0] != X.shape[0]:

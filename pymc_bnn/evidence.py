@@ -312,11 +312,15 @@ def evidence_prior_scales(
         rows = _row_subset(X.shape[0], int(max_rows), rng)
         weight = X.shape[0] / int(max_rows)
         X, y = X[rows], y[rows]
-    if lazy:  # only the rows used come into memory (np.asarray computes a dask array)
+    if lazy:  # only the rows used come into memory, X's and y's in one pass: where
+        # both come from one source (a DataFrame's columns) it is read once, not twice
+        import dask
+
+        X, y = dask.compute(X, y)
         # copies: a distributed cluster may hand back unaligned buffers, which
         # PyTensor's functions refuse
-        X = np.array(np.asarray(X), dtype=np.float64, order="C", copy=True)
-        y = np.array(np.asarray(y), dtype=np.int64, copy=True)
+        X = np.array(X, dtype=np.float64, order="C", copy=True)
+        y = np.array(y, dtype=np.int64, copy=True)
     bad = ~np.isfinite(X).all(axis=1)
     if bad.any():
         first = int(np.flatnonzero(bad)[0])

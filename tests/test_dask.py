@@ -223,6 +223,41 @@ def test_streamed_default_takes_the_evidence_of_the_in_memory_default(moons20k, 
     assert streamed.prior_sigma_ == memory.prior_sigma_ == streamed.evidence_.sigmas
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # 500 steps
+def test_streamed_fit_on_parquet_columns_read_in_fewer_partitions(moons20k, in_process,
+                                                                    tmp_path):
+    """A table of 8 Parquet files, ``X = frame[features]`` and ``y = frame[target]``:
+    dask's optimizer reads the one-column target in fewer partitions than the files,
+    which made ``to_dask_array(lengths=True)`` fail inside fit (lengths of 3 partitions
+    for a frame of 8). The fit now runs, reads X's and y's rows in line (its evidence
+    equals the in-memory one of the same rows), and predicts on the frame lazily, each
+    block under the frame's column names (which once warned, block by block, that the
+    estimator had been fit with feature names)."""
+    dd = pytest.importorskip("dask.dataframe")
+    pytest.importorskip("pyarrow")
+    import pandas as pd
+
+    X, y = moons20k[0][:4000], moons20k[1][:4000]
+    table = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "label": y})
+    for i in range(8):
+        table.iloc[i * 500:(i + 1) * 500].to_parquet(tmp_path / f"part{i}.parquet")
+    frame = dd.read_parquet(tmp_path)
+    features, target = frame[["a", "b"]], frame["label"]
+    assert target.optimize().npartitions < target.npartitions == 8  # the case at issue
+    kw = dict(batch_size=128, n_iter=500, posterior_temperature=1.0, random_state=SEED)
+    streamed = BayesianMLPClassifier(**kw).fit(features, target)
+    memory = BayesianMLPClassifier(**kw).fit(X, y)
+    assert streamed.posterior_.spec.n_rows == 4000
+    assert streamed.evidence_ is not None and streamed.evidence_ == memory.evidence_
+    assert streamed.feature_names_in_.tolist() == ["a", "b"]
+    lazy = streamed.predict_proba(features)
+    assert isinstance(lazy, da.Array) and lazy.shape == (4000, 2)
+    np.testing.assert_allclose(lazy.compute(), streamed.predict_proba(table[["a", "b"]]),
+                               rtol=RTOL)
+    with pytest.raises(ValueError, match=r"columns \['b', 'a'\], but .* fit with \['a', 'b'\]"):
+        streamed.predict_proba(frame[["b", "a"]])  # checked when the graph is built
+
+
 @pytest.fixture
 def in_process():
     """dask computes in this process: the module's LocalCluster (the default scheduler
