@@ -22,6 +22,7 @@ __all__ = [
     "check_model_inputs",
     "check_positive_int",
     "check_positive_float",
+    "is_dask_collection",
 ]
 
 #: A feature whose root mean square exceeds this is an order of magnitude beyond
@@ -297,3 +298,14 @@ def check_group_codes(groups, n_groups, *, n_rows: int):
             f"values from {int(groups.min())} to {int(groups.max())}."
         )
     return groups, n_groups
+
+
+def is_dask_collection(X) -> bool:
+    """Whether ``X`` is a dask collection (checked without importing dask).
+
+    Here rather than in :mod:`pymc_bnn.dask` (which re-exports it): the evidence step
+    needs it, and a module the graph builders import is part of the compile cache's
+    digest (:data:`pymc_bnn.compile_cache.GRAPH_MODULES`), so an edit of the dask
+    module would otherwise make every stored compiled function stale.
+    """
+    return callable(getattr(X, "__dask_graph__", None)) and X.__dask_graph__() is not None

@@ -28,15 +28,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from pymc_bnn._validation import is_dask_collection
+
 __all__ = ["INSTALL", "BlockSampler", "is_dask_collection", "predict_blocks", "streamed_inputs"]
 
 #: How to install what this module needs.
 INSTALL = "pip install 'pymc_bnn[dask]'"
-
-
-def is_dask_collection(X) -> bool:
-    """Whether ``X`` is a dask collection (checked without importing dask)."""
-    return callable(getattr(X, "__dask_graph__", None)) and X.__dask_graph__() is not None
 
 
 def _require_dask():

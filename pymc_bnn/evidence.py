@@ -35,9 +35,8 @@ import pytensor.tensor as pt
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
-from pymc_bnn._validation import check_hidden_layer_sizes
+from pymc_bnn._validation import check_hidden_layer_sizes, is_dask_collection
 from pymc_bnn.compile_cache import compiled_function
-from pymc_bnn.dask import is_dask_collection
 from pymc_bnn.model import forward, _initial_sds
 
 __all__ = ["EvidencePrior", "evidence_prior_scales"]
