@@ -26,6 +26,8 @@ Examples
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from pymc_bnn._validation import is_dask_collection
@@ -111,12 +113,22 @@ def _stacked_block(estimator, x, g, method, kwargs, keys, names=None):
 
 
 def _checked_names(estimator, X):
-    """The column names to give each block: those of a DataFrame ``X`` when the
-    estimator was fit with feature names (checked here, once, against them), else None
-    (blocks stay NumPy, as the estimator was fit)."""
+    """The column names to give each block, checked here once, as scikit-learn checks
+    them in memory (its warnings, worded alike): the estimator's feature names when it
+    was fit with them (a DataFrame ``X`` must have the same, in order), else None (the
+    blocks stay NumPy, as the estimator was fit). A block without names would warn once
+    per block."""
     fitted = getattr(estimator, "feature_names_in_", None)
-    if fitted is None or not hasattr(X, "columns"):
+    kind = type(estimator).__name__
+    if fitted is None:
+        if hasattr(X, "columns"):
+            warnings.warn(f"X has feature names, but {kind} was fitted without feature names",
+                          UserWarning, stacklevel=5)
         return None
+    if not hasattr(X, "columns"):
+        warnings.warn(f"X does not have valid feature names, but {kind} was fitted with "
+                      f"feature names", UserWarning, stacklevel=5)
+        return [str(c) for c in fitted]
     names = [str(c) for c in X.columns]
     if names != [str(c) for c in fitted]:
         raise ValueError(f"X has the columns {names}, but {type(estimator).__name__} was "

@@ -102,8 +102,13 @@ def test_dask_dataframe_and_groups(client, data):
                                rtol=RTOL)
     plain = BayesianMLPClassifier((3,), n_iter=3000, n_draws=50, posterior_temperature=1.0,
                                   random_state=SEED).fit(X, y)
-    np.testing.assert_allclose(plain.predict_proba(frame).compute(), plain.predict_proba(X),
-                               rtol=RTOL)
+    # fit without feature names: scikit-learn's warning for a frame, once (not per block)
+    with pytest.warns(UserWarning, match="X has feature names, but BayesianMLPClassifier "
+                                         "was fitted without") as caught:
+        lazy = plain.predict_proba(frame)
+        computed = lazy.compute()
+    assert len(caught) == 1 and caught[0].filename == __file__
+    np.testing.assert_allclose(computed, plain.predict_proba(X), rtol=RTOL)
 
 
 def test_regressor_intervals_on_blocks(client, data):
@@ -256,6 +261,11 @@ def test_streamed_fit_on_parquet_columns_read_in_fewer_partitions(moons20k, in_p
                                rtol=RTOL)
     with pytest.raises(ValueError, match=r"columns \['b', 'a'\], but .* fit with \['a', 'b'\]"):
         streamed.predict_proba(frame[["b", "a"]])  # checked when the graph is built
+    # fit with feature names, given an array: scikit-learn's warning, once (not per block)
+    with pytest.warns(UserWarning, match="X does not have valid feature names") as caught:
+        computed = streamed.predict_proba(da.from_array(X, chunks=500)).compute()
+    assert len(caught) == 1 and caught[0].filename == __file__
+    np.testing.assert_allclose(computed, lazy.compute(), rtol=RTOL)
 
 
 @pytest.fixture
