@@ -125,14 +125,15 @@ def _checked_names(estimator, X):
             warnings.warn(f"X has feature names, but {kind} was fitted without feature names",
                           UserWarning, stacklevel=5)
         return None
+    fitted = [str(c) for c in fitted]
     if not hasattr(X, "columns"):
         warnings.warn(f"X does not have valid feature names, but {kind} was fitted with "
                       f"feature names", UserWarning, stacklevel=5)
-        return [str(c) for c in fitted]
+        return fitted
     names = [str(c) for c in X.columns]
-    if names != [str(c) for c in fitted]:
-        raise ValueError(f"X has the columns {names}, but {type(estimator).__name__} was "
-                         f"fit with {list(fitted)}: the feature names must match, in order.")
+    if names != fitted:
+        raise ValueError(f"X has the columns {names}, but {kind} was fit with {fitted}: "
+                         f"the feature names must match, in order.")
     return names
 
 
