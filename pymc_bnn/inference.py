@@ -682,6 +682,9 @@ def fit(
     >>> post.loss.shape, post.diagnostics["converged"]
     ((3000,), True)
     """
+    from pymc_bnn.compile_cache import keep_generated_source
+
+    keep_generated_source()  # PyTensor's generated source in the cache, not in /tmp
     spec = network_spec(model)
     method = check_choice("method", method, METHODS)
     default_n_iter, default_lr = VI_DEFAULTS.get(method, (1, 1.0))

@@ -123,17 +123,41 @@ def test_entries_are_capped(monkeypatch, tmp_path):
 
 
 def test_cache_can_be_moved_or_switched_off(tmp_path):
-    where, loss, _ = _run(tmp_path, PYMC_BNN_COMPILE_CACHE=str(tmp_path / "mine"))
+    """Also where PyTensor's generated source goes: into the cache's folder, named by
+    content, so nothing lands in the temporary directory (TMPDIR) while the cache is
+    on; switched off, PyTensor's default is left alone: a new file per compiled
+    function in TMPDIR (which also shows that this test sees those files)."""
+    tmp_on, tmp_off = tmp_path / "tmp_on", tmp_path / "tmp_off"
+    tmp_on.mkdir(), tmp_off.mkdir()
+    where, loss, _ = _run(tmp_path, PYMC_BNN_COMPILE_CACHE=str(tmp_path / "mine"),
+                          TMPDIR=str(tmp_on))
     assert Path(where) == tmp_path / "mine" and _entries(tmp_path / "mine")
-    off, loss_off, _ = _run(tmp_path, PYMC_BNN_COMPILE_CACHE="off")
+    sources = list((tmp_path / "mine" / compile_cache.SOURCE_FOLDER).glob("*.py"))
+    assert sources and "def " in sources[0].read_text()
+    assert not list(tmp_on.iterdir())
+    off, loss_off, _ = _run(tmp_path, PYMC_BNN_COMPILE_CACHE="off", TMPDIR=str(tmp_off))
     assert off == "None" and loss_off == loss
     assert not (tmp_path / "xdg").exists()
+    assert any("def " in p.read_text() for p in tmp_off.iterdir() if p.is_file())
+
+
+def test_a_generated_source_folder_pytensor_has_is_left_alone(monkeypatch, tmp_path):
+    import pytensor
+
+    monkeypatch.setattr(pytensor.config, "generated_src_dir", str(tmp_path / "users"))
+    monkeypatch.setenv(compile_cache.ENV_VAR, str(tmp_path / "ours"))
+    assert compile_cache._configure_source() == tmp_path / "users"
+    assert pytensor.config.generated_src_dir == str(tmp_path / "users")
+    assert not (tmp_path / "ours").exists()
 
 
 def test_a_cache_jax_already_has_is_left_alone(tmp_path):
     where, _, _ = _run(tmp_path, JAX_COMPILATION_CACHE_DIR=str(tmp_path / "users"))
     assert Path(where) == tmp_path / "users"
-    assert not (tmp_path / "xdg").exists()
+    # pymc_bnn's own directory holds only PyTensor's generated source
+    ours = tmp_path / "xdg" / "pymc_bnn" / "jax"
+    assert {p.relative_to(ours).parts[0] for p in ours.rglob("*")} == {
+        compile_cache.SOURCE_FOLDER}
 
 
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
