@@ -112,6 +112,24 @@ def _stacked_block(estimator, x, g, method, kwargs, keys, names=None):
     return np.column_stack([np.reshape(o, (x.shape[0], -1)) for o in out])
 
 
+def _frame_names(X) -> list[str] | None:
+    """A DataFrame's column names as scikit-learn takes them: all strings, else none (a
+    frame with integer columns has no feature names); mixed types are an error."""
+    if not hasattr(X, "columns"):
+        return None
+    names = list(X.columns)
+    kinds = {isinstance(c, str) for c in names}
+    if kinds == {True}:
+        return names
+    if kinds == {True, False}:
+        types = sorted({type(c).__name__ for c in names})
+        raise TypeError(
+            f"Feature names are only supported if all input features have string names, "
+            f"but your input has {types} as feature name / column name types. Convert them "
+            f"all to strings (X.columns = X.columns.astype(str)) or to a non-string type.")
+    return None
+
+
 def _checked_names(estimator, X):
     """The column names to give each block, checked here once, as scikit-learn checks
     them in memory (its warnings, worded alike): the estimator's feature names when it
@@ -120,17 +138,17 @@ def _checked_names(estimator, X):
     per block."""
     fitted = getattr(estimator, "feature_names_in_", None)
     kind = type(estimator).__name__
+    names = _frame_names(X)
     if fitted is None:
-        if hasattr(X, "columns"):
+        if names is not None:
             warnings.warn(f"X has feature names, but {kind} was fitted without feature names",
                           UserWarning, stacklevel=5)
         return None
     fitted = [str(c) for c in fitted]
-    if not hasattr(X, "columns"):
+    if names is None:
         warnings.warn(f"X does not have valid feature names, but {kind} was fitted with "
                       f"feature names", UserWarning, stacklevel=5)
         return fitted
-    names = [str(c) for c in X.columns]
     if names != fitted:
         raise ValueError(f"X has the columns {names}, but {kind} was fit with {fitted}: "
                          f"the feature names must match, in order.")
@@ -332,7 +350,7 @@ def streamed_inputs(estimator, X, y) -> dict:
     if estimator.inference not in ("auto", "advi"):  # "auto" is ADVI on dask input
         raise ValueError(f"fit on a dask collection runs minibatch ADVI; "
                          f"inference={estimator.inference!r} needs the data in memory.")
-    names = list(X.columns) if hasattr(X, "columns") else None
+    names = _frame_names(X)
     X = _rows(X, X.shape[1], "X")
     if hasattr(y, "to_dask_array"):
         y = _frame_array(y)
@@ -360,7 +378,7 @@ def streamed_inputs(estimator, X, y) -> dict:
     X0, y0 = dask.compute(X[:batch], codes[:batch])
     estimator.n_features_in_ = int(X.shape[1])
     if names is not None:
-        estimator.feature_names_in_ = np.array([str(c) for c in names], dtype=object)
+        estimator.feature_names_in_ = np.array(names, dtype=object)
     elif hasattr(estimator, "feature_names_in_"):
         del estimator.feature_names_in_
     return {"X0": X0, "y0": y0, "n_rows": n_rows, "target_kwargs": target_kwargs,

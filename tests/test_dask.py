@@ -268,6 +268,40 @@ def test_streamed_fit_on_parquet_columns_read_in_fewer_partitions(moons20k, in_p
     np.testing.assert_allclose(computed, lazy.compute(), rtol=RTOL)
 
 
+@pytest.mark.parametrize("columns", [[0, 1, 2], ["a", 1, "c"]], ids=["integers", "mixed"])
+def test_frame_column_names_are_taken_as_scikit_learn_takes_them(clf, data, in_process,
+                                                                   columns):
+    """A frame's columns are feature names only when all are strings, as for
+    scikit-learn's own estimators (the anchor, on the same pandas table): integer
+    columns give none (no warning when predicting with an estimator fit on arrays),
+    mixed ones are a TypeError, at fit and at predict alike."""
+    dd = pytest.importorskip("dask.dataframe")
+    import pandas as pd
+    from sklearn.linear_model import LogisticRegression
+
+    from pymc_bnn.dask import streamed_inputs
+
+    X, y, _ = data
+    table = pd.DataFrame(X, columns=columns)
+    frame = dd.from_pandas(table, npartitions=3)
+    fresh = BayesianMLPClassifier(batch_size=32)
+    if columns == [0, 1, 2]:
+        anchor = LogisticRegression().fit(table, y)
+        streamed_inputs(fresh, frame, y)
+        assert not hasattr(anchor, "feature_names_in_")
+        assert not hasattr(fresh, "feature_names_in_")
+        np.testing.assert_allclose(clf.predict_proba(frame).compute(), clf.predict_proba(X),
+                                   rtol=RTOL)
+        return
+    message = "Feature names are only supported if all input features have string names"
+    with pytest.raises(TypeError, match=message):
+        LogisticRegression().fit(table, y)
+    with pytest.raises(TypeError, match=message):
+        streamed_inputs(fresh, frame, y)
+    with pytest.raises(TypeError, match=message):
+        clf.predict_proba(frame)
+
+
 @pytest.fixture
 def in_process():
     """dask computes in this process: the module's LocalCluster (the default scheduler
