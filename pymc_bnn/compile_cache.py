@@ -161,15 +161,23 @@ def _configure_source() -> Path | None:
     existing = pytensor.config.generated_src_dir
     if existing:
         return Path(existing)
+    path = _created(SOURCE_FOLDER, mode=0o700)
+    if path is not None:
+        pytensor.config.generated_src_dir = str(path)
+    return path
+
+
+def _created(*parts: str, mode: int = 0o777) -> Path | None:
+    """``cache_dir() / parts``, created if need be; None when the cache is switched off
+    or the folder cannot be created (then nothing is kept: the cache only saves time)."""
     base = cache_dir()
     if base is None:
         return None
-    path = base / SOURCE_FOLDER
+    path = base.joinpath(*parts)
     try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.mkdir(mode=mode, parents=True, exist_ok=True)
     except OSError:
         return None
-    pytensor.config.generated_src_dir = str(path)
     return path
 
 
@@ -179,12 +187,8 @@ def _configure() -> Path | None:
     existing = jax.config.jax_compilation_cache_dir
     if existing:
         return Path(existing)
-    path = cache_dir()
+    path = _created()
     if path is None:
-        return None
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError:
         return None
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
