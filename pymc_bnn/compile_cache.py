@@ -325,6 +325,8 @@ def compiled_function(parts: tuple, inputs, outputs, *, mode: str, **kwargs):
     import pytensor
     from pytensor.compile import Function
 
+    keep_generated_source()  # also where no fit ran first: a loaded model's predictions
+
     def build():
         return pytensor.function(inputs, outputs, mode=mode, **kwargs)
 

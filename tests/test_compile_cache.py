@@ -141,6 +141,24 @@ def test_cache_can_be_moved_or_switched_off(tmp_path):
     assert any("def " in p.read_text() for p in tmp_off.iterdir() if p.is_file())
 
 
+def test_compiled_functions_keep_their_generated_source_in_the_cache(monkeypatch, tmp_path):
+    """A process whose first compilation is not a fit (a loaded model's predictive, here
+    with Numba, which writes source like JAX) also keeps it out of the temporary
+    directory."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    monkeypatch.setattr(compile_cache, "_state", {})
+    monkeypatch.setattr(pytensor.config, "generated_src_dir", "")
+    monkeypatch.setenv(compile_cache.ENV_VAR, str(tmp_path / "ours"))
+    x = pt.dvector("x")
+    f = compile_cache.compiled_function(("test", "tanh"), [x], pt.tanh(x) * 2, mode="NUMBA")
+    np.testing.assert_allclose(f(np.array([0.0, 1.0])), [0.0, 2 * np.tanh(1.0)])
+    folder = tmp_path / "ours" / compile_cache.SOURCE_FOLDER
+    assert pytensor.config.generated_src_dir == str(folder)
+    assert list(folder.glob("*.py"))
+
+
 def test_a_generated_source_folder_pytensor_has_is_left_alone(monkeypatch, tmp_path):
     import pytensor
 
