@@ -466,7 +466,12 @@ def main(argv=None) -> int:
         args.svi_run = not q
     import pymc  # noqa: F401  (PyMC sets its logger to INFO on import; quieten it after)
 
+    from pymc_bnn.compile_cache import keep_generated_source
+
     logging.getLogger("pymc").setLevel(logging.WARNING)
+    # PyMC's own engines (the pm.fit and pm.sample rows) compile before any pymc_bnn fit
+    # here: their generated source goes where pymc_bnn's does, not to ~120 new /tmp files
+    keep_generated_source()
 
     if HAVE_NUMPYRO:  # before JAX initialises: one CPU device per chain
         import numpyro
