@@ -1,0 +1,54 @@
+"""The README's quick start runs as printed, and prints what its comments say.
+
+The code blocks are read from README.md itself, so an edit of the README (or of the
+defaults) that breaks the quick start or changes its printed accuracy fails here.
+"""
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import numpy as np
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def _blocks(section: str) -> list[str]:
+    """The ```python blocks of the README's ``## section`` (up to the next ``## ``)."""
+    text = README.read_text(encoding="utf-8")
+    start = text.index(f"\n## {section}\n")
+    end = text.find("\n## ", start + 1)
+    return re.findall(r"```python\n(.*?)```", text[start:end if end > 0 else None], re.S)
+
+
+def _run(code: str) -> tuple[dict, str]:
+    namespace: dict = {"__name__": "readme"}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, str(README), "exec"), namespace)  # noqa: S102 - our own README
+    return namespace, out.getvalue()
+
+
+def test_quick_start_runs_and_prints_its_accuracy():
+    code = _blocks("Quick start")[0]
+    assert len(code.splitlines()) <= 14  # a quick start, not a tutorial
+    ns, printed = _run(code)
+    (claimed,) = re.findall(r"print\(clf\.score\(X_test, y_test\)\)\s+# ([0-9.]+)", code)
+    # the same seed gives the same fit on one machine; across processors the last
+    # digits of a fit may differ (docs/calibration.md), so a few test points may flip
+    assert abs(float(printed.split()[-1]) - float(claimed)) <= 0.01, (printed, claimed)
+    n_test = len(ns["y_test"])
+    assert ns["proba"].shape == (n_test, 2)
+    np.testing.assert_allclose(ns["proba"].sum(axis=1), 1.0)
+    assert {"mean", "std", "entropy", "mutual_info"} <= set(ns["u"])
+    assert ns["draws"].shape == (500, n_test, 2)  # "mean over 500 draws"
+    np.testing.assert_allclose(ns["draws"].mean(axis=0), ns["proba"], rtol=1e-6)
+
+
+def test_quick_start_regression_block_runs():
+    (code,) = [b for b in _blocks("Quick start") if "BayesianMLPRegressor" in b]
+    ns, _ = _run(code)
+    mean, std, lower, upper = (ns[k] for k in ("mean", "std", "lower", "upper"))
+    assert mean.shape == std.shape == lower.shape == upper.shape == (5,)
+    assert np.all(std > 0) and np.all(lower < mean) and np.all(mean < upper)
