@@ -1,0 +1,27 @@
+"""Every module's docstring examples run and print what they show (``evidence`` and
+``tabular`` have their own, in their test modules).
+
+The examples are what a user copies first; they fit small networks, so they also
+exercise the public functions end to end.
+"""
+
+import doctest
+import importlib
+import tempfile
+
+import pytest
+
+MODULES = ("compile_cache", "datasets", "estimator", "inference", "metrics", "model",
+           "plotting", "predictive", "report", "tempering")
+
+
+# the examples fit toy networks for a few hundred steps, which ADVI rightly says are too
+# few for its ELBO to level off; what is tested here is that they run and print what
+# they show
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name, monkeypatch, tmp_path):
+    module = importlib.import_module(f"pymc_bnn.{name}")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the examples' mkdtemp()
+    failures, attempted = doctest.testmod(module, report=True)
+    assert attempted > 0 and failures == 0
