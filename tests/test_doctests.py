@@ -7,6 +7,7 @@ exercise the public functions end to end.
 
 import doctest
 import importlib
+import os
 import tempfile
 
 import pytest
@@ -23,5 +24,12 @@ MODULES = ("compile_cache", "datasets", "estimator", "inference", "metrics", "mo
 def test_docstring_examples(name, monkeypatch, tmp_path):
     module = importlib.import_module(f"pymc_bnn.{name}")
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the examples' mkdtemp()
-    failures, attempted = doctest.testmod(module, report=True)
+    # examples may set and delete environment variables (compile_cache's does, with
+    # PYMC_BNN_COMPILE_CACHE): the processes this worker starts later must see the run's
+    environ = dict(os.environ)
+    try:
+        failures, attempted = doctest.testmod(module, report=True)
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
     assert attempted > 0 and failures == 0
