@@ -654,7 +654,7 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
     >>> from sklearn.datasets import make_moons
     >>> from pymc_bnn import BayesianMLPClassifier
     >>> X, y = make_moons(200, noise=0.2, random_state=0)
-    >>> clf = BayesianMLPClassifier(n_iter=2000, random_state=0).fit(X, y)
+    >>> clf = BayesianMLPClassifier(random_state=0).fit(X, y)
     >>> clf.predict_proba(X[:3]).shape
     (3, 2)
 
@@ -844,7 +844,7 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
     >>> import numpy as np
     >>> from pymc_bnn import BayesianMLPRegressor
     >>> x = np.linspace(-1, 1, 100)[:, None]; y = x[:, 0] * np.sin(5 * x[:, 0])
-    >>> reg = BayesianMLPRegressor((10,), n_iter=2000, random_state=0).fit(x, y)
+    >>> reg = BayesianMLPRegressor((10,), random_state=0).fit(x, y)
     >>> mean, std = reg.predict(x[:3], return_std=True)
     >>> lower, upper = reg.predict_interval(x[:3], coverage=0.9)
     >>> mean.shape, bool(np.all(lower < upper))
