@@ -16,11 +16,17 @@ MODULES = ("compile_cache", "datasets", "estimator", "inference", "metrics", "mo
            "plotting", "predictive", "report", "tempering")
 
 
-# the examples fit toy networks for a few hundred steps, which ADVI rightly says are too
-# few for its ELBO to level off; what is tested here is that they run and print what
-# they show
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@pytest.mark.parametrize("name", MODULES)
+#: Modules whose examples fit toy networks for a few hundred steps, which ADVI rightly
+#: says are too few for its ELBO to level off (they are in the compile cache's source
+#: digest, so editing them costs every machine a slow test run: left for the next edit
+#: there). What is tested for them is that they run and print what they show.
+TOY_FITS = ("inference", "predictive")
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(m, marks=pytest.mark.filterwarnings(
+        "ignore::sklearn.exceptions.ConvergenceWarning")) if m in TOY_FITS else m
+    for m in MODULES])
 def test_docstring_examples(name, monkeypatch, tmp_path):
     module = importlib.import_module(f"pymc_bnn.{name}")
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the examples' mkdtemp()
