@@ -10,6 +10,7 @@ import importlib
 import os
 import tempfile
 
+import matplotlib.pyplot as plt
 import pytest
 
 MODULES = ("compile_cache", "datasets", "estimator", "inference", "metrics", "model",
@@ -31,11 +32,15 @@ def test_docstring_examples(name, monkeypatch, tmp_path):
     module = importlib.import_module(f"pymc_bnn.{name}")
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the examples' mkdtemp()
     # examples may set and delete environment variables (compile_cache's does, with
-    # PYMC_BNN_COMPILE_CACHE): the processes this worker starts later must see the run's
+    # PYMC_BNN_COMPILE_CACHE): the processes this worker starts later must see the run's;
+    # this worker's later tests must not inherit their state either
     environ = dict(os.environ)
     try:
         failures, attempted = doctest.testmod(module, report=True)
     finally:
         os.environ.clear()
         os.environ.update(environ)
+        # plotting's examples draw pyplot figures, as in a notebook; later tests on this
+        # worker (test_report) check that no figure is left open
+        plt.close("all")
     assert attempted > 0 and failures == 0
