@@ -32,7 +32,7 @@ and the predictive's forward pass (:func:`compiled_function`). A file's name car
 versions of Python, PyMC, PyTensor, JAX, NumPy and pymc_bnn, a digest of the source
 that builds the graphs (:func:`graph_sources`: the modules that call this cache and
 those they import; an edit of the estimators, the command line or plotting keeps the
-files) and PyTensor's ``floatX`` and rewriting flags, so an upgrade, an edited graph
+files, and so does an edit of docstrings or comments alone: :func:`source_digest`) and PyTensor's ``floatX`` and rewriting flags, so an upgrade, an edited graph
 builder or other ``PYTENSOR_FLAGS`` never read an old file. Like the XLA programs of JAX's
 cache, the files are code this package wrote and runs: the folder is made readable by
 its owner only (keep it so: loading a pickle runs what it says); a file that fails to
@@ -130,7 +130,6 @@ def enable() -> Path | None:
         was already given; None when switched off or when the directory cannot be
         created (then JAX compiles as usual: the cache only saves time).
     """
-    keep_generated_source()
     with _lock:
         if "dir" in _state:
             return _state["dir"]
@@ -297,13 +296,36 @@ def graph_sources(package: Path | None = None) -> list[Path]:
 
 
 def source_digest(package: Path | None = None) -> str:
-    """Digest of the source that builds the stored graphs (:func:`graph_sources`):
-    such code may change without a new version number (a development install), and
-    must not meet its old programs. ``package``: as in :func:`graph_sources`."""
+    """Digest of the code that builds the stored graphs (:func:`graph_sources`): such
+    code may change without a new version number (a development install), and must not
+    meet its old programs. ``package``: as in :func:`graph_sources`.
+
+    What is digested is each module's code as Python parses it (:func:`_code`), so an
+    edit of docstrings, comments or layout alone keeps the stored functions.
+
+    Examples
+    --------
+    >>> from pymc_bnn.compile_cache import source_digest
+    >>> len(source_digest())
+    64
+    """
     digest = hashlib.sha256()
     for path in graph_sources(package):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+        digest.update(path.name.encode() + b"\0" + _code(path).encode() + b"\0")
     return digest.hexdigest()
+
+
+def _code(path: Path) -> str:
+    """The module's syntax tree without its docstrings, as text: what its bytecode is
+    made of, but not its comments, layout, line numbers or documentation."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            if ast.get_docstring(node, clean=False) is not None:
+                node.body = node.body[1:]
+    return ast.dump(tree)
 
 
 @functools.lru_cache(maxsize=1)

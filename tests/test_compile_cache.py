@@ -279,3 +279,27 @@ def test_entry_names_follow_versions_source_and_settings(monkeypatch):
         assert name != compile_cache.entry_name("function", ("x", 1))  # start-up only)
     monkeypatch.setattr(compile_cache, "_source_digest", lambda: "edited")
     assert name != compile_cache.entry_name("function", ("x", 1))
+
+
+def test_the_source_digest_ignores_docstrings_comments_and_layout(tmp_path):
+    """Only code counts: documenting or reformatting a graph builder keeps the stored
+    functions (each such edit used to cost every machine a cold test run); a change of
+    what the code does, a string constant included, does not."""
+    code = ('"""Module doc."""\nimport numpy as np\n\n\n'
+            'class A:\n    """Class doc."""\n    x = "value"\n\n'
+            'def f(a, b=1):\n    """Function doc."""\n    return np.tanh(a) * b  # note\n')
+    package = _fake_package(tmp_path, {"inference": "from pymc_bnn import model\n",
+                                       "model": code})
+    model = package / "model.py"
+    before = compile_cache.source_digest(package)
+    for same in (
+        code.replace("Module doc.", "Another module doc.").replace("Function doc.", "Doc."),
+        code.replace("    \"\"\"Class doc.\"\"\"\n", "").replace("  # note", ""),
+        code.replace("(a, b=1)", "(a,\n      b=1)").replace("\n\n\n", "\n# spacer\n\n\n"),
+    ):
+        model.write_text(same)
+        assert compile_cache.source_digest(package) == before, same
+    for other in (code.replace("b=1", "b=2"), code.replace('"value"', '"other"'),
+                  code.replace("np.tanh(a) * b", "np.tanh(a) * b + 0")):
+        model.write_text(other)
+        assert compile_cache.source_digest(package) != before, other
