@@ -17,17 +17,9 @@ MODULES = ("compile_cache", "datasets", "estimator", "inference", "metrics", "mo
            "plotting", "predictive", "report", "tempering")
 
 
-#: Modules whose examples fit toy networks for a few hundred steps, which ADVI rightly
-#: says are too few for its ELBO to level off (they are in the compile cache's source
-#: digest, so editing them costs every machine a slow test run: left for the next edit
-#: there). What is tested for them is that they run and print what they show.
-TOY_FITS = ("inference", "predictive")
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(m, marks=pytest.mark.filterwarnings(
-        "ignore::sklearn.exceptions.ConvergenceWarning")) if m in TOY_FITS else m
-    for m in MODULES])
+# Every example runs under the suite's filterwarnings = error: an example that warns
+# (a fit too short for ADVI's ELBO to level off, say) fails here.
+@pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name, monkeypatch, tmp_path):
     module = importlib.import_module(f"pymc_bnn.{name}")
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the examples' mkdtemp()
