@@ -8,8 +8,10 @@ Classification, from class probabilities ``proba`` of shape ``(n_samples, n_clas
 (columns in ``classes`` order) or ``(n_samples,)`` (binary: probability of the second
 class):
 
-- calibration: :func:`expected_calibration_error` (top-label or class-wise) and
-  :func:`reliability_curve` (the binned numbers of a reliability diagram);
+- calibration: :func:`expected_calibration_error` (top-label or class-wise),
+  :func:`ece_consistency` (the ECE the same predictions would show if calibrated, and
+  whether the observed one exceeds it) and :func:`reliability_curve` (the binned
+  numbers of a reliability diagram);
 - proper scores: :func:`negative_log_likelihood`, :func:`brier_score`;
 - selective prediction: :func:`risk_coverage_curve` (with its area, the AURC);
 - uncertainty: :func:`predictive_entropy`, :func:`mutual_information` (from probability
@@ -51,6 +53,7 @@ __all__ = [
     "classification_summary",
     "crps_ensemble",
     "crps_gaussian",
+    "ece_consistency",
     "expected_calibration_error",
     "gaussian_nll",
     "interval_coverage",
@@ -353,11 +356,86 @@ def expected_calibration_error(
     n_bins = check_positive_int("n_bins", n_bins)
     method = check_choice("method", method, ECE_METHODS)
     codes, proba, _ = _check_proba(y_true, proba, classes)
+    return _ece(proba, codes, n_bins, method)
+
+
+def _ece(proba: np.ndarray, codes: np.ndarray, n_bins: int, method: str) -> float:
+    """:func:`expected_calibration_error` of checked arrays."""
     if method == "top_label":
         return _binned(*_top_label(proba, codes), n_bins)["ece"]
     per_class = [_binned(proba[:, k], (codes == k).astype(float), n_bins)["ece"]
                  for k in range(proba.shape[1])]
     return float(np.mean(per_class))
+
+
+def ece_consistency(
+    y_true: ArrayLike,
+    proba: ArrayLike,
+    *,
+    n_bins: int = 15,
+    classes: ArrayLike | None = None,
+    method: str = "top_label",
+    n_resamples: int = 1000,
+    random_state: int | np.random.Generator | None = None,
+) -> dict:
+    """How large an ECE these predictions would show if they were perfectly calibrated.
+
+    The binned ECE of a finite test set is biased upwards: a perfectly calibrated model
+    scores above 0, and more so the fewer points its bins hold and the further its
+    probabilities are from 0 and 1. *Consistency resampling* (Bröcker & Smith, 2007,
+    "Increasing the reliability of reliability diagrams") measures that floor for the
+    predictions at hand: labels are drawn from ``proba`` itself (row ``i``'s label from
+    the categorical distribution ``proba[i]``), which makes the predictions calibrated
+    by construction, and the ECE of each draw is computed exactly as
+    :func:`expected_calibration_error` computes the observed one. Two models' ECEs on
+    the same test set are then compared on what they show beyond their own floors.
+
+    Parameters
+    ----------
+    y_true, proba, n_bins, classes, method
+        As in :func:`expected_calibration_error`.
+    n_resamples : int, default 1000
+        Number of label draws.
+    random_state : int, numpy Generator or None
+        Seed of the label draws.
+
+    Returns
+    -------
+    dict with
+        ``ece``: the observed :func:`expected_calibration_error`;
+        ``expected_if_calibrated``: the mean ECE over the draws (the floor);
+        ``excess``: ``ece - expected_if_calibrated``;
+        ``p_value``: share of draws whose ECE is at least the observed one, counting
+        the observation itself (``(1 + k) / (1 + n_resamples)``): small values say the
+        miscalibration is more than the test set's size explains.
+
+    Examples
+    --------
+    A model that predicts 0.75 for every point, right on 3 of 4: its ECE is 0, but a
+    calibrated model's ECE on 4 points is ``E|k/4 - 0.75|`` with ``k ~ Binomial(4,
+    0.75)``, i.e. 40.5 / 256 = 0.158:
+
+    >>> r = ece_consistency([1, 1, 1, 0], [0.75] * 4, n_bins=10, n_resamples=20_000,
+    ...                     random_state=0)
+    >>> r["ece"], round(r["expected_if_calibrated"], 3), r["p_value"]
+    (0.0, 0.158, 1.0)
+    """
+    n_bins = check_positive_int("n_bins", n_bins)
+    method = check_choice("method", method, ECE_METHODS)
+    n_resamples = check_positive_int("n_resamples", n_resamples)
+    codes, proba, _ = _check_proba(y_true, proba, classes)
+    observed = _ece(proba, codes, n_bins, method)
+    rng = np.random.default_rng(random_state)
+    upper = np.cumsum(proba, axis=1)[:, :-1]  # a label is the first class whose
+    last = proba.shape[1] - 1                 # cumulative probability exceeds u
+    null = np.empty(n_resamples)
+    for r in range(n_resamples):
+        u = rng.random((proba.shape[0], 1))
+        drawn = np.minimum(np.sum(u >= upper, axis=1), last)
+        null[r] = _ece(proba, drawn, n_bins, method)
+    floor = float(null.mean())
+    return {"ece": observed, "expected_if_calibrated": floor, "excess": observed - floor,
+            "p_value": float((1 + np.sum(null >= observed)) / (1 + n_resamples))}
 
 
 # ------------------------------------------------------------------ proper scores

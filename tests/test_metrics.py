@@ -47,7 +47,7 @@ def test_metrics_is_a_public_submodule_not_in_the_top_level_all():
     assert pymc_bnn.metrics is metrics
     assert sorted(metrics.__all__) == [
         "brier_score", "classification_summary", "crps_ensemble", "crps_gaussian",
-        "expected_calibration_error", "gaussian_nll", "interval_coverage",
+        "ece_consistency", "expected_calibration_error", "gaussian_nll", "interval_coverage",
         "mutual_information", "negative_log_likelihood", "ood_auroc", "predictive_entropy",
         "regression_summary", "reliability_curve", "risk_coverage_curve",
     ]
@@ -522,3 +522,64 @@ def test_summaries_do_not_modify_their_inputs():
     regression_summary(*arrays[2:5], lower=arrays[5], upper=arrays[6])
     for a, c in zip(arrays, copies):
         np.testing.assert_array_equal(a, c)
+
+
+# ------------------------------------------------------------- ECE consistency
+def _binomial_ece_floor(n: int, p: float) -> float:
+    """E|k/n - p| for k ~ Binomial(n, p): a calibrated model's ECE when every point
+    has confidence p (one bin)."""
+    k = np.arange(n + 1)
+    return float(np.sum(stats.binom.pmf(k, n, p) * np.abs(k / n - p)))
+
+
+@pytest.mark.parametrize("n, p", [(4, 0.75), (30, 0.9), (7, 0.55)])
+def test_ece_consistency_floor_is_the_binomial_expectation(n, p):
+    """Every point at confidence p: the draws' mean ECE is E|k/n - p| (within 5
+    standard errors of 20,000 draws)."""
+    y = np.r_[np.ones(n - 1, int), 0]
+    r = metrics.ece_consistency(y, np.full(n, p), n_bins=15, n_resamples=20_000,
+                                random_state=1)
+    exact = _binomial_ece_floor(n, p)
+    se = np.sqrt(np.sum(stats.binom.pmf(np.arange(n + 1), n, p)
+                        * (np.abs(np.arange(n + 1) / n - p) - exact) ** 2) / 20_000)
+    assert abs(r["expected_if_calibrated"] - exact) < 5 * se
+    assert r["ece"] == expected_calibration_error(y, np.full(n, p), n_bins=15)
+    assert r["excess"] == pytest.approx(r["ece"] - r["expected_if_calibrated"])
+
+
+def test_ece_consistency_draws_each_label_from_its_row():
+    """Three classes at [0.5, 0.3, 0.2]: the top class (0) is drawn with probability 0.5,
+    so two points' floor is E|k/2 - 0.5| = 0.25 (0.34 if class 0 came with 0.2)."""
+    proba = np.array([[0.5, 0.3, 0.2], [0.5, 0.3, 0.2]])
+    r = metrics.ece_consistency([0, 1], proba, classes=[0, 1, 2], n_resamples=20_000,
+                                random_state=0)
+    assert r["expected_if_calibrated"] == pytest.approx(0.25, abs=0.01)
+    # classwise: the same draws scored per class
+    c = metrics.ece_consistency([0, 1], proba, classes=[0, 1, 2], method="classwise",
+                                n_resamples=2000, random_state=0)
+    assert c["ece"] == expected_calibration_error([0, 1], proba, classes=[0, 1, 2],
+                                                  method="classwise")
+
+
+def test_ece_consistency_tells_calibrated_from_miscalibrated():
+    """Labels drawn from the predictions: a p-value far from 0. Confidence 0.95 where
+    only half are right: the smallest p-value 1 / (1 + n_resamples)."""
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0.05, 0.95, 400)
+    y = (rng.random(400) < p).astype(int)
+    calibrated = metrics.ece_consistency(y, p, n_resamples=500, random_state=4)
+    assert calibrated["p_value"] > 0.01
+    wrong = metrics.ece_consistency(y, np.full(400, 0.95), n_resamples=500, random_state=4)
+    assert wrong["p_value"] == 1 / 501 and wrong["excess"] > 0.3
+    # seeded: the same draws; the inputs untouched
+    again = metrics.ece_consistency(y, p, n_resamples=500, random_state=4)
+    assert again == calibrated
+    assert np.array_equal(p, np.random.default_rng(3).uniform(0.05, 0.95, 400))
+
+
+@pytest.mark.parametrize("kwargs, match", [({"n_resamples": 0}, "n_resamples"),
+                                           ({"method": "adaptive"}, "method"),
+                                           ({"n_bins": -1}, "n_bins")])
+def test_ece_consistency_rejects_bad_settings(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        metrics.ece_consistency([0, 1], [0.2, 0.7], **kwargs)
