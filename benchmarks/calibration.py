@@ -107,7 +107,10 @@ FIGURE_DATASETS = ("breast_cancer", "digits", "noisy_label", "moons")
 FIGURE_MODELS = ("BNN default (32,)", "MLP (32,)", "5-MLP ensemble (32,)")
 GPC_MAX_TRAIN = 600
 ECE_BINS = 15
-CLS_METRICS = ("accuracy", "nll", "brier", "ece", "confidence", "fit_s")
+CLS_METRICS = ("accuracy", "nll", "brier", "ece", "ece_floor", "confidence", "fit_s")
+#: Label draws of pymc_bnn.metrics.ece_consistency per fit: the ECE the same predictions
+#: would show if calibrated (the binned ECE's floor on a test set of this size).
+ECE_RESAMPLES = 500
 REG_METRICS = ("rmse", "nll", "coverage90", "crps", "fit_s")
 Z90 = 1.6448536269514722  # standard-normal 0.95 quantile
 
@@ -326,12 +329,15 @@ class WarningCounter:
 
 def class_metrics(M, y, proba, classes) -> dict:
     pred = classes[np.argmax(proba, axis=1)]
+    consistency = M.ece_consistency(y, proba, n_bins=ECE_BINS, classes=classes,
+                                    method="top_label", n_resamples=ECE_RESAMPLES,
+                                    random_state=0)
     return {
         "accuracy": float(np.mean(pred == y)),
         "nll": float(M.negative_log_likelihood(y, proba, classes=classes)),
         "brier": float(M.brier_score(y, proba, classes=classes)),
-        "ece": float(M.expected_calibration_error(y, proba, n_bins=ECE_BINS, classes=classes,
-                                                  method="top_label")),
+        "ece": consistency["ece"],
+        "ece_floor": consistency["expected_if_calibrated"],
         "confidence": float(np.mean(np.max(proba, axis=1))),
     }
 
@@ -609,7 +615,9 @@ def paired_comparison(rows: list[dict], datasets) -> list[dict]:
     few seeds those medians move with the split, the seeds' noise is shared by the two
     models, and comparing seed by seed removes it: per data set, on how many seeds the
     BNN's NLL (ECE) is <= the MLP's, the median of the per-seed ratio of NLLs and the
-    median of the per-seed difference of ECEs.
+    median of the per-seed difference of ECEs; and the same for the ECE's excess over
+    its floor (``ece - ece_floor``: what each model's ECE shows beyond what a calibrated
+    model with its predictions would show on this test set).
     """
     out = []
     for model, hidden in sorted({(r["model"], r["hidden"]) for r in rows
@@ -629,6 +637,12 @@ def paired_comparison(rows: list[dict], datasets) -> list[dict]:
                 "median_ece_diff": float(np.median([bnn[s]["ece"] - mlp[s]["ece"]
                                                     for s in seeds])),
             }
+            excess = [(b["ece"] - b["ece_floor"]) - (m["ece"] - m["ece_floor"])
+                      for b, m in ((bnn[s], mlp[s]) for s in seeds)
+                      if "ece_floor" in b and "ece_floor" in m]
+            if excess:
+                per[ds]["excess_wins"] = int(np.sum(np.array(excess) <= 0))
+                per[ds]["median_excess_diff"] = float(np.median(excess))
         out.append({"model": model, "hidden": hidden, "datasets": per,
                     # data sets where the BNN is at least as good on most seeds
                     "n_nll_majority": sum(2 * v["nll_wins"] > v["n_seeds"]
@@ -643,11 +657,16 @@ def paired_table(paired) -> str:
              "nll": f"{v['nll_wins']} / {v['n_seeds']}",
              "ratio": f"{v['median_nll_ratio']:.3f}",
              "ece": f"{v['ece_wins']} / {v['n_seeds']}",
-             "diff": f"{v['median_ece_diff']:+.4f}"}
+             "diff": f"{v['median_ece_diff']:+.4f}",
+             "excess": (f"{v['excess_wins']} / {v['n_seeds']}" if "excess_wins" in v
+                        else "—"),
+             "excess_diff": (f"{v['median_excess_diff']:+.4f}"
+                             if "median_excess_diff" in v else "—")}
             for p in paired for ds, v in p["datasets"].items()]
     cols = [("model", "BNN"), ("dataset", "data set"), ("nll", "seeds NLL ≤ MLP"),
             ("ratio", "median NLL / MLP's"), ("ece", "seeds ECE ≤ MLP"),
-            ("diff", "median ECE − MLP's")]
+            ("diff", "median ECE − MLP's"), ("excess", "seeds ECE − floor ≤ MLP's"),
+            ("excess_diff", "median (ECE − floor) − MLP's")]
     return _common.markdown_table(rows, cols)
 
 
@@ -703,7 +722,8 @@ def classification_table(rows) -> str:
     ok = [r for r in rows if r["status"] == "ok"]
     cols = [("dataset", "data set"), ("model", "model"), ("n_train", "n train"),
             ("accuracy", "accuracy"), ("nll", "NLL"), ("brier", "Brier"), ("ece", "ECE"),
-            ("confidence", "mean conf."), ("fit_s", "fit s"), ("n_ok", "seeds")]
+            ("ece_floor", "ECE if calibrated"), ("confidence", "mean conf."),
+            ("fit_s", "fit s"), ("n_ok", "seeds")]
     return _common.markdown_table(ok, cols)
 
 

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 # One xdist group per script (see _group): a script's quick run is cached per session
@@ -214,9 +215,11 @@ def test_calibration_schema(quick_run, out_dir):
         for model in CALIBRATION_CLS_MODELS:
             r = by_model[model]
             assert r["status"] == "ok", r
-            for key in ("accuracy", "nll", "brier", "ece", "confidence", "fit_s"):
+            for key in ("accuracy", "nll", "brier", "ece", "ece_floor", "confidence",
+                        "fit_s"):
                 assert math.isfinite(r[key]), (ds, model, key)
             assert 0 <= r["accuracy"] <= 1 and 0 <= r["ece"] <= 1 and r["nll"] >= 0
+            assert 0 < r["ece_floor"] < 1
         gpc = by_model["GPC"]
         assert gpc["status"] == "ok" or (gpc["status"] == "skipped" and gpc["reason"])
     reg = [r for r in data["rows"] if r["section"] == "regression"]
@@ -245,6 +248,10 @@ def test_calibration_schema(quick_run, out_dir):
             assert v["n_seeds"] == len(bnn) == len(mlp) == len(config["seeds"])
             assert v["nll_wins"] == sum(bnn[s]["nll"] <= mlp[s]["nll"] for s in bnn)
             assert v["ece_wins"] == sum(bnn[s]["ece"] <= mlp[s]["ece"] for s in bnn)
+            excess = {s: (bnn[s]["ece"] - bnn[s]["ece_floor"])
+                      - (mlp[s]["ece"] - mlp[s]["ece_floor"]) for s in bnn}
+            assert v["excess_wins"] == sum(d <= 0 for d in excess.values())
+            assert v["median_excess_diff"] == pytest.approx(np.median(list(excess.values())))
             ratios = sorted(bnn[s]["nll"] / mlp[s]["nll"] for s in bnn)
             assert v["median_nll_ratio"] == pytest.approx(
                 (ratios[(len(ratios) - 1) // 2] + ratios[len(ratios) // 2]) / 2)
