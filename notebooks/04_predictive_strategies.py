@@ -47,16 +47,21 @@ CANDIDATES = [ROOT / "benchmarks" / "results" / "ppc_strategies.json",
 
 # %%
 source = next((p for p in CANDIDATES if p.is_file()), None)
-if source is None:
-    source = Path(tempfile.mkdtemp(prefix="ppc_strategies_")) / "ppc_strategies.json"
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "ppc_strategies.py"), "--quick",
-           "--out", str(source)]
-    if QUICK:
-        cmd += ["--isolation", "none"]
-    print("no stored result; running:", " ".join(Path(c).name if "/" in c else c for c in cmd))
-    subprocess.run(cmd, check=True, cwd=ROOT, capture_output=True, text=True)
-result = json.loads(source.read_text())
-print(f"result: {source.relative_to(ROOT) if source.is_relative_to(ROOT) else source.name}")
+if source is None:  # run it, into a temporary folder removed afterwards
+    with tempfile.TemporaryDirectory(prefix="ppc_strategies_") as tmp:
+        out = Path(tmp) / "ppc_strategies.json"
+        cmd = [sys.executable, str(ROOT / "benchmarks" / "ppc_strategies.py"), "--quick",
+               "--out", str(out)]
+        if QUICK:
+            cmd += ["--isolation", "none"]
+        print("no stored result; running:",
+              " ".join(Path(c).name if "/" in c else c for c in cmd))
+        subprocess.run(cmd, check=True, cwd=ROOT, capture_output=True, text=True)
+        result = json.loads(out.read_text())
+    print("result: a quick run made now")
+else:
+    result = json.loads(source.read_text())
+    print(f"result: {source.relative_to(ROOT)}")
 
 # %% [markdown]
 # The rows: one per (strategy, number of points). Strategies that were skipped (e.g. a
