@@ -12,6 +12,7 @@ fresh clone (2 cores), so the execution test is in the slow tier; the check that
 committed .ipynb is executed and in sync with its .py is fast.
 """
 
+import os
 import subprocess
 import sys
 import time
@@ -41,10 +42,14 @@ def test_notebooks_exist():
 def jupyter_path(tmp_path_factory):
     """A data dir holding a kernel spec that launches ``sys.executable``."""
     prefix = tmp_path_factory.mktemp("jupyter")
+    # ipykernel stages the spec in a mkdtemp() folder and removes only its content: the
+    # empty folder would be left in the system's temporary directory on every run
+    staging = tmp_path_factory.mktemp("ipykernel-staging")
     subprocess.run(
         [sys.executable, "-m", "ipykernel", "install", "--prefix", str(prefix),
          "--name", KERNEL_NAME, "--display-name", "pymc_bnn tests"],
         check=True, capture_output=True, text=True,
+        env={**os.environ, "TMPDIR": str(staging)},
     )
     data_dir = prefix / "share" / "jupyter"
     spec = KernelSpecManager(kernel_dirs=[str(data_dir / "kernels")]).get_kernel_spec(
