@@ -29,11 +29,12 @@ same directory (same switch, same place; at most :data:`MAX_ENTRIES` files and
 (:func:`pymc_bnn._compiled_vi.dump_runner`, which holds no data of a fit and is used
 only when the new fit's graph equals the stored one), the evidence step's functions
 and the predictive's forward pass (:func:`compiled_function`). A file's name carries the
-versions of Python, PyMC, PyTensor, JAX, NumPy and pymc_bnn, a digest of the source
+versions of Python, PyMC, PyTensor, JAX, NumPy and pymc_bnn, a digest of the code
 that builds the graphs (:func:`graph_sources`: the modules that call this cache and
 those they import; an edit of the estimators, the command line or plotting keeps the
-files, and so does an edit of docstrings or comments alone: :func:`source_digest`) and PyTensor's ``floatX`` and rewriting flags, so an upgrade, an edited graph
-builder or other ``PYTENSOR_FLAGS`` never read an old file. Like the XLA programs of JAX's
+files, and so does an edit of docstrings or comments alone: :func:`source_digest`) and
+PyTensor's ``floatX`` and rewriting flags, so an upgrade, an edited graph builder or
+other ``PYTENSOR_FLAGS`` never read an old file. Like the XLA programs of JAX's
 cache, the files are code this package wrote and runs: the folder is made readable by
 its owner only (keep it so: loading a pickle runs what it says); a file that fails to
 load is deleted and the graph compiled as usual.
