@@ -637,12 +637,10 @@ def paired_comparison(rows: list[dict], datasets) -> list[dict]:
                 "median_ece_diff": float(np.median([bnn[s]["ece"] - mlp[s]["ece"]
                                                     for s in seeds])),
             }
-            excess = [(b["ece"] - b["ece_floor"]) - (m["ece"] - m["ece_floor"])
-                      for b, m in ((bnn[s], mlp[s]) for s in seeds)
-                      if "ece_floor" in b and "ece_floor" in m]
-            if excess:
-                per[ds]["excess_wins"] = int(np.sum(np.array(excess) <= 0))
-                per[ds]["median_excess_diff"] = float(np.median(excess))
+            excess = [(bnn[s]["ece"] - bnn[s]["ece_floor"]) - (mlp[s]["ece"] - mlp[s]["ece_floor"])
+                      for s in seeds]
+            per[ds]["excess_wins"] = sum(d <= 0 for d in excess)
+            per[ds]["median_excess_diff"] = float(np.median(excess))
         out.append({"model": model, "hidden": hidden, "datasets": per,
                     # data sets where the BNN is at least as good on most seeds
                     "n_nll_majority": sum(2 * v["nll_wins"] > v["n_seeds"]
@@ -658,10 +656,8 @@ def paired_table(paired) -> str:
              "ratio": f"{v['median_nll_ratio']:.3f}",
              "ece": f"{v['ece_wins']} / {v['n_seeds']}",
              "diff": f"{v['median_ece_diff']:+.4f}",
-             "excess": (f"{v['excess_wins']} / {v['n_seeds']}" if "excess_wins" in v
-                        else "—"),
-             "excess_diff": (f"{v['median_excess_diff']:+.4f}"
-                             if "median_excess_diff" in v else "—")}
+             "excess": f"{v['excess_wins']} / {v['n_seeds']}",
+             "excess_diff": f"{v['median_excess_diff']:+.4f}"}
             for p in paired for ds, v in p["datasets"].items()]
     cols = [("model", "BNN"), ("dataset", "data set"), ("nll", "seeds NLL ≤ MLP"),
             ("ratio", "median NLL / MLP's"), ("ece", "seeds ECE ≤ MLP"),

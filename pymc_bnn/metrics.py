@@ -426,13 +426,13 @@ def ece_consistency(
     codes, proba, _ = _check_proba(y_true, proba, classes)
     observed = _ece(proba, codes, n_bins, method)
     rng = np.random.default_rng(random_state)
-    upper = np.cumsum(proba, axis=1)[:, :-1]  # a label is the first class whose
-    last = proba.shape[1] - 1                 # cumulative probability exceeds u
+    # a drawn label is the number of the first n_classes - 1 cumulative probabilities
+    # that u reaches (at most n_classes - 1: the last class)
+    upper = np.cumsum(proba, axis=1)[:, :-1]
     null = np.empty(n_resamples)
     for r in range(n_resamples):
         u = rng.random((proba.shape[0], 1))
-        drawn = np.minimum(np.sum(u >= upper, axis=1), last)
-        null[r] = _ece(proba, drawn, n_bins, method)
+        null[r] = _ece(proba, np.sum(u >= upper, axis=1), n_bins, method)
     floor = float(null.mean())
     return {"ece": observed, "expected_if_calibrated": floor, "excess": observed - floor,
             "p_value": float((1 + np.sum(null >= observed)) / (1 + n_resamples))}
