@@ -25,8 +25,8 @@ import os
 # .fit_concurrently) would only oversubscribe them, so each worker (and the notebook,
 # CLI and benchmark subprocesses it starts) fits one at a time. The tests of the
 # concurrent path set PYMC_BNN_NUM_THREADS or n_threads themselves. For the same
-# reason they run BLAS on one thread, as joblib's workers do (it sets
-# OPENBLAS_NUM_THREADS=1 in each): OpenBLAS's threads wait for work by spinning, and
+# reason they run BLAS on one thread, as joblib does in its workers (it sets
+# OPENBLAS_NUM_THREADS to cores / workers): OpenBLAS's threads wait for work by spinning, and
 # with every core already busy, two per process burnt CPU time the tests need (issue
 # #13: 475-496 s of pytest against 518-527 s, and 7-10 % less CPU, the same commit;
 # docs/test-suite-time.md). The variable reaches the processes a worker
