@@ -24,20 +24,9 @@ import os
 # workers do: there a default fit's concurrent ADVI fits (pymc_bnn.inference
 # .fit_concurrently) would only oversubscribe them, so each worker (and the notebook,
 # CLI and benchmark subprocesses it starts) fits one at a time. The tests of the
-# concurrent path set PYMC_BNN_NUM_THREADS or n_threads themselves. For the same
-# reason they run BLAS on one thread, as joblib does in its workers (it sets
-# OPENBLAS_NUM_THREADS to cores / workers): OpenBLAS's threads wait for work by spinning, and
-# with every core already busy, two per process burnt CPU time the tests need (issue
-# #13: 475-496 s of pytest against 518-527 s, and 7-10 % less CPU, the same commit;
-# docs/test-suite-time.md). The variable reaches the processes a worker
-# starts and the BLAS libraries loaded later; threadpoolctl limits those loaded already.
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    os.environ.setdefault("PYMC_BNN_NUM_THREADS", "1")
-    if "OPENBLAS_NUM_THREADS" not in os.environ:
-        from threadpoolctl import threadpool_limits
-
-        os.environ["OPENBLAS_NUM_THREADS"] = "1"
-        threadpool_limits(limits=1, user_api="blas")
+# concurrent path set PYMC_BNN_NUM_THREADS or n_threads themselves.
+if os.environ.get("PYTEST_XDIST_WORKER") and "PYMC_BNN_NUM_THREADS" not in os.environ:
+    os.environ["PYMC_BNN_NUM_THREADS"] = "1"
 
 import matplotlib  # noqa: E402
 import numpy as np  # noqa: E402
