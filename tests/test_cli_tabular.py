@@ -1,17 +1,24 @@
-"""End to end: the installed ``pymc-bnn`` console script on generated CSV / Parquet tables.
+"""End to end: the ``pymc-bnn`` command line on generated CSV / Parquet tables.
 
-Every command runs in a subprocess, as a user runs it, except the bad-input cases, which
-call ``cli.main`` in this process (two of them also go through the console script). The
-fits are small (a few thousand ADVI steps, ``--temperature 1``) and shared by the tests
-of this module (one xdist group, so each is fit once per session).
+The commands run through ``cli.main``, what the console script calls, in this process
+(``run``): a subprocess per command cost ~3-4 s of interpreter and imports, about 20
+times. The console script itself is run here on the usage, ``--debug`` and two
+bad-input cases (``run_script``), and on every command of both tasks by the smoke run of
+``benchmarks/tabular_cli.py`` (tests/test_benchmarks.py). The fits are small (a few
+thousand ADVI steps, ``--temperature 1``) and shared by the tests of this module (one
+xdist group, so each is fit once per session).
 """
 
+import contextlib
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -33,10 +40,28 @@ def _script() -> str:
     return found
 
 
-def run(*args, cwd, expect=0):
+def run_script(*args, cwd, expect=0):
+    """The console script in a subprocess: its completed process."""
     proc = subprocess.run([_script(), *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, env={**os.environ, "COLUMNS": "100"}, timeout=900)
     assert proc.returncode == expect, (proc.returncode, proc.stdout, proc.stderr)
+    return proc
+
+
+def run(*args, cwd, expect=0):
+    """``cli.main(args)`` in this process, in ``cwd``, with what a fresh process has:
+    warnings shown rather than the test run's errors (the command line prints them as
+    notes), and ``COLUMNS=100``. A completed process of its status and output."""
+    from pymc_bnn import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd), mock.patch.dict(os.environ, {"COLUMNS": "100"}), \
+            warnings.catch_warnings(), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        warnings.simplefilter("default")
+        status = cli.main([str(a) for a in args])
+    proc = subprocess.CompletedProcess(args, status, out.getvalue(), err.getvalue())
+    assert status == expect, (status, proc.stdout, proc.stderr)
     return proc
 
 
@@ -295,7 +320,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(case, bad_dir, monkeypa
 def test_bad_input_through_the_console_script(case, bad_dir):
     args, message = _bad_args(case, bad_dir)
     before = sorted(p.name for p in bad_dir.rglob("*"))
-    proc = run(*args, cwd=bad_dir, expect=2)
+    proc = run_script(*args, cwd=bad_dir, expect=2)
     _check_one_line_error(proc.returncode, proc.stderr, message)
     assert sorted(p.name for p in bad_dir.rglob("*")) == before
 
@@ -315,10 +340,11 @@ def test_unwritable_output_folder(bad_dir):
 
 
 def test_debug_shows_the_traceback(bad_dir):
-    proc = run("--debug", "fit", "nope.csv", "-t", "y", "-o", "m.nc", cwd=bad_dir, expect=1)
+    proc = run_script("--debug", "fit", "nope.csv", "-t", "y", "-o", "m.nc", cwd=bad_dir,
+                      expect=1)
     assert "Traceback" in proc.stderr and "no such file: nope.csv" in proc.stderr
 
 
 def test_usage_errors_exit_2(bad_dir):
-    proc = run("fit", "ok.csv", "-o", "m.nc", cwd=bad_dir, expect=2)
+    proc = run_script("fit", "ok.csv", "-o", "m.nc", cwd=bad_dir, expect=2)
     assert "Missing option '--target'" in proc.stderr
