@@ -138,7 +138,7 @@ print(f"one step sees X {X_batch.shape} and y {y_batch.shape}")
 print(f"rows drawn from the training data: "
       f"{np.isin(X_batch[:, 0], X_train[:, 0]).all()}")
 print(f"successive steps see different rows: {not np.array_equal(X_batch, X_batch2)}")
-print(f"likelihood total_size: {model['y_obs'].owner.inputs[-1].data}")
+print(f"likelihood total_size: {model['y_obs'].owner.inputs[-1].get_value()}")
 
 # %% [markdown]
 # Both loss histories are in **full-data units** (the toolkit turns off PyMC's

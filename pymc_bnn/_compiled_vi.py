@@ -488,7 +488,8 @@ def _model_graph(model) -> tuple[list, list]:
 
     The log density is a function of the random variables' graphs (priors, the network,
     the likelihood; an observed variable's ``total_size`` is part of its graph in PyMC
-    6), the observed values, any potentials, the value variables and the transforms (both go into
+    6, a shared input in :func:`pymc_bnn.model.build_model`'s models), the observed
+    values, any potentials, the value variables and the transforms (both go into
     :func:`_signature`'s key). Comparing these graphs is ~20x cheaper than deriving
     ``model.logp()`` for every fit.
     """
@@ -511,10 +512,10 @@ def _signature(inference):
 
     Two problems with equal keys and equal graphs (:func:`equal_computations`, inputs
     paired in order) have the same ELBO up to the values of shared variables (data,
-    prior scales, variational parameters), which a cached runner takes as inputs.
-    Everything else — layer sizes, likelihood, prior family, ``total_size``, batch
-    size, dtypes, transforms — is a constant of the model's graphs or of the key, so a
-    change in any of them means the runner is not reused. (A transform whose attributes
+    prior scales, a minibatch model's ``total_size``, variational parameters), which a
+    cached runner takes as inputs. Everything else — layer sizes, likelihood, prior
+    family, batch size, dtypes, transforms — is a constant of the model's graphs or of
+    the key, so a change in any of them means the runner is not reused. (A transform whose attributes
     have no stable ``repr`` only prevents reuse.)
     """
     approx = inference.approx

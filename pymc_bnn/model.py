@@ -323,7 +323,9 @@ def build_model(
     classes a Categorical likelihood on ``n_classes`` logits. The training data live
     in ``pm.Data`` containers named ``"X"``, ``"y"`` (and ``"groups"``); with
     ``batch_size`` the likelihood sees ``pm.Minibatch`` slices of them (rows drawn
-    together) with ``total_size=n_rows``.
+    together) with ``total_size=n_rows``, held in a shared int64 scalar named
+    ``"total_size"`` (like the prior's parameters: an input of the compiled ADVI
+    runner, so fits on data of another size do not compile again).
 
     With ``groups`` the network is hierarchical (multi-task): every group has its own
     weights and biases in every layer, drawn around population values,
@@ -434,7 +436,10 @@ def build_model(
             total_size = None
         else:
             observed = pm.Minibatch(*data, batch_size=spec.batch_size)
-            total_size = spec.n_rows
+            # a shared input, not a constant of the graph, as the prior scales: minibatch
+            # fits on data of another size (CV folds, streamed data) reuse one compiled
+            # ADVI runner (PyMC takes a symbolic total_size in a list, one per dimension)
+            total_size = [pytensor.shared(np.int64(spec.n_rows), name="total_size")]
         X_obs, y_obs = observed[0], observed[1]
         g_obs = observed[2] if groups is not None else None
 

@@ -362,27 +362,32 @@ def _params(post):
 @jax_only
 @pytest.mark.parametrize(
     "change",
-    [{"rows": 31}, {"prior_sigma": 2.5}, {"lr": 0.003}, {"seed": 7}],
-    ids=["new-data", "prior-scale", "learning-rate", "seed"],
+    [{"rows": 31}, {"prior_sigma": 2.5}, {"lr": 0.003}, {"seed": 7},
+     {"rows": 31, "batch_size": 8}, {"batch_size": 8, "total_size": 500}],
+    ids=["new-data", "prior-scale", "learning-rate", "seed", "minibatch-new-data",
+         "minibatch-total-size"],
 )
 def test_runner_is_reused_and_equals_a_fresh_compile(tiny, change):
     """A second fit of the same structure reuses the compiled runner (a cache hit, no
     new compilation) and gives exactly what a newly compiled runner gives: data, prior
-    scale, learning rate and seed are inputs of the cached function, not constants."""
+    scale, learning rate, seed and a minibatch model's ``total_size`` (its number of
+    rows, or the rows a streamed fit stands for) are inputs of the cached function, not
+    constants."""
     from pymc_bnn._compiled_vi import RUNNERS
 
     X, y = tiny
     change = dict(change)
     rows = change.pop("rows", len(X))
+    both = {"batch_size": change.pop("batch_size")} if "batch_size" in change else {}
     X2, y2 = X[:rows] * 1.3, y[:rows]
     models = []
-    first = _cached_fit(X, y, model_out=models)
+    first = _cached_fit(X, y, model_out=models, **both)
     saved = _params(first)
     hits, misses = RUNNERS.hits, RUNNERS.misses
-    reused = _cached_fit(X2, y2, **change)
+    reused = _cached_fit(X2, y2, **change, **both)
     assert (RUNNERS.hits, RUNNERS.misses) == (hits + 1, misses)
     RUNNERS.clear()
-    fresh = _cached_fit(X2, y2, **change)
+    fresh = _cached_fit(X2, y2, **change, **both)
     assert RUNNERS.misses == misses + 1
     np.testing.assert_array_equal(reused.loss, fresh.loss)
     for a, b in zip(_params(reused), _params(fresh)):
@@ -407,6 +412,7 @@ def test_runner_is_not_reused_across_structures(tiny, other):
     from pymc_bnn._compiled_vi import RUNNERS
 
     X, y = tiny
+    RUNNERS.clear()  # none of another structure left by an earlier test
     _cached_fit(X, y)
     misses = RUNNERS.misses
     _cached_fit(X, y, **other)
