@@ -51,6 +51,12 @@ Outputs: JSON (``--out``), the markdown tables (``--md``, default next to the JS
 and a reliability-diagram figure (``--figure``; BNN vs MLP vs 5-MLP ensemble).
 Metrics come from ``pymc_bnn.metrics``, the diagram from ``pymc_bnn.plotting``.
 
+``--quick`` exercises every code path of the script once, at the smallest settings at
+which its checks still mean something; it measures nothing: one seed, iris and small,
+diabetes, 4 hierarchical tasks, BNNs with ``QUICK_BNN`` (``n_iter=1500, n_draws=100,
+posterior_temperature=1.0``), MLP anchors with ``max_iter=300``, and BLAS on one thread
+(:func:`quick_blas_one_thread`).
+
 Run: ``python benchmarks/calibration.py [--quick] [--seeds 3] [--bnn s10='{"prior_sigma": 10}']``.
 """
 
@@ -871,6 +877,20 @@ def _import_metrics():
     return metrics
 
 
+def quick_blas_one_thread() -> None:
+    """--quick: NumPy's and SciPy's OpenBLAS on one thread for the rest of the process.
+
+    OpenBLAS's idle threads wait for work by spinning; on a machine whose cores are
+    busy (the test suite's two workers) the GP anchors' small solves then took 2-6 s
+    of wall time where one thread takes 0.1-0.3 s (GPR on diabetes: 14 likelihood
+    evaluations). A full run keeps the libraries' defaults: it measures fit times.
+    """
+    import scipy.linalg  # noqa: F401  (load SciPy's own OpenBLAS before the limit)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
+
+
 def main(argv=None) -> int:
     parser = _common.base_parser(__doc__.split("\n\n")[0], NAME)
     parser.add_argument("--seeds", type=int, default=None,
@@ -911,6 +931,9 @@ def main(argv=None) -> int:
     M = _import_metrics()
     from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor
 
+    if args.quick:
+        quick_blas_one_thread()
+
     variants = bnn_variants(args)
     info = _common.machine_info()
     _common.print_header("Calibration: default BNNs beside anchors (medians over seeds)", info)
@@ -923,6 +946,7 @@ def main(argv=None) -> int:
         + args.reg_datasets, "n_tasks": args.n_tasks,
         "bnn_variants": variants, "quick_bnn_overrides": QUICK_BNN if args.quick else None,
         "mlp_max_iter": args.mlp_max_iter, "mlp_regressor_max_iter": args.mlp_reg_max_iter,
+        "blas_threads": 1 if args.quick else "library default",
         "gpc_max_train": GPC_MAX_TRAIN, "ece_bins": ECE_BINS,
         "package_defaults": {"BayesianMLPClassifier": params_of(BayesianMLPClassifier()),
                              "BayesianMLPRegressor": params_of(BayesianMLPRegressor())},

@@ -32,6 +32,14 @@ NUTS: wall time of the whole call (compilation, tuning, sampling); ESS (bulk) an
 R-hat of the predicted class-1 probability at 5 fixed inputs — per-weight ESS is
 meaningless for a network whose hidden units can swap labels between chains.
 
+``--quick`` exercises every code path of the script once, at the smallest settings at
+which its checks still mean something; it measures nothing: N = 2,000 steps (the jax
+engine calls back once per 1,000 steps: its step clock needs two chunk ends), up to
+2,000 steps to the target, NumPyro chunks of 100 steps (the check interval: one
+compiled chunk serves both), no ``svi.run`` rows, the minibatch rows of the jax engine
+only (the others repeat the full-batch code), and NUTS 100 tune + 100 draws with the
+numpyro backend only (ArviZ's ESS and R-hat want at least 100 draws per chain).
+
 Run: ``python benchmarks/inference_throughput.py [--quick] [--out PATH]``.
 """
 
