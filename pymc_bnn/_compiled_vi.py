@@ -515,8 +515,8 @@ def _signature(inference):
     prior scales, a minibatch model's ``total_size``, variational parameters), which a
     cached runner takes as inputs. Everything else — layer sizes, likelihood, prior
     family, batch size, dtypes, transforms — is a constant of the model's graphs or of
-    the key, so a change in any of them means the runner is not reused. (A transform whose attributes
-    have no stable ``repr`` only prevents reuse.)
+    the key, so a change in any of them means the runner is not reused. (A transform
+    whose attributes have no stable ``repr`` only prevents reuse.)
     """
     approx = inference.approx
     model = approx.model

@@ -301,18 +301,14 @@ def _check_one_line_error(status, stderr, message):
 
 
 @pytest.mark.parametrize("case", list(BAD))
-def test_bad_input_is_one_line_exit_2_and_writes_nothing(case, bad_dir, monkeypatch, capsys):
-    """In this process, through ``cli.main`` (what the console script calls): a process
-    per case would cost ~1 s of interpreter and imports each, 24 times. The console
-    script itself is run on two of the cases below."""
-    from pymc_bnn import cli
-
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(case, bad_dir):
+    """In this process, through ``cli.main`` (``run``): a process per case would cost
+    ~1 s of interpreter and imports each, 24 times. The console script itself is run on
+    two of the cases below."""
     args, message = _bad_args(case, bad_dir)
-    monkeypatch.chdir(bad_dir)
-    monkeypatch.setenv("COLUMNS", "100")
     before = sorted(p.name for p in bad_dir.rglob("*"))
-    status = cli.main(args)
-    _check_one_line_error(status, capsys.readouterr().err, message)
+    proc = run(*args, cwd=bad_dir, expect=2)
+    _check_one_line_error(proc.returncode, proc.stderr, message)
     assert sorted(p.name for p in bad_dir.rglob("*")) == before
 
 
