@@ -26,13 +26,15 @@ Examples
 
 from __future__ import annotations
 
+import threading
 import warnings
 
 import numpy as np
 
 from pymc_bnn._validation import is_dask_collection
 
-__all__ = ["INSTALL", "BlockSampler", "is_dask_collection", "predict_blocks", "streamed_inputs"]
+__all__ = ["INSTALL", "BlockSampler", "compute", "is_dask_collection", "predict_blocks",
+           "streamed_inputs"]
 
 #: How to install what this module needs.
 INSTALL = "pip install 'pymc_bnn[dask]'"
@@ -45,6 +47,30 @@ def _require_dask():
     except ImportError:
         raise ImportError(f"dask input needs dask: {INSTALL}") from None
     return dask, da
+
+
+#: Held by :func:`compute`: dask's configuration is process-wide, and two overlapping
+#: ``dask.config.set`` blocks (the fit's thread and the block loader's) could restore
+#: it in the wrong order and leave fusion off in the user's process.
+_UNFUSED = threading.Lock()
+
+
+def compute(*collections):
+    """``dask.compute`` of the package's own reads, with dask's low-level fusion off.
+
+    Linear fusion renames a chain of tasks to a key such as
+    ``('standard_normal-getitem-<token>', 1)`` that another graph of the same arrays
+    (another slice, another block) defines with other dependencies. A distributed
+    scheduler that still knows that key from an earlier or concurrent computation then
+    fails with a spurious ``KeyError`` (dask/dask#9888, open): a second fit on the same
+    collections hit it in most runs. Unfused, each key names one task whatever the
+    graph; a streamed fit's reads are a few tasks per block, so nothing is lost.
+    Computations of the user's own in other threads meanwhile run unfused too, which
+    changes no result.
+    """
+    dask, _ = _require_dask()
+    with _UNFUSED, dask.config.set({"optimization.fuse.active": False}):
+        return dask.compute(*collections)
 
 
 def _frame_array(frame):
@@ -291,9 +317,7 @@ class BlockSampler:
 
     def _load(self, block: int, slot: int) -> None:
         """Compute ``block`` of every array into ``slot`` (in the loader thread)."""
-        import dask
-
-        parts = dask.compute(*[a.blocks[block] for a in self.arrays])
+        parts = compute(*[a.blocks[block] for a in self.arrays])
         start = int(self.starts[block])
         for name, part in zip(("X", "y"), parts):
             if part.dtype.kind == "f" and not np.isfinite(part).all():
@@ -340,7 +364,7 @@ def streamed_inputs(estimator, X, y) -> dict:
     lazy float64 rows and encoded target, row-chunked alike: what a
     :class:`BlockSampler` streams).
     """
-    dask, da = _require_dask()
+    _, da = _require_dask()
     from sklearn.base import is_classifier
 
     batch = estimator.batch_size
@@ -364,18 +388,18 @@ def streamed_inputs(estimator, X, y) -> dict:
         raise ValueError(f"X must hold numbers; got dtype {X.dtype}.")
     X = X.astype(np.float64)
     if is_classifier(estimator):
-        classes = np.unique(da.unique(y).compute())
+        classes = np.unique(compute(da.unique(y))[0])
         _, target_kwargs = estimator._encode_target(classes)
         codes = y.map_blocks(lambda b: np.searchsorted(classes, b).astype(np.int64),
                              dtype=np.int64)
     else:
-        mean, sd = dask.compute(y.astype(np.float64).mean(), y.astype(np.float64).std())
+        mean, sd = compute(y.astype(np.float64).mean(), y.astype(np.float64).std())
         target_kwargs = estimator._set_target_scaling(float(mean), float(sd))
         codes = (y.astype(np.float64) - estimator.y_mean_) / estimator.y_scale_
     n_rows = int(X.shape[0])
     if batch > n_rows:
         raise ValueError(f"batch_size ({batch}) cannot exceed the number of rows ({n_rows}).")
-    X0, y0 = dask.compute(X[:batch], codes[:batch])
+    X0, y0 = compute(X[:batch], codes[:batch])
     estimator.n_features_in_ = int(X.shape[1])
     if names is not None:
         estimator.feature_names_in_ = np.array(names, dtype=object)

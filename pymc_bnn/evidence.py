@@ -313,9 +313,9 @@ def evidence_prior_scales(
         X, y = X[rows], y[rows]
     if lazy:  # only the rows used come into memory, X's and y's in one pass: where
         # both come from one source (a DataFrame's columns) it is read once, not twice
-        import dask
+        from pymc_bnn.dask import compute
 
-        X, y = dask.compute(X, y)
+        X, y = compute(X, y)
         # copies: a distributed cluster may hand back unaligned buffers, which
         # PyTensor's functions refuse
         X = np.array(X, dtype=np.float64, order="C", copy=True)

@@ -158,6 +158,27 @@ def test_cross_validation_on_the_cluster_equals_serial(client, data):
 
 
 # ------------------------------------------------------------------ out-of-core fits
+def test_reads_of_the_same_arrays_again_raise_no_spurious_key_error(client):
+    """dask's linear fusion gives a fused chain a key that another graph of the same
+    arrays defines otherwise, and the distributed scheduler then fails with a KeyError
+    (dask/dask#9888): a second fit on the same collections did, in most runs. The
+    package's reads run unfused (``pymc_bnn.dask.compute``); here the reads of three
+    fits of one pair of arrays generated on the workers, as a fit makes them."""
+    import dask
+
+    from pymc_bnn.dask import BlockSampler, streamed_inputs
+
+    clf = BayesianMLPClassifier((2,), batch_size=64)
+    fused = dask.config.get("optimization.fuse.active")
+    for _ in range(3):
+        X = da.random.default_rng(SEED).standard_normal((4_000, 3), chunks=(2_000, 3))
+        stream = streamed_inputs(clf, X, (X[:, 0] + X[:, 1] ** 2 > 1).astype(np.int64))
+        sampler = BlockSampler([stream["X"], stream["codes"]], pool_blocks=1)
+        sampler.close()
+        assert stream["X0"].shape == (64, 3) and sampler.loads == 1
+    assert dask.config.get("optimization.fuse.active") is fused  # put back as it was
+
+
 @pytest.fixture(scope="module")
 def moons20k():
     from sklearn.datasets import make_moons
