@@ -26,11 +26,11 @@ Examples
 
 from __future__ import annotations
 
-import threading
 import warnings
 
 import numpy as np
 
+from pymc_bnn._dask_compute import compute
 from pymc_bnn._validation import is_dask_collection
 
 __all__ = ["INSTALL", "BlockSampler", "compute", "is_dask_collection", "predict_blocks",
@@ -47,30 +47,6 @@ def _require_dask():
     except ImportError:
         raise ImportError(f"dask input needs dask: {INSTALL}") from None
     return dask, da
-
-
-#: Held by :func:`compute`: dask's configuration is process-wide, and two overlapping
-#: ``dask.config.set`` blocks (the fit's thread and the block loader's) could restore
-#: it in the wrong order and leave fusion off in the user's process.
-_UNFUSED = threading.Lock()
-
-
-def compute(*collections):
-    """``dask.compute`` of the package's own reads, with dask's low-level fusion off.
-
-    Linear fusion renames a chain of tasks to a key such as
-    ``('standard_normal-getitem-<token>', 1)`` that another graph of the same arrays
-    (another slice, another block) defines with other dependencies. A distributed
-    scheduler that still knows that key from an earlier or concurrent computation then
-    fails with a spurious ``KeyError`` (dask/dask#9888, open): a second fit on the same
-    collections hit it in most runs. Unfused, each key names one task whatever the
-    graph; a streamed fit's reads are a few tasks per block, so nothing is lost.
-    Computations of the user's own in other threads meanwhile run unfused too, which
-    changes no result.
-    """
-    dask, _ = _require_dask()
-    with _UNFUSED, dask.config.set({"optimization.fuse.active": False}):
-        return dask.compute(*collections)
 
 
 def _frame_array(frame):

@@ -313,7 +313,7 @@ def evidence_prior_scales(
         X, y = X[rows], y[rows]
     if lazy:  # only the rows used come into memory, X's and y's in one pass: where
         # both come from one source (a DataFrame's columns) it is read once, not twice
-        from pymc_bnn.dask import compute
+        from pymc_bnn._dask_compute import compute
 
         X, y = compute(X, y)
         # copies: a distributed cluster may hand back unaligned buffers, which
