@@ -24,6 +24,19 @@ def compute(*collections):
     graph; a streamed fit's reads are a few tasks per block, so nothing is lost.
     Computations of the user's own in other threads meanwhile run unfused too, which
     changes no result.
+
+    Returns
+    -------
+    tuple
+        One computed value per collection, as ``dask.compute`` returns them.
+
+    Examples
+    --------
+    >>> import dask.array as da  # doctest: +SKIP
+    >>> X = da.ones((1_000, 3), chunks=(250, 3))  # doctest: +SKIP
+    >>> head, total = compute(X[:5], X.sum())  # doctest: +SKIP
+    >>> head.shape, float(total)  # doctest: +SKIP
+    ((5, 3), 3000.0)
     """
     import dask
 
