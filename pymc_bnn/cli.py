@@ -485,8 +485,8 @@ def _choose_task(task: str, y, target: str, path) -> str:
 @click.option("--hidden", default="5,5", show_default=True,
               help="Hidden layer sizes, comma-separated.")
 @click.option("--inference", type=click.Choice(INFERENCE), default="auto", show_default=True,
-              help="auto: NUTS with --groups (unless --batch-size, --n-iter or a "
-                   "--temperature is given), ADVI otherwise.")
+              help="auto: NUTS with --groups (unless --batch-size, --n-iter, --n-init or "
+                   "a --temperature is given), ADVI otherwise.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help=f"Minibatch size (implies minibatch ADVI; default {MINIBATCH_SIZE} "
                    "with --inference minibatch).")
@@ -494,6 +494,9 @@ def _choose_task(task: str, y, target: str, path) -> str:
               help="ADVI steps (default: the estimator's).")
 @click.option("--draws", type=click.IntRange(min=1), default=500, show_default=True,
               help="Posterior draws kept for prediction.")
+@click.option("--n-init", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Starting weights per ADVI fit; the one with the best ELBO is kept "
+                   "(costs n-init times the fits).")
 @click.option("--temperature", default="auto", show_default=True,
               help="Posterior temperature: 'auto' (chosen by cross-fitting) or a number.")
 @click.option("--prior-sigma", default="auto", show_default=True,
@@ -507,7 +510,7 @@ def _choose_task(task: str, y, target: str, path) -> str:
               help="Refuse a categorical column with more distinct values.")
 @click.option("--seed", type=int, default=0, show_default=True)
 def fit_command(data, target, output, task, hidden, inference, batch_size, n_iter, draws,
-                temperature, prior_sigma, groups, features, drop, max_categories, seed):
+                n_init, temperature, prior_sigma, groups, features, drop, max_categories, seed):
     """Fit a Bayesian MLP on the table DATA and save it to a model file."""
     hidden_sizes = _parse_hidden(hidden)
     temperature = _positive_or(temperature, ("auto",), "--temperature")
@@ -543,13 +546,16 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
 
     if inference == "nuts" and temperature not in ("auto", 1.0):
         raise BadInput("--temperature applies to ADVI only; NUTS uses its draws as they are.")
+    if inference == "nuts" and n_init != 1:
+        raise BadInput("--n-init applies to ADVI only; NUTS runs its chains from starts of "
+                       "their own.")
 
     cls = BayesianMLPClassifier if task == "classification" else BayesianMLPRegressor
     est = cls(
         hidden_layer_sizes=hidden_sizes,
         inference="advi" if inference == "minibatch" else inference,
         n_iter=n_iter, n_draws=draws, posterior_temperature=temperature, random_state=seed,
-        prior_sigma=prior_sigma, progressbar=sys.stderr.isatty())
+        prior_sigma=prior_sigma, n_init=n_init, progressbar=sys.stderr.isatty())
     pipeline = make_tabular_pipeline(est, max_categories=max_categories)
     pre = pipeline.named_steps["preprocess"]
     try:
@@ -741,7 +747,7 @@ def info_command(model, as_json):
     for c in pre.get("categorical", []):
         lines.append(f"  categorical {c['name']}: {', '.join(c['categories'])}")
     shown = ("hidden_layer_sizes", "activation", "prior", "prior_sigma", "inference", "n_iter",
-             "batch_size", "n_draws", "posterior_temperature", "random_state")
+             "batch_size", "n_draws", "posterior_temperature", "n_init", "random_state")
     lines.append("  settings: " + ", ".join(f"{k}={params[k]}" for k in shown if k in params))
     lines.append(f"  posterior temperature used: {meta.get('posterior_temperature', 1.0):g}")
     if meta.get("evidence"):

@@ -16,8 +16,8 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from pymc_bnn._validation import InputScaleWarning, check_input_scale
 from pymc_bnn.dask import is_dask_collection
-from pymc_bnn.inference import (METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, fit_concurrently,
-                                sample_more)
+from pymc_bnn.inference import (METHODS, NUTS_INITS, NUTS_SAMPLERS, _warn_diagnostics, fit,
+                                fit_concurrently, sample_more)
 from pymc_bnn.model import ACTIVATIONS, PRIORS, build_model
 from pymc_bnn.predictive import from_idata, posterior_draws, posterior_predictive
 from pymc_bnn.tempering import choose_temperature, fold_tasks
@@ -36,6 +36,24 @@ def _hidden_layer_sizes_ok(value) -> bool:
     except TypeError:
         return False
     return all(isinstance(s, Integral) and not isinstance(s, bool) and s >= 1 for s in sizes)
+
+
+def _start_seeds(init_seed: int, n_init: int) -> list[int]:
+    """Seeds of the starting weights of ``n_init`` starts: ``init_seed`` first, then
+    seeds spawned from it (so that start 0 is the fit ``n_init=1`` makes)."""
+    return [init_seed] + [int(np.random.SeedSequence([init_seed, k]).generate_state(1)[0] >> 1)
+                          for k in range(1, n_init)]
+
+
+def _final_loss(posterior) -> float:
+    """The final loss (negative ELBO) of a VI fit: its diagnostics' trimmed mean of the
+    last steps, or the mean of the last tenth of the steps where a run was too short
+    for the diagnostics."""
+    final = posterior.diagnostics.get("final_loss")
+    if final is not None:
+        return float(final)
+    loss = np.asarray(posterior.loss, dtype=np.float64)
+    return float(np.mean(loss[-max(1, loss.size // 10):]))
 
 
 class _BayesianMLP(BaseEstimator):
@@ -63,6 +81,7 @@ class _BayesianMLP(BaseEstimator):
         "nuts_sampler": [StrOptions(set(NUTS_SAMPLERS)), None],
         "nuts_init": [StrOptions(set(NUTS_INITS))],
         "posterior_temperature": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "n_init": [Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "progressbar": ["boolean"],
     }
@@ -86,6 +105,7 @@ class _BayesianMLP(BaseEstimator):
         nuts_sampler=None,
         nuts_init="jitter",
         posterior_temperature="auto",
+        n_init=1,
         random_state=None,
         progressbar=False,
     ):
@@ -105,6 +125,7 @@ class _BayesianMLP(BaseEstimator):
         self.nuts_sampler = nuts_sampler
         self.nuts_init = nuts_init
         self.posterior_temperature = posterior_temperature
+        self.n_init = n_init
         self.random_state = random_state
         self.progressbar = progressbar
 
@@ -167,6 +188,7 @@ class _BayesianMLP(BaseEstimator):
         streamed = is_dask_collection(X) or is_dask_collection(y)
         self.inference_ = self._resolve_inference(grouped=groups is not None and not streamed)
         self._check_temperature_for_inference()
+        self._check_n_init_for_inference()
         use_evidence = self._check_evidence_prior(streamed=streamed, grouped=groups is not None)
         if streamed:
             return self._fit_streamed(X, y, groups, use_evidence)
@@ -184,11 +206,13 @@ class _BayesianMLP(BaseEstimator):
         n_groups = None if group_codes is None else len(self.groups_)
         self._choose_prior_scales(use_evidence, X, y_model, target_kwargs, seeds["init"])
 
+        kept = {}
+
         def fit_rows(rows, fit_seed):
             """Build and fit the network on ``X[rows]`` (all rows: ``rows=None``)."""
             sub = slice(None) if rows is None else rows
             n_rows = X.shape[0] if rows is None else len(rows)
-            return self._fit_network(
+            posterior, start_losses = self._fit_from_starts(
                 X[sub], y_model[sub], target_kwargs, fit_seed, seeds["init"],
                 groups=None if group_codes is None else group_codes[sub], n_groups=n_groups,
                 batch_size=None if self.batch_size is None else min(int(self.batch_size),
@@ -196,6 +220,9 @@ class _BayesianMLP(BaseEstimator):
                 # only the kept fit warns: a fold fit that has not quite levelled off
                 # moves the temperature score a little, and the user cannot act on it
                 warn=rows is None)
+            if rows is None:
+                kept["start_losses"] = start_losses
+            return posterior
 
         # the kept fit and the cross-fitting fits of the temperature (each scored on
         # its held-out rows right after it) are independent: they run at the same
@@ -205,9 +232,49 @@ class _BayesianMLP(BaseEstimator):
         tasks += fold_tasks(fit_rows, X, y_model, folds=folds or [],
                             seed=seeds["temperature"], groups=group_codes)
         posterior, *fold_scores = fit_concurrently(tasks)
+        self.start_losses_ = kept["start_losses"]
         self._choose_temperature(fold_scores, folds, X.shape[0])
         self._set_posterior(posterior, seeds["predict"])
         return self
+
+    def _fit_from_starts(self, X, y_model, target_kwargs, fit_seed, init_seed, *, warn=True,
+                         **kwargs):
+        """:meth:`_fit_network` from ``n_init`` starting weights; the fit with the lowest
+        final loss (the highest ELBO) is kept, as in scikit-learn's ``GaussianMixture``.
+
+        Start 0 is ``init_seed`` itself (``n_init=1`` is the plain fit), the others are
+        seeded from it (:func:`_start_seeds`). Every start uses the same ``fit_seed``
+        (ADVI noise, minibatch rows): their ELBOs differ by where they started. Only the
+        best fit so far is held. Returns ``(posterior, final losses of the starts)``;
+        the losses are None for NUTS, whose chains have starts of their own.
+        """
+        if self.inference_ == "nuts":
+            return self._fit_network(X, y_model, target_kwargs, fit_seed, init_seed,
+                                     warn=warn, **kwargs), None
+        if self.n_init == 1:
+            posterior = self._fit_network(X, y_model, target_kwargs, fit_seed, init_seed,
+                                          warn=warn, **kwargs)
+            return posterior, np.array([_final_loss(posterior)])
+        best, losses = None, []
+        for seed in _start_seeds(init_seed, self.n_init):
+            # the starts do not warn: only the kept one's diagnostics matter
+            posterior = self._fit_network(X, y_model, target_kwargs, fit_seed, seed,
+                                          warn=False, **kwargs)
+            losses.append(_final_loss(posterior))
+            if best is None or losses[-1] < min(losses[:-1]):
+                best = posterior
+        if warn:
+            _warn_diagnostics(best.diagnostics, stacklevel=3)
+        return best, np.array(losses)
+
+    def _check_n_init_for_inference(self) -> None:
+        """Refuse several starts with NUTS before anything is fit."""
+        if self.inference_ == "nuts" and self.n_init != 1:
+            raise ValueError(
+                f"n_init={self.n_init!r} applies to variational inference only; NUTS "
+                "runs its chains from starts of their own (see chains). Use n_init=1 with "
+                "inference='nuts'."
+            )
 
     def _fit_network(self, X, y_model, target_kwargs, fit_seed, init_seed, *, groups=None,
                      n_groups=None, batch_size=None, warn=True, total_size=None,
@@ -267,7 +334,7 @@ class _BayesianMLP(BaseEstimator):
         sampler = BlockSampler([stream["X"], stream["codes"]], pool_blocks=4,
                                seed=seeds["init"])
         try:
-            posterior = self._fit_network(
+            posterior, self.start_losses_ = self._fit_from_starts(
                 stream["X0"], stream["y0"], stream["target_kwargs"], seeds["fit"],
                 seeds["init"], batch_size=int(self.batch_size), total_size=stream["n_rows"],
                 minibatch_source=sampler)
@@ -326,12 +393,13 @@ class _BayesianMLP(BaseEstimator):
         hierarchical network (``groups=``, all rows in memory; classifier only) unless a
         setting that only variational inference uses is given (``n_iter``,
         ``learning_rate``, ``batch_size``, a ``posterior_temperature`` other than
-        ``"auto"`` / 1), and mean-field ADVI otherwise."""
+        ``"auto"`` / 1, ``n_init`` > 1), and mean-field ADVI otherwise."""
         if self.inference != "auto":
             return self.inference
         vi_settings = (self.n_iter is not None or self.learning_rate is not None
                        or self.batch_size is not None
-                       or self.posterior_temperature not in ("auto", 1, 1.0))
+                       or self.posterior_temperature not in ("auto", 1, 1.0)
+                       or self.n_init != 1)
         use_nuts = grouped and self._AUTO_NUTS_FOR_GROUPS and not vi_settings
         return "nuts" if use_nuts else "advi"
 
@@ -567,8 +635,8 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
     inference : {"auto", "advi", "fullrank_advi", "nuts"}, default "auto"
         ``"auto"``: NUTS for a hierarchical network (``fit(..., groups=...)``, rows in
         memory) and mean-field ADVI otherwise, or wherever a setting only variational
-        inference uses is given (``n_iter``, ``learning_rate``, ``batch_size``, or a
-        ``posterior_temperature`` other than ``"auto"`` / 1). Why: mean-field ADVI
+        inference uses is given (``n_iter``, ``learning_rate``, ``batch_size``,
+        ``n_init`` > 1, or a ``posterior_temperature`` other than ``"auto"`` / 1). Why: mean-field ADVI
         shrinks how far groups may differ and gains little over separate networks
         (18 rotated-moons tasks: 0.86 test accuracy against 0.84 for separate
         networks; NUTS 0.90), see ``docs/calibration.md``. ``inference_`` holds the
@@ -604,6 +672,17 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
         draws are never tempered ("auto" means 1 there). Why: with Normal(0, 1)
         weights, the untempered mean-field posterior is too wide on clean data and
         its predictive under-confident (``docs/calibration.md``).
+    n_init : int, default 1
+        Starting weights per ADVI fit: each fit (the kept one and each cross-fitting
+        one) is run from ``n_init`` starts and the one with the lowest final loss (the
+        highest ELBO) is kept, as ``n_init`` in scikit-learn's ``GaussianMixture``; it
+        costs ``n_init`` times the fits. A fit can stop in a poor optimum that the ELBO
+        sees: on the demo's moons split the default ``(5, 5)`` network reaches 0.834 at
+        ``random_state=6`` (-ELBO 191, against 111-122 at other seeds) and 0.970 with
+        ``n_init=2``. Over the calibration benchmark's 180 default fits (9 data sets,
+        10 splits, two architectures) one of two starts ended >= 15 nats worse than
+        the other in 8 (``docs/calibration.md``). ``start_losses_`` holds the starts'
+        final losses. Not for NUTS (its chains start apart).
     random_state : int, RandomState instance or None
         Seeds the initial weights, minibatch order, ADVI noise, NUTS and the
         prediction draws: the same int gives identical predictions.
@@ -648,6 +727,10 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
         With ``posterior_temperature="auto"``: the grid of temperatures and their
         held-out negative log predictive densities (None when not chosen by
         cross-fitting, e.g. NUTS, a fixed temperature, or fewer than 2 rows in a class).
+    start_losses_ : ndarray of shape (n_init,) or None
+        Final loss (negative ELBO; ``diagnostics_["final_loss"]``, a trimmed mean of
+        the last steps) of each start of the kept fit; the kept start is the lowest.
+        None for NUTS, and for files saved before ``n_init`` existed.
 
     Examples
     --------
@@ -817,7 +900,7 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
         targets (``docs/calibration.md``). For classifiers it did worse under ADVI.
     hidden_layer_sizes, activation, prior_sigma, precision_shape, precision_rate,
     inference, n_iter, learning_rate, batch_size, n_draws, tune, chains, nuts_sampler,
-    nuts_init, posterior_temperature, random_state, progressbar
+    nuts_init, posterior_temperature, n_init, random_state, progressbar
         As in :class:`BayesianMLPClassifier` (the regressor's held-out criterion is the
         log density of the predictive mixture; folds are plain K-fold), except that
         ``prior_sigma`` defaults to 1.0 and ``"evidence"`` is for classifiers only
@@ -835,7 +918,8 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
     y_mean_, y_scale_ : float
         Mean and standard deviation of the training targets (the standardisation).
     n_features_in_, feature_names_in_, groups_, loss_curve_, approx_, idata_,
-    posterior_, diagnostics_, inference_, posterior_temperature_, temperature_selection_
+    posterior_, diagnostics_, inference_, posterior_temperature_, temperature_selection_,
+    start_losses_
         As in :class:`BayesianMLPClassifier` (NUTS diagnostics use the mean of the
         network, in standardised target units).
 
@@ -880,6 +964,7 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
         nuts_sampler=None,
         nuts_init="jitter",
         posterior_temperature="auto",
+        n_init=1,
         random_state=None,
         progressbar=False,
     ):
@@ -889,8 +974,8 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
             inference=inference, n_iter=n_iter, learning_rate=learning_rate,
             batch_size=batch_size, n_draws=n_draws, tune=tune, chains=chains,
             nuts_sampler=nuts_sampler, nuts_init=nuts_init,
-            posterior_temperature=posterior_temperature, random_state=random_state,
-            progressbar=progressbar,
+            posterior_temperature=posterior_temperature, n_init=n_init,
+            random_state=random_state, progressbar=progressbar,
         )
         self.heteroscedastic = heteroscedastic
         self.noise_scale = noise_scale

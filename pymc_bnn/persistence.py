@@ -54,6 +54,10 @@ def restore_labels(values: list, dtype: str) -> np.ndarray:
     return np.array(values, dtype=np.dtype(dtype))
 
 
+def _float_list(values) -> list[float] | None:
+    return None if values is None else [float(v) for v in values]
+
+
 def save(estimator, path, *, extra: dict | None = None) -> Path:
     """Write a fitted estimator to ``path`` (netCDF-4); see :func:`load`.
 
@@ -98,6 +102,8 @@ def save(estimator, path, *, extra: dict | None = None) -> Path:
                                   else estimator.temperature_selection_.as_dict()),
         # str / int / float / bool / None values (pymc_bnn.inference.diagnose)
         "diagnostics": dict(getattr(estimator, "diagnostics_", {})),
+        # the final loss of each of the kept fit's n_init starts (None: NUTS)
+        "start_losses": _float_list(getattr(estimator, "start_losses_", None)),
         # how the evidence chose the scales, if it did (the spec holds the scales used)
         "evidence": (None if getattr(estimator, "evidence_", None) is None
                      else estimator.evidence_.as_dict()),
@@ -251,6 +257,10 @@ def load(cls, path):
                 log_evidence=float(evidence["log_evidence"]),
                 curvature=tuple(str(v) for v in evidence["curvature"]),
                 map_iterations=int(evidence["map_iterations"]))
+        # files written before n_init existed have none
+        start_losses = meta.get("start_losses")
+        if start_losses is not None:
+            start_losses = np.array([float(v) for v in start_losses], dtype=np.float64)
         # files written before diagnostics existed have none: {} (not computed)
         diagnostics = meta.get("diagnostics") or {}
         if not isinstance(diagnostics, dict):
@@ -279,6 +289,7 @@ def load(cls, path):
     est.evidence_ = evidence
     est.loss_curve_ = loss
     est.diagnostics_ = dict(diagnostics)
+    est.start_losses_ = start_losses
     est.idata_ = idata
     est.predictive_ = predictive
     return est

@@ -162,7 +162,7 @@ def test_report_writes_pngs_and_a_self_contained_page(churn_model, work):
 def test_info_names_columns_settings_and_versions(churn_model, work):
     out = run("info", "churn.nc", cwd=work).stdout
     for text in ("BayesianMLPClassifier", "target: churned", "categorical region: east, north",
-                 "numeric income", "hidden_layer_sizes=[5]", "pymc "):
+                 "numeric income", "hidden_layer_sizes=[5]", "n_init=1", "pymc "):
         assert text in out
     meta = json.loads(run("info", "churn.nc", "--json", cwd=work).stdout)
     assert meta["extra"]["info"]["columns"][0] == "age"
@@ -257,6 +257,8 @@ BAD = {
     "evidence with groups": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc",
                               "--prior-sigma", "evidence", "--groups", "region"],
                              "not available with --groups"),
+    "n-init with nuts": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--inference",
+                          "nuts", "--n-init", "2"], "--n-init applies to ADVI only"),
     "output folder missing": (["fit", "ok.csv", "-t", "churned", "-o", "no/dir/m.nc"],
                               "folder no/dir does not exist"),
     "output is a folder": (["fit", "ok.csv", "-t", "churned", "-o", "."], "it is a folder"),

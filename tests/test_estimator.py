@@ -155,6 +155,7 @@ def test_sparse_input_is_densified_and_limited(tiny, fast_clf, monkeypatch):
 @pytest.mark.parametrize("param, value", [
     ("activation", "softsign"), ("inference", "laplace"), ("prior_sigma", 0.0),
     ("n_iter", 0), ("batch_size", -5), ("nuts_sampler", "stan"), ("hidden_layer_sizes", (4, 0)),
+    ("n_init", 0),
 ])
 def test_bad_parameters_are_named_with_valid_options(tiny, param, value):
     X, y = tiny
@@ -322,6 +323,68 @@ def test_pickle_round_trip(fast_clf, tiny):
     assert fast_clf.approx_ is not None, "pickling must not change the original"
 
 
+# ------------------------------------------------------------------ several starts
+def _spy_fits(monkeypatch):
+    """Record every network fit of the estimator: (init seed, rows, posterior)."""
+    calls = []
+    real = E._BayesianMLP._fit_network
+
+    def spy(self, X, y_model, target_kwargs, fit_seed, init_seed, **kw):
+        posterior = real(self, X, y_model, target_kwargs, fit_seed, init_seed, **kw)
+        calls.append((init_seed, len(X), posterior))
+        return posterior
+
+    monkeypatch.setattr(E._BayesianMLP, "_fit_network", spy)
+    return calls
+
+
+def test_n_init_keeps_the_start_with_the_lowest_final_loss(tiny, fast_clf, monkeypatch):
+    X, y = tiny
+    calls = _spy_fits(monkeypatch)
+    clf = fast(n_init=3).fit(X, y)
+    assert len(calls) == 3  # posterior_temperature=1.0: the kept fit only, from 3 starts
+    seeds = [c[0] for c in calls]
+    assert seeds[0] == clf._seeds()["init"] and len(set(seeds)) == 3
+    finals = [E._final_loss(c[2]) for c in calls]
+    np.testing.assert_array_equal(clf.start_losses_, finals)
+    best = int(np.argmin(finals))
+    assert clf.posterior_ is calls[best][2]
+    np.testing.assert_array_equal(clf.loss_curve_, calls[best][2].loss)
+    # start 0 is the fit n_init=1 makes (same seeds, same loss curve)
+    np.testing.assert_array_equal(calls[0][2].loss, fast_clf.loss_curve_)
+    assert fast_clf.start_losses_.shape == (1,)
+    assert clf.start_losses_[0] == fast_clf.start_losses_[0]
+    # the losses differ by start, so the choice is a real one
+    assert len(set(finals)) == 3
+
+
+def test_n_init_applies_to_the_cross_fitting_fits_too(tiny, monkeypatch):
+    X, y = tiny
+    calls = _spy_fits(monkeypatch)
+    clf = fast(n_init=2, posterior_temperature="auto").fit(X, y)
+    assert clf.temperature_selection_ is not None
+    # the kept fit on all 40 rows and three fold fits, each from two starts
+    assert sorted(n for _, n, _ in calls).count(40) == 2 and len(calls) == 8
+    again = fast(n_init=2, posterior_temperature="auto").fit(X, y)
+    np.testing.assert_array_equal(again.predict_proba(X), clf.predict_proba(X))
+
+
+def test_n_init_is_refused_with_nuts_before_fitting(tiny, monkeypatch):
+    X, y = tiny
+    calls = _spy_fits(monkeypatch)
+    with pytest.raises(ValueError, match="n_init=2 applies to variational inference only"):
+        fast(inference="nuts", n_init=2).fit(X, y)
+    assert calls == []
+
+
+def test_start_losses_survive_save_load(tmp_path, tiny):
+    X, y = tiny
+    clf = fast(n_init=2).fit(X, y)
+    loaded = BayesianMLPClassifier.load(clf.save(tmp_path / "m.nc"))
+    np.testing.assert_array_equal(loaded.start_losses_, clf.start_losses_)
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
+
+
 # ------------------------------------------------------------------ composition
 def test_get_params_and_clone_see_every_setting():
     clf = fast(batch_size=16, prior_sigma=0.5, inference="fullrank_advi")
@@ -329,7 +392,7 @@ def test_get_params_and_clone_see_every_setting():
     assert set(params) == {
         "hidden_layer_sizes", "activation", "prior", "prior_sigma", "precision_shape",
         "precision_rate", "inference", "n_iter", "learning_rate", "batch_size", "n_draws",
-        "tune", "chains", "nuts_sampler", "nuts_init", "posterior_temperature",
+        "tune", "chains", "nuts_sampler", "nuts_init", "posterior_temperature", "n_init",
         "random_state", "progressbar",
     }
     assert clone(clf).get_params() == params

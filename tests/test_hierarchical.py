@@ -128,6 +128,7 @@ def test_multiclass_hierarchical_fits_through_pm_fit():
     # a setting only variational inference uses asks for it
     ({"n_iter": 100}, True, "advi"), ({"learning_rate": 0.1}, True, "advi"),
     ({"batch_size": 8}, True, "advi"), ({"posterior_temperature": 0.5}, True, "advi"),
+    ({"n_init": 2}, True, "advi"), ({"n_init": 1}, True, "nuts"),
     # an explicit method is kept
     ({"inference": "advi"}, True, "advi"), ({"inference": "nuts"}, False, "nuts"),
     ({"inference": "fullrank_advi"}, True, "fullrank_advi"),

@@ -179,6 +179,18 @@ def test_same_seed_identical_and_inputs_untouched():
     np.testing.assert_array_equal(y, y0)
 
 
+def test_regressor_n_init_keeps_its_best_start():
+    """The regressor shares the classifier's starts (estimator._fit_from_starts)."""
+    X, y = xsin(80)
+    kw = dict(hidden_layer_sizes=(3,), n_iter=3000, n_draws=20, random_state=0,
+              posterior_temperature=1.0)
+    one = BayesianMLPRegressor(**kw).fit(X, y)
+    two = BayesianMLPRegressor(n_init=2, **kw).fit(X, y)
+    assert one.start_losses_.shape == (1,) and two.start_losses_.shape == (2,)
+    assert two.start_losses_[0] == one.start_losses_[0]
+    assert two.diagnostics_["final_loss"] == two.start_losses_.min()
+
+
 def test_regressor_save_load_roundtrip(reg, tmp_path):
     X, _ = xsin(20, seed=3)
     path = reg.save(tmp_path / "reg.nc")
