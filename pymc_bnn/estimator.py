@@ -251,19 +251,15 @@ class _BayesianMLP(BaseEstimator):
         if self.inference_ == "nuts":
             return self._fit_network(X, y_model, target_kwargs, fit_seed, init_seed,
                                      warn=warn, **kwargs), None
-        if self.n_init == 1:
-            posterior = self._fit_network(X, y_model, target_kwargs, fit_seed, init_seed,
-                                          warn=warn, **kwargs)
-            return posterior, np.array([_final_loss(posterior)])
         best, losses = None, []
         for seed in _start_seeds(init_seed, self.n_init):
-            # the starts do not warn: only the kept one's diagnostics matter
+            # of several starts only the kept one's diagnostics matter (warned below)
             posterior = self._fit_network(X, y_model, target_kwargs, fit_seed, seed,
-                                          warn=False, **kwargs)
+                                          warn=warn and self.n_init == 1, **kwargs)
             losses.append(_final_loss(posterior))
             if best is None or losses[-1] < min(losses[:-1]):
                 best = posterior
-        if warn:
+        if warn and self.n_init > 1:
             _warn_diagnostics(best.diagnostics, stacklevel=3)
         return best, np.array(losses)
 
@@ -636,11 +632,11 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
         ``"auto"``: NUTS for a hierarchical network (``fit(..., groups=...)``, rows in
         memory) and mean-field ADVI otherwise, or wherever a setting only variational
         inference uses is given (``n_iter``, ``learning_rate``, ``batch_size``,
-        ``n_init`` > 1, or a ``posterior_temperature`` other than ``"auto"`` / 1). Why: mean-field ADVI
-        shrinks how far groups may differ and gains little over separate networks
-        (18 rotated-moons tasks: 0.86 test accuracy against 0.84 for separate
-        networks; NUTS 0.90), see ``docs/calibration.md``. ``inference_`` holds the
-        method used.
+        ``n_init`` > 1, or a ``posterior_temperature`` other than ``"auto"`` / 1). Why:
+        mean-field ADVI shrinks how far groups may differ and gains little over
+        separate networks (18 rotated-moons tasks: 0.86 test accuracy against 0.84 for
+        separate networks; NUTS 0.90), see ``docs/calibration.md``. ``inference_``
+        holds the method used.
     n_iter : int, optional
         Optimisation steps (VI). None: 10,000 for ADVI, 20,000 for full-rank ADVI.
     learning_rate : float, optional
