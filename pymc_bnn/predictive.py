@@ -32,8 +32,9 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 
+from pymc_bnn import _jax_device
 from pymc_bnn.compile_cache import compiled_function
-from pymc_bnn.model import NetworkSpec, forward, noise_sd
+from pymc_bnn.model import ACTIVATIONS, NetworkSpec, forward, noise_sd
 
 __all__ = [
     "PosteriorPredictive",
@@ -61,6 +62,13 @@ UNROLL_MAX = 16
 #: 2,000 71 ms (the outputs no longer stay in cache), 209 rows (the 16 MB bound of the
 #: matmul path) 47 ms.
 FUSED_CHUNK_BYTES = 8 * 2**20
+#: Bound on the working memory of one call of the wide predictive (a layer wider than
+#: :data:`UNROLL_MAX`, on JAX), by JAX platform: its live buffers are a few
+#: (n_draws, rows, width) activations. On a CPU the first layer is one GEMM whose cost
+#: does not fall with more rows once the draws' weights are streamed once per call
+#: (784-100-10, 500 draws: ~100 rows per call already run at the GEMM's speed); a GPU
+#: needs thousands of rows per call to stay busy. benchmarks/results/predictive_wide.md
+WIDE_CHUNK_BYTES = {"cpu": 64 * 2**20, "gpu": 1 << 30}
 
 
 def _backend() -> tuple[str, str]:
@@ -156,6 +164,79 @@ def _compiled_forward(n_layers: int, activation: str, head: str, mode: str = "NU
     return compiled_function(("_compiled_forward", n_layers, activation, head, dtype, grouped,
                               shapes),
                              inputs, outputs, mode=mode, on_unused_input="ignore")
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_wide(n_layers: int, activation: str, head: str, dtype: str, reduce: str):
+    """Compile the wide predictive ``f(X, W0, b0, W1, b1, ...) -> outputs`` (JAX).
+
+    The first layer's weights come laid out as one matrix ``W0`` of shape
+    (n_features, n_draws * fan_out), the draws side by side, so that every draw's first
+    layer is one GEMM of the shared rows, ``X @ W0`` (the input layer of a wide network
+    holds most of its weights and its FLOPs; a matmul broadcast over the draws, or an
+    einsum over (n_draws, n_features, fan_out) weights, relays those weights on every
+    call). Later layers are batched matmuls over the draw axis, as in the model.
+
+    ``reduce``: ``"none"``, the per-draw outputs (n_draws, n_points, k) as
+    :func:`_compiled_forward` returns them; ``"mean"``, their mean over draws
+    (n_points, k); ``"moments"``, ``[mean, var]`` over draws (n_points, k) and, for a
+    classification head, the mean over draws of each draw's entropy (n_points,). The
+    reductions are accumulated in float64 inside the call: only (n_points, k) values
+    leave the device, whatever the number of draws.
+    """
+    act = ACTIVATIONS[activation]
+    X = pt.matrix("X", dtype=dtype)
+    W0 = pt.matrix("W0", dtype=dtype)
+    b0 = pt.matrix("b0", dtype=dtype)
+    rest = [(pt.tensor3(f"W{i}", dtype=dtype), pt.matrix(f"b{i}", dtype=dtype))
+            for i in range(1, n_layers)]
+    n_draws, width = b0.shape[0], b0.shape[1]
+    z = pt.dot(X, W0).reshape((X.shape[0], n_draws, width)).dimshuffle(1, 0, 2)
+    z = z + b0[:, None, :]
+    logits = forward(act(z), rest, activation=activation) if rest else z
+    if head == "categorical":
+        out = pt.special.softmax(logits, axis=-1)
+    elif head == "normal":
+        out = logits
+    else:
+        out = pt.stack(_head_columns(head, logits, None), axis=-1)
+    if reduce != "none":
+        wide = out.astype("float64")
+        mean = wide.mean(axis=0)
+        outputs = [mean]
+        if reduce == "moments":
+            outputs.append(pt.sqr(wide - mean).mean(axis=0))
+            if head in ("bernoulli", "categorical"):
+                xlogx = pt.switch(wide > 0, wide * pt.log(wide), 0.0)
+                outputs.append(-xlogx.sum(axis=-1).mean(axis=0))
+        out = outputs
+    inputs = [X, W0, b0] + [v for pair in rest for v in pair]
+    # the bias's broadcast against the GEMM's output checks that their n_draws agree
+    with _jax_device.untraceable_checks_ignored():
+        return compiled_function(("_compiled_wide", n_layers, activation, head, dtype, reduce),
+                                 inputs, out, mode="JAX", on_unused_input="ignore")
+
+
+#: Calls of the wide predictive dispatched before the oldest one's outputs are read:
+#: JAX runs them asynchronously, so the host converts and sends the next rows while the
+#: device computes. On an H200, 784-100-10 at 500 draws, one call in flight left the GPU
+#: waiting on the host (2.2e5 rows/s, against 5.6e5 for the device alone).
+WIDE_IN_FLIGHT = 3
+#: Fewest rows of a call of the wide predictive (see :func:`_padded_rows`).
+WIDE_MIN_ROWS = 64
+
+
+def _padded_rows(rows: int, step: int) -> int:
+    """Rows of the call that predicts ``rows`` rows of a wide network (chunks of
+    ``step``): ``step``, or for a last, shorter chunk the next power of two from
+    :data:`WIDE_MIN_ROWS` up. A few shapes, each compiled once, and a short input does
+    not pay for a whole chunk (one row at 500 draws of 784-100-10: a 64-row call, not a
+    chunk of a few hundred or, on a GPU, thousands). The rows of a call are
+    independent, but XLA's matrix kernels may round a row differently for another
+    number of rows: a point's probabilities agree across input sizes to float32
+    rounding (bit for bit from 64 rows up on the CPUs measured), not always exactly
+    as in the small networks' fused predictive, whose calls all have one shape."""
+    return min(step, max(WIDE_MIN_ROWS, 1 << (rows - 1).bit_length()))
 
 
 def summarize_proba(proba: np.ndarray) -> dict[str, np.ndarray]:
@@ -255,7 +336,8 @@ class PosteriorPredictive:
         _, dtype = _backend()
         if dtype == "float64":
             return dtype
-        big = X.size and np.max(np.abs(X)) > 1e30
+        # max and -min rather than abs: no temporary copy of X
+        big = X.size and max(X.max(), -X.min()) > 1e30
         return "float64" if big or self._weights_exceed_float32 else dtype
 
     @functools.cached_property
@@ -273,7 +355,38 @@ class PosteriorPredictive:
             kind = "regression" if self.spec.is_regression else "classification"
             raise ValueError(f"{method} is not available for a {kind} network.")
 
+    @property
+    def _wide(self) -> bool:
+        """Whether the wide predictive (:func:`_compiled_wide`) serves this network: on
+        JAX, a plain (not hierarchical) network with a layer wider than :data:`UNROLL_MAX`."""
+        return (_backend()[0] == "JAX" and not self.spec.hierarchical
+                and _static_shapes(self.spec) is None)
+
+    def _device_inputs(self, dtype: str) -> list:
+        """The wide predictive's weight inputs in ``dtype``, put on JAX's device once per
+        predictive (a 784-100-10 network's 500 draws are 160 MB of float32, which a
+        call per chunk would otherwise send again): the first layer laid out as
+        (n_features, n_draws * fan_out) (see :func:`_compiled_wide`), then ``b0, W1,
+        b1, ...`` as they are."""
+        cache = self.__dict__.setdefault("_device_cache", {})
+        if dtype not in cache:
+            (W0, b0), *rest = self.weights
+            n_draws, fan_in, fan_out = W0.shape
+            first = np.ascontiguousarray(W0.transpose(1, 0, 2), dtype=dtype)
+            arrays = [first.reshape(fan_in, n_draws * fan_out), b0,
+                      *(a for pair in rest for a in pair)]
+            cache[dtype] = _jax_device.on_device(
+                [np.ascontiguousarray(a, dtype=dtype) for a in arrays])
+        return cache[dtype]
+
     def _chunk_rows(self) -> int:
+        if self._wide:
+            # a few live (n_draws, rows, width) float32 buffers (the GEMM's output, the
+            # activation, the next layer's) and the row itself
+            widest = max([*self.spec.hidden_layer_sizes, self._width])
+            per_row = 3 * 4 * self.n_draws * widest + 8 * self.spec.n_features
+            budget = WIDE_CHUNK_BYTES["cpu" if _jax_device.platform() == "cpu" else "gpu"]
+            return max(1, budget // per_row)
         if _static_shapes(self.spec) is not None:
             # one fused loop: only the output columns are stored (counted at 8 bytes,
             # so a float64 call stays within the bound too)
@@ -326,6 +439,13 @@ class PosteriorPredictive:
             )
         index = self._group_index(groups, X.shape[0])
         dtype = dtype or self._dtype_for(X)
+        if self._wide:
+            for start, rows, out in self._wide_calls(X, "none", head=head, dtype=dtype):
+                cols = [out[0][:, :rows, c] for c in range(out[0].shape[-1])]
+                if self.noise is not None:
+                    cols.append(np.broadcast_to(self.noise[:, None], cols[0].shape))
+                yield start, (cols if columns else np.stack(cols, axis=-1).astype(np.float64))
+            return
         f = self._function(dtype, head)
         flat = self._inputs(dtype)
         step = self._chunk_rows()
@@ -353,6 +473,48 @@ class PosteriorPredictive:
                 for k, col in enumerate(cols):
                     out[..., k] = col
                 yield start, out
+
+    def _wide_calls(self, X: np.ndarray, reduce: str, *, head: str | None = None,
+                    dtype: str | None = None):
+        """``(start, rows, outputs)`` per chunk of rows, through the wide predictive
+        (:func:`_compiled_wide` with ``reduce``): the outputs as NumPy arrays of the
+        padded chunk (the first ``rows`` points are real).
+
+        The weights stay on the device (:meth:`_device_inputs`); the compiled program is
+        called directly with them, and up to :data:`WIDE_IN_FLIGHT` later chunks are
+        dispatched before a chunk's outputs are read.
+        """
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.spec.n_features:
+            raise ValueError(
+                f"X must have shape (n_points, {self.spec.n_features}); got {X.shape}."
+            )
+        dtype = dtype or self._dtype_for(X)
+        f = _compiled_wide(len(self.weights), self.spec.activation, head or _head(self.spec),
+                           dtype, reduce)
+        weights = self._device_inputs(dtype)
+        program = _jax_device.jitted_program(f)
+        if program is None:  # another PyTensor layout: the checked call, host arrays
+            host = [np.asarray(w) for w in weights]
+            program = lambda chunk, *_: f(chunk, *host)  # noqa: E731
+        step = self._chunk_rows()
+        n = X.shape[0]
+        pending = collections.deque()
+        with _jax_device.matmul_precision():
+            for start in range(0, n, step):
+                rows = min(step, n - start)
+                if rows == step:  # a new array each call: JAX may read it after return
+                    chunk = X[start : start + rows].astype(dtype)
+                else:
+                    chunk = np.zeros((_padded_rows(rows, step), X.shape[1]), dtype=dtype)
+                    chunk[:rows] = X[start : start + rows]
+                pending.append((start, rows, program(chunk, *weights)))
+                if len(pending) > WIDE_IN_FLIGHT:
+                    first, count, out = pending.popleft()
+                    yield first, count, [np.asarray(o) for o in out]
+            while pending:
+                first, count, out = pending.popleft()
+                yield first, count, [np.asarray(o) for o in out]
 
     def _outputs(self, X: np.ndarray, groups=None) -> np.ndarray:
         """The network's outputs before any link, in float64, for every draw: shape
@@ -401,6 +563,17 @@ class PosteriorPredictive:
             "entropy": np.empty(n),
             "mutual_info": np.empty(n),
         }
+        if self._wide:  # reduced over the draws inside the compiled call
+            self._group_index(groups, n)
+            for start, rows, (mean, var, expected) in self._wide_calls(X, "moments"):
+                stop = start + rows
+                mean = mean[:rows]
+                entropy = -_xlogx(mean).sum(axis=-1)
+                out["mean"][start:stop] = mean
+                out["std"][start:stop] = np.sqrt(var[:rows])
+                out["entropy"][start:stop] = entropy
+                out["mutual_info"][start:stop] = np.maximum(entropy - expected[:rows], 0.0)
+            return out
         for start, chunk in self._chunks(X, groups):
             stop = start + chunk.shape[1]
             for key, value in summarize_proba(chunk).items():
@@ -411,6 +584,11 @@ class PosteriorPredictive:
         """Posterior predictive class probabilities, shape (n_points, n_classes)."""
         self._require(False, "mean_proba")
         out = np.empty((X.shape[0], self.spec.n_classes))
+        if self._wide:  # the mean over draws, inside the compiled call
+            self._group_index(groups, X.shape[0])
+            for start, rows, (mean,) in self._wide_calls(X, "mean"):
+                out[start : start + rows] = mean[:rows]
+            return out
         for start, cols in self._chunks(X, groups, columns=True):
             for k, col in enumerate(cols):  # accumulated in float64
                 out[start : start + col.shape[1], k] = col.mean(axis=0, dtype=np.float64)
@@ -443,6 +621,21 @@ class PosteriorPredictive:
         self._require(True, "normal_summary")
         n = X.shape[0]
         out = {k: np.empty(n) for k in ("mean", "std", "epistemic_std", "aleatoric_std")}
+        if self._wide:  # moments over the draws, inside the compiled call
+            self._group_index(groups, n)
+            noise_var = None if self.noise is None else np.mean(self.noise**2)
+            for start, rows, (mean, var) in self._wide_calls(X, "moments"):
+                stop = start + rows
+                mean, var = mean[:rows], var[:rows]
+                epistemic = var[:, 0]
+                # E[sd^2] of each point: var + mean^2 of the sd column, or the noise draws'
+                aleatoric = (var[:, 1] + mean[:, 1] ** 2 if noise_var is None
+                             else np.full(rows, noise_var))
+                out["mean"][start:stop] = mean[:, 0]
+                out["epistemic_std"][start:stop] = np.sqrt(epistemic)
+                out["aleatoric_std"][start:stop] = np.sqrt(aleatoric)
+                out["std"][start:stop] = np.sqrt(epistemic + aleatoric)
+            return out
         for start, chunk in self._chunks(X, groups):
             stop = start + chunk.shape[1]
             mu, sd = chunk[..., 0], chunk[..., 1]

@@ -71,9 +71,14 @@ def test_vi_draws_match_pymc_sample_node(advi_clf, moons):
     assert diff.max() < 5 * 0.016 and diff.mean() < 0.01
 
 
-@pytest.mark.parametrize("hidden", [(4, 3), (P.UNROLL_MAX + 1, 3)])  # unrolled; matmuls
-def test_large_inputs_are_processed_in_chunks(monkeypatch, hidden):
+@pytest.mark.parametrize("hidden, backend", [
+    ((4, 3), None),  # unrolled
+    ((P.UNROLL_MAX + 1, 3), ("NUMBA", "float64")),  # matmuls (the wide path needs JAX)
+])
+def test_large_inputs_are_processed_in_chunks(monkeypatch, hidden, backend):
     """The chunked path is really taken, and gives the same answer as one pass."""
+    if backend is not None:
+        monkeypatch.setattr(P, "_backend", lambda: backend)
     spec = _spec(hidden=hidden)
     pred = P.from_idata(spec, _idata(spec))
     X = np.random.default_rng(2).normal(size=(1000, 2))
@@ -104,16 +109,22 @@ def test_large_inputs_are_processed_in_chunks(monkeypatch, hidden):
     np.testing.assert_allclose(summary["mean"], whole.mean(0), rtol=0, atol=ATOL)
 
 
-def test_wide_inputs_are_counted_once_per_row_not_per_draw():
+@pytest.mark.parametrize("backend", [("NUMBA", "float64"), ("JAX", "float32")])
+def test_wide_inputs_are_counted_once_per_row_not_per_draw(monkeypatch, backend):
     """A chunk's rows do not shrink with the number of features per draw: X is not
     broadcast over the draws. (3,000 features into 32 units: the old count gave 1 row
     per call, and a default fit's temperature scoring took 239 s instead of ~1 s.)"""
+    monkeypatch.setattr(P, "_backend", lambda: backend)
     narrow = P.from_idata(_spec(hidden=(32,), n_features=20), _idata(_spec((32,), 2, 20)))
     wide = P.from_idata(_spec(hidden=(32,), n_features=3000),
                         _idata(_spec((32,), 2, 3000), n_chains=1, n_draws=4))
-    per_draw = 4 * 8 * 32
-    assert narrow._chunk_rows() == P.CHUNK_BYTES // (50 * per_draw + 8 * 20)
-    assert wide._chunk_rows() == P.CHUNK_BYTES // (4 * per_draw + 8 * 3000) > 500
+    if backend[0] == "NUMBA":
+        per_draw, budget = 4 * 8 * 32, P.CHUNK_BYTES
+    else:  # the wide predictive: three float32 activations per draw and row
+        per_draw, budget = 3 * 4 * 32, P.WIDE_CHUNK_BYTES["cpu"]
+        assert narrow._wide and wide._wide
+    assert narrow._chunk_rows() == budget // (50 * per_draw + 8 * 20)
+    assert wide._chunk_rows() == budget // (4 * per_draw + 8 * 3000) > 500
 
 
 def test_every_call_has_one_shape_and_subsets_are_invariant(monkeypatch):
@@ -164,12 +175,13 @@ def test_compiled_function_is_reused_across_posteriors():
         P.from_idata(spec, _idata(spec, seed=seed, n_draws=10 + seed)).mean_proba(np.zeros((4, 2)))
     info = P._compiled_forward.cache_info()
     assert info.misses == 1 and info.hits >= 2
-    P._compiled_forward.cache_clear()
     wide = P.UNROLL_MAX + 1
+    compiled = P._compiled_wide if P._backend()[0] == "JAX" else P._compiled_forward
+    compiled.cache_clear()
     for seed in range(3):
         spec = _spec(hidden=(wide + seed, 3 + seed))
         P.from_idata(spec, _idata(spec, seed=seed)).mean_proba(np.zeros((4, 2)))
-    info = P._compiled_forward.cache_info()
+    info = compiled.cache_info()
     assert info.misses == 1 and info.hits >= 2
 
 
@@ -408,3 +420,134 @@ def test_vi_idata_equals_approx_sample(tiny, temperature, monkeypatch):
     _refuse_approx_sample(monkeypatch, post)
     fast = P.posterior_draws(post, n_draws=40, random_seed=3, temperature=temperature)
     _assert_same_datatree(fast, slow)
+
+
+# ------------------------------------------------------------- the wide predictive
+needs_jax = pytest.mark.skipif(P._backend()[0] != "JAX",
+                               reason="the wide predictive runs on the JAX backend")
+
+
+def _numpy_outputs(X, weights, activation="tanh"):
+    """Per-draw network outputs before any link, float64: (n_draws, n_points, k)."""
+    acts = {"tanh": np.tanh, "relu": lambda a: np.maximum(a, 0)}
+    out = []
+    for s in range(weights[0][0].shape[0]):
+        h = X
+        for i, (W, b) in enumerate(weights):
+            h = h @ W[s] + b[s]
+            if i < len(weights) - 1:
+                h = acts[activation](h)
+        out.append(h)
+    return np.stack(out)
+
+
+@needs_jax
+@pytest.mark.parametrize("n_classes, activation", [(2, "tanh"), (4, "relu")])
+def test_wide_predictive_equals_numpy_loop_and_is_taken(monkeypatch, n_classes, activation):
+    """A network with a layer wider than UNROLL_MAX goes through _compiled_wide: per-draw
+    probabilities for sample_proba, the mean over draws for mean_proba and the moments
+    for summary, all reduced inside the compiled call, equal to a NumPy loop."""
+    spec = _spec(hidden=(P.UNROLL_MAX + 8, 5), n_classes=n_classes, n_features=20,
+                 activation=activation)
+    pred = P.from_idata(spec, _idata(spec))
+    assert pred._wide
+    reduced = []
+    real = P._compiled_wide
+    monkeypatch.setattr(P, "_compiled_wide", lambda *a: (reduced.append(a[-1]), real(*a))[1])
+    # inputs of a standardised table's scale for weights of N(0, 1) draws (larger
+    # logits would only magnify float32 rounding)
+    X = np.random.default_rng(7).normal(scale=0.25, size=(300, 20))
+    ref = numpy_forward_proba(X, pred.weights, activation)
+    np.testing.assert_allclose(pred.sample_proba(X), ref, rtol=0, atol=ATOL)
+    np.testing.assert_allclose(pred.mean_proba(X), ref.mean(0), rtol=0, atol=ATOL)
+    ours, theirs = pred.summary(X), summarize_proba(ref)
+    for key in ("mean", "std"):
+        np.testing.assert_allclose(ours[key], theirs[key], rtol=0, atol=ATOL)
+    # entropies of float32 probabilities: ~log(k) x their relative rounding
+    for key in ("entropy", "mutual_info"):
+        np.testing.assert_allclose(ours[key], theirs[key], rtol=0, atol=2e-5)
+    assert reduced == ["none", "mean", "moments"]
+    # the diagnostics' float64 outputs (logits) through the same function
+    np.testing.assert_allclose(pred._outputs(X), _numpy_outputs(X, pred.weights, activation),
+                               rtol=1e-10, atol=1e-10)
+
+
+@needs_jax
+@pytest.mark.parametrize("heteroscedastic", [False, True])
+def test_wide_regression_predictive_equals_numpy_loop(heteroscedastic):
+    from scipy.special import softplus
+
+    from pymc_bnn.model import MIN_NOISE
+
+    spec = NetworkSpec(n_features=20, hidden_layer_sizes=(P.UNROLL_MAX + 3,), n_classes=0,
+                       activation="tanh", prior_sigma=1.0, n_rows=10, batch_size=None,
+                       likelihood="normal", heteroscedastic=heteroscedastic)
+    idata = _idata(spec)
+    if not heteroscedastic:
+        idata.posterior["sigma"] = np.abs(idata.posterior["b0"][..., 0]) + 0.1
+    pred = P.from_idata(spec, idata)
+    assert pred._wide
+    X = np.random.default_rng(8).normal(size=(150, 20))
+    out = _numpy_outputs(X, pred.weights)
+    mu = out[..., 0]
+    sd = (softplus(out[..., 1]) + MIN_NOISE if heteroscedastic
+          else np.broadcast_to(pred.noise[:, None], mu.shape))
+    mean, sd_draws = pred.sample_normal(X)
+    np.testing.assert_allclose(mean, mu, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(sd_draws, sd, rtol=1e-5, atol=1e-5)
+    s = pred.normal_summary(X)
+    np.testing.assert_allclose(s["mean"], mu.mean(0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(s["epistemic_std"], mu.std(0), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(s["aleatoric_std"], np.sqrt((sd**2).mean(0)), rtol=1e-4)
+    np.testing.assert_allclose(s["std"], np.sqrt(mu.var(0) + (sd**2).mean(0)), rtol=1e-4)
+
+
+@needs_jax
+def test_wide_predictive_sends_its_weights_once_and_calls_the_program(monkeypatch):
+    """The weight draws cross to JAX's device once per predictive, whatever the number
+    of predictions; each chunk calls the jitted program itself (no NumPy round trip)."""
+    sent, called = [], []
+    real_put, real_program = P._jax_device.on_device, P._jax_device.jitted_program
+
+    def program_spy(fn):
+        program = real_program(fn)
+        assert program is not None  # the PyTensor layout this relies on
+        return lambda X, *w: (called.append((X.shape[0], type(w[0]).__module__)),
+                              program(X, *w))[1]
+
+    monkeypatch.setattr(P._jax_device, "on_device",
+                        lambda arrays: (sent.append(len(arrays)), real_put(arrays))[1])
+    monkeypatch.setattr(P._jax_device, "jitted_program", program_spy)
+    spec = _spec(hidden=(P.UNROLL_MAX + 1,), n_classes=3, n_features=20)
+    pred = P.from_idata(spec, _idata(spec))
+    X = np.random.default_rng(9).normal(size=(40, 20))
+    for _ in range(3):
+        pred.mean_proba(X), pred.summary(X), pred.sample_proba(X)
+    assert sent == [4]  # W0, b0, W1, b1 of float32, once
+    assert len(called) == 9 and all(m.startswith("jax") for _, m in called)
+
+
+@needs_jax
+def test_wide_predictive_chunks_pad_short_inputs_and_agree(monkeypatch):
+    """Large inputs go in chunks of ``_chunk_rows`` rows, a short last chunk padded to a
+    power of two from WIDE_MIN_ROWS; the answer equals one pass, and a point's
+    probabilities do not depend (beyond float32 rounding) on the other points."""
+    spec = _spec(hidden=(P.UNROLL_MAX + 4, 3), n_features=20)
+    pred = P.from_idata(spec, _idata(spec))
+    X = np.random.default_rng(10).normal(size=(1030, 20))
+    whole = pred.sample_proba(X)
+    per_row = 3 * 4 * pred.n_draws * (P.UNROLL_MAX + 4) + 8 * 20
+    monkeypatch.setattr(P, "WIDE_CHUNK_BYTES", {"cpu": 100 * per_row, "gpu": 100 * per_row})
+    sizes = []
+    real = P._jax_device.jitted_program
+    monkeypatch.setattr(P._jax_device, "jitted_program", lambda fn: (
+        lambda X, *w: (sizes.append(X.shape[0]), real(fn)(X, *w))[1]))
+    assert pred._chunk_rows() == 100
+    np.testing.assert_allclose(pred.sample_proba(X), whole, rtol=0, atol=ATOL)
+    np.testing.assert_allclose(pred.mean_proba(X), whole.mean(0), rtol=0, atol=ATOL)
+    assert sizes == [100] * 10 + [64] + [100] * 10 + [64]
+    for lo, hi in [(0, 1), (5, 70), (999, 1030)]:
+        np.testing.assert_allclose(pred.sample_proba(X[lo:hi]), whole[:, lo:hi],
+                                   rtol=0, atol=ATOL)
+    assert [P._padded_rows(r, 1000) for r in (1, 64, 65, 600, 1000)] == [64, 64, 128, 1000, 1000]
+    assert P._padded_rows(3, 20) == 20
