@@ -30,6 +30,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import copy
+import functools
 import importlib.util
 import io
 import pickle
@@ -47,8 +48,38 @@ from pytensor.graph.traversal import ancestors, graph_inputs
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.random.type import RandomType
 
+from pymc_bnn import _jax_device
+from pymc_bnn._jax_device import jitted_program as _jitted_program
+from pymc_bnn._jax_device import untraceable_checks_ignored as _untraceable_checks_ignored
+
 __all__ = ["ScanUnsupported", "jax_available", "ScanADVI", "RunnerCache", "RUNNERS",
-           "dump_runner"]
+           "dump_runner", "DEVICE_GATHER", "DEVICE_NOISE", "device_steps"]
+
+#: Where a minibatch model's rows are gathered: True, inside the compiled scan, from the
+#: data held on JAX's device once per fit (each step reads the rows of an index input);
+#: False, on the host with NumPy (each call receives (K, batch, ...) rows); None (the
+#: default): inside the scan on an accelerator, on the host on a CPU. The indices are
+#: the same draws either way, so both give the same fit (tested). On a CPU the host
+#: gather measured faster (XLA's CPU cost model splits each small gather over threads);
+#: on a GPU the host gather and the transfer of the rows bound the step rate
+#: (benchmarks/results/gpu.md).
+DEVICE_GATHER: bool | None = None
+#: Where the reparameterisation noise is drawn: True, on JAX's device by
+#: ``jax.random.normal`` from a key drawn from the fit's seeded generator (nothing but
+#: the key leaves the host); False, with NumPy on the host and sent with each call;
+#: None (the default): on the device on an accelerator, on the host on a CPU. The host
+#: noise is NumPy's standard-normal stream, so fits on a CPU are unchanged; on a GPU,
+#: drawing ~80,000 normals per step on the host (a 784-100-10 network) was the bound.
+DEVICE_NOISE: bool | None = None
+
+
+def device_steps(mode: str) -> tuple[bool, bool]:
+    """``(gather, noise)``: whether a runner compiled for ``mode`` gathers minibatch
+    rows and draws its noise on the device (:data:`DEVICE_GATHER`, :data:`DEVICE_NOISE`
+    resolved for this process's JAX platform)."""
+    accelerator = mode == "JAX" and _jax_device.platform() not in ("cpu", "none")
+    return (bool(accelerator if DEVICE_GATHER is None else DEVICE_GATHER) and mode == "JAX",
+            bool(accelerator if DEVICE_NOISE is None else DEVICE_NOISE) and mode == "JAX")
 
 
 class ScanUnsupported(RuntimeError):
@@ -113,9 +144,14 @@ class ScanADVI:
         Adam step size (PyMC's ``pm.adam``).
     mode : str
         PyTensor backend ("JAX" or "NUMBA").
+    device_gather, device_noise : bool, default False
+        Gather a minibatch model's rows inside the scan from the data held on the device,
+        and draw the noise on the device (see :data:`DEVICE_GATHER`,
+        :data:`DEVICE_NOISE`); JAX only.
     """
 
-    def __init__(self, inference, *, learning_rate: float, mode: str):
+    def __init__(self, inference, *, learning_rate: float, mode: str,
+                 device_gather: bool = False, device_noise: bool = False):
         import pymc as pm
 
         if mode == "JAX":
@@ -161,6 +197,12 @@ class ScanADVI:
         if len({tuple(node.inputs) for node in mb_nodes}) > 1:
             raise ScanUnsupported("minibatches over different data or rngs")
         self.minibatch = None
+        #: whether each step's rows are gathered inside the scan (minibatch models)
+        self.gather_on_device = bool(device_gather and mb_nodes)
+        #: whether the noise is drawn on the device
+        self.noise_on_device = bool(device_noise)
+        if (device_gather or device_noise) and mode != "JAX":
+            raise ScanUnsupported(f"device-side steps need the JAX backend, not {mode}")
         eps_seq = pt.tensor3("eps", dtype=noise.type.dtype)
         inputs = [eps_seq]
         # minibatch containers (shared data sliced together) and, for each, the input
@@ -177,12 +219,17 @@ class ScanADVI:
                 raise ScanUnsupported("minibatch size is not static")
             n_rows = int(self._containers[0].get_value(borrow=True).shape[0])
             self.minibatch = (batch, n_rows)
-            for c, out in zip(self._containers, mb.outputs[:-1]):
-                rows_all.append(pt.tensor(
-                    f"{c.name or 'data'}_rows", dtype=out.type.dtype,
-                    shape=(None, *out.type.shape),
-                ))
-            inputs.extend(rows_all)
+            if self.gather_on_device:
+                # each step's row indices, (K, batch): the same rows of every container
+                row_index = pt.matrix("row_index", dtype="int64")
+                inputs.append(row_index)
+            else:
+                for c, out in zip(self._containers, mb.outputs[:-1]):
+                    rows_all.append(pt.tensor(
+                        f"{c.name or 'data'}_rows", dtype=out.type.dtype,
+                        shape=(None, *out.type.shape),
+                    ))
+                inputs.extend(rows_all)
         self.state = [s for s in state_updates if not isinstance(s.type, RandomType)]
         self.mode = mode
         # what a reuse for another fit of the same structure rebinds (see bind): the
@@ -211,6 +258,11 @@ class ScanADVI:
             repl = dict(zip(self.state, states))
             repl[noise] = eps_t
             for node in mb_nodes:
+                if self.gather_on_device:
+                    # the data stay in the graph (held on the device: data_on_device)
+                    for out, c in zip(node.outputs[:-1], self._containers):
+                        repl[out] = c[row_index[t]]
+                    continue
                 for out, rows in zip(node.outputs[:-1], rows_all):
                     # read step t's rows inside the scan (a second scan sequence would
                     # make the JAX backend compute the number of steps dynamically)
@@ -227,8 +279,8 @@ class ScanADVI:
         )
         result = result[1:]
         finals = [r[-1] for r in result[:-1]]
-        # read-only shared inputs left in the graph (full-batch data): see
-        # data_on_device(). Minibatch containers are no longer among them.
+        # read-only shared inputs left in the graph (full-batch data; a minibatch
+        # model's containers when gathered on the device): see data_on_device()
         self.data = [
             v for v in ancestors([*finals, result[-1]])
             if isinstance(v, SharedVariable) and v not in state_updates
@@ -255,9 +307,10 @@ class ScanADVI:
 
         PyTensor's JAX functions copy NumPy-valued shared variables that are not 64-byte
         aligned to the device on every call (~90 ms per call for 10^6 x 20 float64
-        rows). This concerns only data still in the compiled graph, i.e. full-batch
-        models: minibatch rows are gathered outside it (see :meth:`run`), so for
-        minibatch models this is a no-op.
+        rows). This concerns only data still in the compiled graph: full-batch models,
+        and minibatch models whose rows are gathered on the device (on a GPU the data
+        then cross to it once per fit); otherwise minibatch rows are gathered outside
+        it (see :meth:`run`) and this is a no-op.
         """
         if self.mode != "JAX" or not self.data:
             yield
@@ -292,6 +345,11 @@ class ScanADVI:
             args = [a[:n_steps] for a in ahead[3]]
         else:
             args = self._draw(n_steps, rng)
+        if self.noise_on_device:
+            # the first argument is a device array (_device_noise), which the checked
+            # call would copy back to the host; the rest are NumPy arrays _draw made
+            # of the right types
+            self.fn.trust_input = True
         out = self.fn(*args)
         if self.draw_ahead:
             try:
@@ -311,11 +369,17 @@ class ScanADVI:
         one call are drawn while the previous call may still read its own.
         """
         slot, self._slot = self._slot, 1 - self._slot
-        eps = rng.standard_normal(
-            out=self._buffer((slot, "eps"), (n_steps, 1, self.ddim), np.float64)
-        )
+        if self.noise_on_device:
+            eps = _device_noise(int(rng.integers(2**63)), (n_steps, 1, self.ddim))
+        else:
+            eps = rng.standard_normal(
+                out=self._buffer((slot, "eps"), (n_steps, 1, self.ddim), np.float64)
+            )
         args = [eps]
         if self.minibatch is not None and self.row_source is not None:
+            if self.gather_on_device:
+                raise ValueError("a runner that gathers rows on the device cannot take "
+                                 "rows from a row_source")
             batch = self.minibatch[0]
             rows = [self._buffer((slot, i), (n_steps, batch, *value.shape[1:]), value.dtype)
                     for i, value in enumerate(self._data_values())]
@@ -327,11 +391,15 @@ class ScanADVI:
             for i, (c, value) in enumerate(zip(self._containers, self._data_values())):
                 if value.shape[0] != n_rows:
                     raise ValueError(f"{c.name} has {value.shape[0]} rows, expected {n_rows}")
+                if self.gather_on_device:
+                    continue  # the indices are enough (appended once, below)
                 rows = self._buffer((slot, i), (n_steps, batch, *value.shape[1:]), value.dtype)
                 # indices are in range by construction: mode="wrap" skips NumPy's
                 # buffered bounds check of mode="raise"
                 np.take(value, idx, axis=0, out=rows, mode="wrap")
                 args.append(rows)
+            if self.gather_on_device:
+                args.append(idx)
         return args
 
     def input_bytes_per_step(self) -> int:
@@ -339,7 +407,9 @@ class ScanADVI:
         variational parameter and, for a minibatch model, a batch of rows of every
         container (see :meth:`_draw`)."""
         per_step = self.ddim * np.dtype(np.float64).itemsize
-        if self.minibatch is not None:
+        if self.gather_on_device:
+            per_step += self.minibatch[0] * np.dtype(np.int64).itemsize
+        elif self.minibatch is not None:
             batch = self.minibatch[0]
             per_step += sum(batch * value[:1].nbytes for value in self._data_values())
         return per_step
@@ -427,22 +497,20 @@ class ScanADVI:
         self.row_source = None
 
 
-#: The parameters of the thunk PyTensor's JIT linkers make (pytensor.link.basic.JITLinker
-#: .create_jitable_thunk): the jitted program is bound as the first one's default.
-_THUNK_PARAMETERS = ("fgraph_jit", "thunk_inputs", "thunk_outputs")
+@functools.cache
+def _normal_sampler():
+    import jax
+
+    def normal(seed, shape):
+        return jax.random.normal(jax.random.key(seed), shape, dtype="float64")
+
+    return jax.jit(normal, static_argnums=1)
 
 
-def _jitted_program(fn):
-    """The jitted program a PyTensor function of the JAX backend calls, or None when
-    the function is not laid out as expected (another PyTensor version)."""
-    thunk = getattr(fn, "vm", None)
-    code = getattr(thunk, "__code__", None)
-    defaults = getattr(thunk, "__defaults__", None)
-    if (code is None or defaults is None or len(defaults) != len(_THUNK_PARAMETERS)
-            or code.co_varnames[:len(_THUNK_PARAMETERS)] != _THUNK_PARAMETERS
-            or not callable(defaults[0])):
-        return None
-    return defaults[0]
+def _device_noise(seed: int, shape: tuple):
+    """Standard-normal float64 draws of ``shape`` made on JAX's device from ``seed``
+    (a device array: only the seed crosses from the host)."""
+    return _normal_sampler()(seed, shape)
 
 
 def _share_jitted_program(src, dst) -> bool:
@@ -455,15 +523,6 @@ def _share_jitted_program(src, dst) -> bool:
         return False
     dst.vm.__defaults__ = (program, *dst.vm.__defaults__[1:])
     return True
-
-
-@contextlib.contextmanager
-def _untraceable_checks_ignored():
-    """The likelihood's parameter checks (e.g. 0 <= p <= 1 of a sigmoid output, true by
-    construction) cannot be traced by JAX; PyTensor warns so at every linking."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Skipping .* as JAX tracing would remove it")
-        yield
 
 
 def _private_copy(v: SharedVariable, *, copy: bool) -> SharedVariable:
@@ -537,7 +596,7 @@ def _signature(inference):
 
 #: Version of the layout of a stored runner (see dump_runner): another layout, another
 #: file name.
-STORE_FORMAT = 1
+STORE_FORMAT = 2
 
 
 class _RunnerPickler(pickle.Pickler):
@@ -690,10 +749,16 @@ class RunnerCache:
             self._idle.clear()
 
     @contextlib.contextmanager
-    def runner(self, inference, *, learning_rate: float, mode: str):
-        """A runner bound to ``inference`` (cached or newly compiled); back when done."""
+    def runner(self, inference, *, learning_rate: float, mode: str, host_rows: bool = False):
+        """A runner bound to ``inference`` (cached or newly compiled); back when done.
+
+        Its steps run on the device as :func:`device_steps` says, except that
+        ``host_rows`` (a fit whose rows come from a ``row_source``) gathers on the host.
+        """
         key, outputs, inputs = _signature(inference)
-        key = (key, mode)
+        gather, noise = device_steps(mode)
+        gather = gather and not host_rows
+        key = (key, mode, gather, noise)
         def same(r) -> bool:
             k, t_outputs, t_inputs = r.signature
             return (k == key and len(t_inputs) == len(inputs)
@@ -723,7 +788,8 @@ class RunnerCache:
                 with self._lock:
                     self.loads += 1
             else:
-                runner = ScanADVI(inference, learning_rate=learning_rate, mode=mode)
+                runner = ScanADVI(inference, learning_rate=learning_rate, mode=mode,
+                                  device_gather=gather, device_noise=noise)
                 #: what a later fit's problem is compared with (see _signature),
                 #: without the fit's data
                 runner.signature = _detached(key, outputs, inputs)

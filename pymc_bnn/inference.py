@@ -446,7 +446,8 @@ def _run_scan(inference, *, n_iter, learning_rate, seed, callbacks, progressbar,
     structure (:data:`pymc_bnn._compiled_vi.RUNNERS`); returns the loss history."""
     from pymc_bnn._compiled_vi import RUNNERS
 
-    with RUNNERS.runner(inference, learning_rate=learning_rate, mode="JAX") as runner:
+    with RUNNERS.runner(inference, learning_rate=learning_rate, mode="JAX",
+                        host_rows=minibatch_source is not None) as runner:
         runner.row_source = minibatch_source
         try:
             # the compiled steps: other fits of fit_concurrently do graph work meanwhile
