@@ -23,6 +23,13 @@ and split those 50-row gathers over its thread pool, +9 ms per 1,000 steps at
 10^6 x 20 rows; and PyTensor passed the NumPy data to JAX at every call, a copy of
 ~90 ms unless the data were held as JAX arrays.) As JAX runs a call asynchronously,
 the noise and rows of the next call are drawn and gathered meanwhile.
+
+That is the CPU's layout. On an accelerator the host is the bound instead (a 784-100-10
+network needs ~80,000 normal draws and a 500 x 784 gather per step, and their transfer):
+there the data are put on the device once per fit, the scan gathers each step's rows
+from an index input, and the noise is drawn on the device from a key of the fit's seeded
+generator (:func:`device_steps`; the same indices, so the device gather gives the host
+gather's fit bit for bit).
 """
 
 from __future__ import annotations
@@ -62,7 +69,7 @@ __all__ = ["ScanUnsupported", "jax_available", "ScanADVI", "RunnerCache", "RUNNE
 #: the same draws either way, so both give the same fit (tested). On a CPU the host
 #: gather measured faster (XLA's CPU cost model splits each small gather over threads);
 #: on a GPU the host gather and the transfer of the rows bound the step rate
-#: (benchmarks/results/gpu.md).
+#: (benchmarks/results/wide_network.md).
 DEVICE_GATHER: bool | None = None
 #: Where the reparameterisation noise is drawn: True, on JAX's device by
 #: ``jax.random.normal`` from a key drawn from the fit's seeded generator (nothing but

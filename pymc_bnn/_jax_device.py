@@ -19,11 +19,12 @@ import numpy as np
 __all__ = ["jitted_program", "platform", "on_device", "matmul_precision",
            "untraceable_checks_ignored", "GPU_MATMUL_PRECISION"]
 
-#: JAX's matmul precision for the predictive on a GPU. JAX's default there multiplies
-#: float32 matrices in TF32 (10-bit mantissa), which moved class probabilities by up to
-#: 6e-4 from float64 NumPy; ``"highest"`` keeps float32 products (agreement ~1e-7, as on
-#: a CPU). Predictions are what users read, so they get full float32; the measured cost
-#: is in benchmarks/results/gpu.md.
+#: JAX's matmul precision for the predictive on a GPU. JAX's default there may multiply
+#: float32 matrices in reduced precision (TF32: a 10-bit mantissa), which moved class
+#: probabilities by up to 6e-4 from float64 NumPy in one set-up and 3e-6 in another;
+#: ``"highest"`` keeps float32 products (agreement < 1e-7, as on a CPU). Predictions are
+#: what users read, so they get full float32; the cost, ~14 % of the jitted forward's
+#: speed on an H200, is in benchmarks/results/wide_network.md.
 GPU_MATMUL_PRECISION = "highest"
 
 

@@ -14,6 +14,13 @@ depends only on the architecture's depth and activation, not on one approximatio
 shared variables, so it is compiled once per process and reused across fits.
 ``tests/test_predictive.py`` checks it against a NumPy loop over draws and against
 PyMC's ``sample_node``.
+
+Two compiled forms, chosen by the network's shape: a small network (every layer at most
+:data:`UNROLL_MAX` inputs) gets a function of its own shapes that XLA fuses into one
+loop (:func:`_compiled_forward`); a wider one, on JAX, a function whose first layer is
+one matrix product for all draws, called with weight draws held on the device and
+reducing over the draws inside the call where a summary is asked for
+(:func:`_compiled_wide`).
 """
 
 from __future__ import annotations
@@ -67,7 +74,7 @@ FUSED_CHUNK_BYTES = 8 * 2**20
 #: (n_draws, rows, width) activations. On a CPU the first layer is one GEMM whose cost
 #: does not fall with more rows once the draws' weights are streamed once per call
 #: (784-100-10, 500 draws: ~100 rows per call already run at the GEMM's speed); a GPU
-#: needs thousands of rows per call to stay busy. benchmarks/results/predictive_wide.md
+#: needs thousands of rows per call to stay busy (benchmarks/results/wide_network.md).
 WIDE_CHUNK_BYTES = {"cpu": 64 * 2**20, "gpu": 1 << 30}
 
 
@@ -234,7 +241,7 @@ def _padded_rows(rows: int, step: int) -> int:
     chunk of a few hundred or, on a GPU, thousands). The rows of a call are
     independent, but XLA's matrix kernels may round a row differently for another
     number of rows: a point's probabilities agree across input sizes to float32
-    rounding (bit for bit from 64 rows up on the CPUs measured), not always exactly
+    rounding (bit for bit from 64 rows up on the 2-core CPU measured), not always exactly
     as in the small networks' fused predictive, whose calls all have one shape."""
     return min(step, max(WIDE_MIN_ROWS, 1 << (rows - 1).bit_length()))
 
@@ -440,11 +447,11 @@ class PosteriorPredictive:
         index = self._group_index(groups, X.shape[0])
         dtype = dtype or self._dtype_for(X)
         if self._wide:
-            for start, rows, out in self._wide_calls(X, "none", head=head, dtype=dtype):
-                cols = [out[0][:, :rows, c] for c in range(out[0].shape[-1])]
+            for start, rows, (out,) in self._wide_calls(X, "none", head=head, dtype=dtype):
+                cols = [out[:, :rows, c] for c in range(out.shape[-1])]
                 if self.noise is not None:
                     cols.append(np.broadcast_to(self.noise[:, None], cols[0].shape))
-                yield start, (cols if columns else np.stack(cols, axis=-1).astype(np.float64))
+                yield start, (cols if columns else np.stack(cols, axis=-1, dtype=np.float64))
             return
         f = self._function(dtype, head)
         flat = self._inputs(dtype)
