@@ -27,7 +27,7 @@ def _group(name: str):
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
 SCRIPTS = ("ppc_strategies", "inference_throughput", "scaling", "calibration", "repeated_fits",
-           "tabular_cli", "dask_scaling")
+           "tabular_cli", "dask_scaling", "wide_network")
 TOP_KEYS = {"benchmark", "machine", "config", "rows", "table", "notes", "elapsed_s"}
 MACHINE_KEYS = {"cpu_model", "cores", "cores_usable", "python", "versions", "timestamp_utc"}
 
@@ -491,3 +491,24 @@ def test_run_all_reports_every_table(tmp_path):
         assert f"### {name} (quick" in proc.stdout
         assert _header_line(table) in proc.stdout
     assert (out_dir / "summary.md").read_text().startswith("# Benchmark results")
+
+
+@_group("wide_network")
+def test_wide_network_schema_and_agreement(quick_run):
+    """Every section ran: the predictive of both networks agrees with the jitted JAX
+    forward over the same draws, the ADVI rows carry their peer ratio, and the MNIST
+    section scored each model on the held-out digits."""
+    _, data = quick_run("wide_network")
+    rows = data["rows"]
+    pred = [r for r in rows if r["section"] == "predictive"]
+    assert {r["network"] for r in pred} == {"784-100-10", "moons 2-5-5-1"}
+    assert all(r["max_abs_diff"] < 1e-5 and r["pymc_bnn_rows_per_s"] > 0 for r in pred)
+    assert max(r["max_abs_err_vs_float64"] for r in pred if "784" in r["network"]) < 1e-5
+    advi = [r for r in rows if r["section"] == "advi"]
+    assert [r["implementation"].split()[0] for r in advi] == ["pymc_bnn.fit", "numpyro"]
+    assert advi[0]["ratio_to_numpyro"] > 0
+    quality = [r for r in rows if r["section"] == "mnist"]
+    assert len(quality) == 4
+    assert all(0 <= r["accuracy"] <= 1 and r["nll"] > 0 and 0 <= r["ece"] <= 1
+               for r in quality)
+
