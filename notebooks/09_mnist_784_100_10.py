@@ -54,9 +54,9 @@ from pymc_bnn.metrics import (
 QUICK = os.environ.get("PYMC_BNN_QUICK") == "1"
 SEED = 0
 BATCH_SIZE = 500
-N_ITER = 1_500 if QUICK else 10_000  # minibatch ADVI steps (1,250 epochs at full)
-N_DRAWS = 50 if QUICK else 300  # posterior draws per prediction
-MLP_EPOCHS = 20 if QUICK else 200
+N_ITER = 800 if QUICK else 10_000  # minibatch ADVI steps (1,250 epochs at full)
+N_DRAWS = 30 if QUICK else 300  # posterior draws per prediction
+MLP_EPOCHS = 10 if QUICK else 200
 print(f"quick mode: {QUICK}")
 
 # %% [markdown]
