@@ -122,6 +122,15 @@ def _head_columns(head: str, logits, n_out: int | None) -> list:
     return [logits[..., 0], noise_sd(logits[..., 1])]
 
 
+def _head_output(head: str, logits):
+    """The head's outputs as one (n_draws, n_points, k) tensor (see :func:`_head_columns`)."""
+    if head == "categorical":
+        return pt.special.softmax(logits, axis=-1)
+    if head == "normal":
+        return logits
+    return pt.stack(_head_columns(head, logits, None), axis=-1)
+
+
 @functools.lru_cache(maxsize=None)
 def _compiled_forward(n_layers: int, activation: str, head: str, mode: str = "NUMBA",
                       dtype: str = "float64", grouped: bool = False,
@@ -160,12 +169,8 @@ def _compiled_forward(n_layers: int, activation: str, head: str, mode: str = "NU
                      unroll=UNROLL_MAX if shapes is not None else 0)
     if shapes is not None:
         outputs = _head_columns(head, logits, shapes[-1][1])
-    elif head == "categorical":
-        outputs = pt.special.softmax(logits, axis=-1)
-    elif head == "normal":
-        outputs = logits
     else:
-        outputs = pt.stack(_head_columns(head, logits, None), axis=-1)
+        outputs = _head_output(head, logits)
     inputs = [X] + ([groups] if grouped else []) + [v for pair in weights for v in pair]
     # with JAX, a new process reads it back from pymc_bnn's compile cache
     return compiled_function(("_compiled_forward", n_layers, activation, head, dtype, grouped,
@@ -201,12 +206,7 @@ def _compiled_wide(n_layers: int, activation: str, head: str, dtype: str, reduce
     z = pt.dot(X, W0).reshape((X.shape[0], n_draws, width)).dimshuffle(1, 0, 2)
     z = z + b0[:, None, :]
     logits = forward(act(z), rest, activation=activation) if rest else z
-    if head == "categorical":
-        out = pt.special.softmax(logits, axis=-1)
-    elif head == "normal":
-        out = logits
-    else:
-        out = pt.stack(_head_columns(head, logits, None), axis=-1)
+    out = _head_output(head, logits)
     if reduce != "none":
         wide = out.astype("float64")
         mean = wide.mean(axis=0)
