@@ -92,13 +92,12 @@ def jax_forward(chunk: int = 1024):
         return jax.nn.softmax(h, -1).mean(0)
 
     def f(X, flat):
-        n, out, pending = X.shape[0], None, []
-        for start in range(0, n, chunk):
+        n, pending = X.shape[0], []
+        for start in range(0, n, chunk):  # every chunk dispatched before any is read
             Xc = np.zeros((chunk, X.shape[1]), dtype=np.float32)
             Xc[: min(chunk, n - start)] = X[start:start + chunk]
             pending.append(mean_proba(Xc, *flat))
-        out = np.concatenate([np.asarray(p) for p in pending])[:n]
-        return out
+        return np.concatenate([np.asarray(p) for p in pending])[:n]
 
     return f
 
