@@ -60,6 +60,12 @@ SIGMA_RANGE = (1e-2, 1e2)
 #: default two threads made the step 20-50x slower (breast_cancer (16,): 8.7-13.5 s
 #: against 0.24-0.62 s with one thread, in one process, interleaved).
 BLAS_THREADS = 1
+#: L-BFGS-B's ``ftol`` for the MAP fits: stop when an iteration lowers the objective (per
+#: row) by less than this fraction. The MAP of a network keeps creeping long after the
+#: prior scales it implies have settled (scipy's default, 2.2e-9, ran 2,000 iterations
+#: per round on 10,000 rows, 7 s each, to move the scales by a few percent); see
+#: ``benchmarks/results/fit_scaling.md``.
+MAP_FTOL = 1e-6
 
 
 @dataclass(frozen=True)
@@ -132,14 +138,26 @@ def _value_grad(layer_shapes: tuple, activation: str, bernoulli: bool, mode: str
 
 @functools.lru_cache(maxsize=16)
 def _jacobian(layer_shapes: tuple, activation: str, rows: int, mode: str):
-    """``f(theta, X) -> (logits (rows, k), d logits / d theta (rows * k, P))`` for
-    ``rows`` points (a static shape: the vectorised Jacobian needs one)."""
+    """``f(theta, X) -> (logits (rows, k), d logits / d theta (rows, k, P))`` for
+    ``rows`` points (a static shape, so that data sets of similar size share one
+    compiled function).
+
+    The Jacobian of one row's logits is built for a single row and vectorised over the
+    rows (:func:`pytensor.graph.replace.vectorize_graph`): each row's ``k`` backward
+    passes touch that row only. The Jacobian of the whole ``(rows * k)`` logit vector
+    (``jacobian(logits.ravel(), theta, vectorize=True)``) carries every cotangent through
+    every row instead: the same values at ``rows`` times the work and memory.
+    """
+    from pytensor.graph.replace import vectorize_graph
+
     theta = pt.tensor("theta", dtype="float64", shape=(_n_params(layer_shapes),))
+    x = pt.tensor("x", dtype="float64", shape=(layer_shapes[0][0],))
+    logits = _logits(theta, x[None, :], layer_shapes, activation)[0]
+    jac = pytensor.gradient.jacobian(logits, theta, vectorize=True)
     X = pt.tensor("X", dtype="float64", shape=(rows, layer_shapes[0][0]))
-    logits = _logits(theta, X, layer_shapes, activation)
-    jac = pytensor.gradient.jacobian(logits.ravel(), theta, vectorize=True)
-    return compiled_function(("_jacobian", layer_shapes, activation, rows), [theta, X],
-                             [logits, jac], mode=mode)
+    outputs = vectorize_graph([logits, jac], {x: X})
+    return compiled_function(("_jacobian_rows", layer_shapes, activation, rows), [theta, X],
+                             outputs, mode=mode)
 
 
 def _layer_index(layer_shapes) -> np.ndarray:
@@ -147,17 +165,12 @@ def _layer_index(layer_shapes) -> np.ndarray:
 
 
 def _chunk_rows(n_rows: int, layer_shapes) -> int:
-    """Rows per Jacobian call, within :data:`CHUNK_BYTES` of float64: the Jacobian
-    (rows * n_out, P), and the vectorised backward pass, which carries one cotangent per
-    output row through every row of the chunk: (rows * n_out, rows, width) per layer.
-    Fewer rows than that are padded to a power of two, so that data sets of similar
-    size share one compiled function (its shape is static)."""
+    """Rows per Jacobian call: the Jacobian (rows, n_out, P) of float64 within
+    :data:`CHUNK_BYTES`. Fewer rows than that are padded to a power of two, so that
+    data sets of similar size share one compiled function (its shape is static)."""
     n_out = layer_shapes[-1][1]
-    P = _n_params(layer_shapes)
-    width = max(b for _, b in layer_shapes)
-    by_jacobian = CHUNK_BYTES // (8 * n_out * P)
-    by_backward = int(np.sqrt(CHUNK_BYTES / (8 * n_out * width)))
-    return max(1, min(1 << (max(n_rows, 1) - 1).bit_length(), by_jacobian, by_backward))
+    by_jacobian = CHUNK_BYTES // (8 * n_out * _n_params(layer_shapes))
+    return max(1, min(1 << (max(n_rows, 1) - 1).bit_length(), by_jacobian))
 
 
 def _ggn_blocks(shapes, activation, mode, theta, X, layer_of, n_layers, n_out, bernoulli):
@@ -338,7 +351,7 @@ def evidence_prior_scales(
                 return float(value) / n_used, np.asarray(grad, dtype=np.float64) / n_used
 
             result = minimize(fun, theta, jac=True, method="L-BFGS-B",
-                              options={"maxiter": int(max_iter)})
+                              options={"maxiter": int(max_iter), "ftol": MAP_FTOL})
             if not np.all(np.isfinite(result.x)):
                 raise FloatingPointError("the MAP fit of the evidence step diverged.")
             theta, iterations = result.x, iterations + int(result.nit)

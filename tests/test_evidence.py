@@ -249,12 +249,11 @@ def test_scales_stay_in_range_when_the_data_determine_nothing():
 
 
 def test_jacobian_chunks_are_bounded_and_sum_to_the_whole(blobs, monkeypatch):
-    """Rows per Jacobian call keep both the Jacobian and the vectorised backward pass
-    (quadratic in the rows) within CHUNK_BYTES; curvature summed over small chunks
-    equals the one-chunk curvature."""
+    """Rows per Jacobian call keep the Jacobian within CHUNK_BYTES; curvature summed
+    over small chunks equals the one-chunk curvature."""
     shapes = ((20, 16), (16, 1))
     rows = evidence._chunk_rows(10**6, shapes)
-    assert rows * rows * 16 * 8 <= evidence.CHUNK_BYTES and rows * 353 * 8 <= evidence.CHUNK_BYTES
+    assert rows * 353 * 8 <= evidence.CHUNK_BYTES < (rows + 1) * 353 * 8
     assert evidence._chunk_rows(7, shapes) == 8  # padded to a power of two
     assert evidence._chunk_rows(8, shapes) == 8 and evidence._chunk_rows(1, shapes) == 1
     X, y = blobs
@@ -292,3 +291,44 @@ def test_blas_runs_single_threaded_in_the_step_and_gives_the_same_scales(blobs, 
     assert in_step and all(s == {1} for s in in_step)
     assert seen and all(s != {1} for s in seen)  # the spy does see a wider setting
     np.testing.assert_allclose(limited.sigmas, two.sigmas, rtol=1e-6)
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (4, 3)), ((5, 3), (3, 2), (2, 1))])
+def test_row_by_row_jacobian_equals_the_jacobian_of_all_logits(shapes):
+    """The compiled Jacobian (one row's Jacobian vectorised over rows) equals the
+    obvious one: PyTensor's Jacobian of the whole raveled logit vector, whose rows'
+    off-diagonal blocks are zero."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    from pymc_bnn.evidence import _jacobian, _logits, _n_params
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(7, shapes[0][0]))
+    theta = rng.normal(size=_n_params(shapes))
+    logits, J = _jacobian(shapes, "tanh", 7, _mode())(theta, X)
+    t = pt.vector("t", dtype="float64")
+    x = pt.matrix("x", dtype="float64")
+    out = _logits(t, x, shapes, "tanh")
+    obvious = pytensor.function([t, x], [out, pytensor.gradient.jacobian(out.ravel(), t)])
+    want_logits, want_J = obvious(theta, X)
+    k = shapes[-1][1]
+    np.testing.assert_allclose(np.asarray(logits), want_logits, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(J), want_J.reshape(7, k, -1), rtol=1e-10,
+                               atol=1e-12)
+
+
+def test_map_fits_stop_at_map_ftol(blobs, monkeypatch):
+    """The MAP fits run L-BFGS-B with ftol=MAP_FTOL (scipy's default ran to the
+    iteration cap on larger tables while the scales had settled)."""
+    X, y = blobs
+    seen = []
+    real = evidence.minimize
+
+    def spy(*args, options=None, **kwargs):
+        seen.append(options)
+        return real(*args, options=options, **kwargs)
+
+    monkeypatch.setattr(evidence, "minimize", spy)
+    evidence_prior_scales(X, y, hidden_layer_sizes=(3,), random_state=SEED)
+    assert [o["ftol"] for o in seen] == [evidence.MAP_FTOL] * 2
