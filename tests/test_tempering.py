@@ -94,6 +94,43 @@ def test_cross_fit_equals_the_obvious_loop(logistic_data):
     assert sel.temperature == TEMPERATURES[int(np.argmin(expected))]
 
 
+def test_large_folds_are_scored_on_a_seeded_subset_scaled_to_the_fold(logistic_data,
+                                                                         monkeypatch):
+    """Beyond MAX_SCORE_ROWS held-out rows a fold is scored on a seeded random subset
+    of that many rows, its sum scaled by rows / subset; the subset is the same for
+    the same seed, and equals the obvious computation on those rows."""
+    from pymc_bnn import tempering
+
+    X, y = logistic_data
+    monkeypatch.setattr(tempering, "MAX_SCORE_ROWS", 15)
+    fits = {}
+
+    def fit_rows(rows, seed):
+        fits[seed] = fit(build_model(X[rows], y[rows], hidden_layer_sizes=(), random_state=0),
+                         n_iter=500, random_seed=seed)
+        return fits[seed]
+
+    folds = list(StratifiedKFold(3, shuffle=True, random_state=0).split(X, y))
+    scored = []
+    real = tempering.heldout_scores
+    monkeypatch.setattr(tempering, "heldout_scores",
+                        lambda post, Xs, ys, **kw: scored.append(len(Xs)) or real(post, Xs, ys,
+                                                                                  **kw))
+    sel = cross_fit_temperature(fit_rows, X, y, folds=folds, seed=10)
+    assert scored == [15, 15, 15]  # each fold held out 40 rows: a subset was taken
+    expected = np.zeros(len(TEMPERATURES))
+    for k, (_, test) in enumerate(folds):
+        rows = tempering._scored_rows(test, 10 + k)
+        assert len(rows) == 15 and set(rows) <= set(test)
+        np.testing.assert_array_equal(rows, tempering._scored_rows(test, 10 + k))
+        for i, t in enumerate(TEMPERATURES):
+            pred = posterior_predictive(fits[10 + k], n_draws=200, random_seed=10 + k,
+                                        temperature=t)
+            p = pred.sample_proba(X[rows]).mean(0)[np.arange(15), y[rows]]
+            expected[i] -= len(test) / 15 * np.log(p).sum()
+    np.testing.assert_allclose(sel.scores, expected / len(y), rtol=1e-10)
+
+
 def test_heldout_nll_regression_is_the_mixture_density():
     from scipy.stats import norm
 
