@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pymc as pm
+import pytensor
 from pymc.variational.callbacks import CheckParametersConvergence
 from sklearn.exceptions import ConvergenceWarning
 
@@ -262,6 +263,34 @@ SCAN_CHUNK = 1000
 #: exceed this many bytes: then a call runs the largest divisor of SCAN_CHUNK that
 #: fits (wide inputs, e.g. 3,000 features into 32 units, or wide minibatches).
 SCAN_CALL_BYTES = 128 * 2**20
+#: Minibatch ADVI's step size: held for the first half of the steps, lowered
+#: geometrically to this fraction of it by four fifths of them, and held there for the
+#: last fifth (one value per compiled call, :data:`SCAN_CHUNK` steps). Why: a
+#: minibatch's gradient noise grows with rows / batch and does not shrink as the fit
+#: converges, so at a constant step Adam's iterates keep jittering around the optimum
+#: (Robbins and Monro: the steps must shrink); the last fifth at a constant step is
+#: where the convergence check (:func:`diagnose`, the last two tenths) compares like
+#: with like. Full-batch fits, whose only noise is ADVI's own Monte Carlo draw, keep
+#: the constant step they were measured with. Measured in
+#: ``benchmarks/results/fit_scaling.md``.
+MINIBATCH_FINAL_LR_FRACTION = 0.1
+
+
+def minibatch_learning_rate(learning_rate: float, step: int, n_iter: int) -> float:
+    """The step size of minibatch ADVI at ``step`` of ``n_iter`` (see
+    :data:`MINIBATCH_FINAL_LR_FRACTION`)."""
+    start, end = n_iter // 2, (4 * n_iter) // 5
+    progress = min(1.0, max(0.0, (step - start) / max(1, end - start)))
+    return float(learning_rate) * MINIBATCH_FINAL_LR_FRACTION ** progress
+
+
+#: Default step size of mean-field ADVI on a minibatch model. Adam divides by the
+#: root mean square of the gradient, which a minibatch's noise inflates: at the
+#: full-batch default (0.01) its steps were so small that 10,000 of them left the
+#: ELBO far from where full batches took it; three times larger, then lowered
+#: (:data:`MINIBATCH_FINAL_LR_FRACTION`), the fit reached a higher ELBO than the
+#: full-batch one (``benchmarks/results/fit_scaling.md``).
+MINIBATCH_ADVI_LEARNING_RATE = 0.03
 
 
 def _steps_per_call(runner) -> int:
@@ -441,7 +470,7 @@ def _check_engine(engine: str) -> str:
 
 
 def _run_scan(inference, *, n_iter, learning_rate, seed, callbacks, progressbar,
-              minibatch_source=None):
+              minibatch_source=None, decay=False):
     """ADVI by :class:`pymc_bnn._compiled_vi.ScanADVI`, compiled once per model
     structure (:data:`pymc_bnn._compiled_vi.RUNNERS`); returns the loss history."""
     from pymc_bnn._compiled_vi import RUNNERS
@@ -453,12 +482,17 @@ def _run_scan(inference, *, n_iter, learning_rate, seed, callbacks, progressbar,
             # the compiled steps: other fits of fit_concurrently do graph work meanwhile
             with _GRAPH_LOCK.released():
                 return _run_chunks(runner, inference, n_iter=n_iter, seed=seed,
-                                   callbacks=callbacks, progressbar=progressbar)
+                                   callbacks=callbacks, progressbar=progressbar,
+                                   learning_rate=learning_rate if decay else None)
         finally:
             runner.row_source = None
 
 
-def _run_chunks(runner, inference, *, n_iter, seed, callbacks, progressbar):
+def _run_chunks(runner, inference, *, n_iter, seed, callbacks, progressbar,
+                learning_rate=None):
+    """Run the compiled steps in calls; ``learning_rate`` given: the step size of each
+    call is :func:`minibatch_learning_rate` at the call's middle step (else the
+    runner's own, constant)."""
     rng = np.random.default_rng(seed)
     losses, done = [], 0
     per_call = _steps_per_call(runner)
@@ -472,6 +506,9 @@ def _run_chunks(runner, inference, *, n_iter, seed, callbacks, progressbar):
                 k = min(per_call, n_iter - done)
                 with runner.data_on_device():
                     while True:
+                        if learning_rate is not None:
+                            runner.learning_rate.set_value(np.float64(
+                                minibatch_learning_rate(learning_rate, done + k // 2, n_iter)))
                         chunk = runner.run(k, rng)
                         losses.append(chunk)
                         done += k
@@ -534,6 +571,7 @@ def _fit_vi(model, spec, *, method, n_iter, learning_rate, init_sigma, tol, seed
     # invariant to the constant factor, and loss curves stay comparable.
     approx.scale_cost_to_minibatch = False
     cbs = list(callbacks)
+    decay = spec.batch_size is not None  # see MINIBATCH_FINAL_LR_FRACTION
     if tol is not None:
         cbs.append(CheckParametersConvergence(every=100, tolerance=tol))
     if engine == "jax":
@@ -543,7 +581,7 @@ def _fit_vi(model, spec, *, method, n_iter, learning_rate, init_sigma, tol, seed
             with model:
                 loss = _run_scan(inference, n_iter=n_iter, learning_rate=learning_rate,
                                  seed=seed, callbacks=cbs, progressbar=progressbar,
-                                 minibatch_source=minibatch_source)
+                                 minibatch_source=minibatch_source, decay=decay)
             return approx, loss, "jax"
         except ScanUnsupported as err:
             if minibatch_source is not None:
@@ -557,11 +595,17 @@ def _fit_vi(model, spec, *, method, n_iter, learning_rate, init_sigma, tol, seed
     level = log.level
     if not progressbar:
         log.setLevel(logging.WARNING)
+    step_size = pytensor.shared(np.float64(learning_rate), name="learning_rate")
+    if decay:
+        def set_step_size(approx, hist, i):
+            step_size.set_value(np.float64(minibatch_learning_rate(learning_rate, i, n_iter)))
+
+        cbs.insert(0, set_step_size)
     try:
         with model:
             inference.fit(
                 n=n_iter,
-                obj_optimizer=pm.adam(learning_rate=learning_rate),
+                obj_optimizer=pm.adam(learning_rate=step_size),
                 callbacks=cbs,
                 progressbar=progressbar,
                 backend=backend,
@@ -610,7 +654,10 @@ def fit(
     n_iter : int, optional
         Optimisation steps (VI). Default 10,000 (ADVI) or 20,000 (full-rank ADVI).
     learning_rate : float, optional
-        Adam step size (VI). Default 0.01 (ADVI) or 0.003 (full-rank ADVI). PyMC's
+        Adam step size (VI). Default 0.01 (ADVI) or 0.003 (full-rank ADVI); 0.03 for
+        ADVI on a minibatch model (:data:`MINIBATCH_ADVI_LEARNING_RATE`). On a
+        minibatch model the step size is held for the first half of the steps and then
+        lowered geometrically to a tenth (:func:`minibatch_learning_rate`). PyMC's
         default optimiser (adagrad_window) stalls at 86-92% test accuracy on the
         moons benchmark; Adam at these rates reaches ~96%.
     init_sigma : float, default 0.1
@@ -689,6 +736,8 @@ def fit(
     spec = network_spec(model)
     method = check_choice("method", method, METHODS)
     default_n_iter, default_lr = VI_DEFAULTS.get(method, (1, 1.0))
+    if method == "advi" and spec.batch_size is not None:
+        default_lr = MINIBATCH_ADVI_LEARNING_RATE
     n_iter = check_positive_int("n_iter", default_n_iter if n_iter is None else n_iter)
     learning_rate = check_positive_float(
         "learning_rate", default_lr if learning_rate is None else learning_rate
