@@ -489,7 +489,8 @@ def _choose_task(task: str, y, target: str, path) -> str:
                    "a --temperature is given), ADVI otherwise.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help=f"Minibatch size (implies minibatch ADVI; default {MINIBATCH_SIZE} "
-                   "with --inference minibatch).")
+                   "with --inference minibatch, else full batches up to 1,024 rows and "
+                   "minibatches of 1,024 beyond).")
 @click.option("--n-iter", type=click.IntRange(min=1), default=None,
               help="ADVI steps (default: the estimator's).")
 @click.option("--draws", type=click.IntRange(min=1), default=500, show_default=True,
@@ -570,7 +571,9 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
               "(numeric: median, categorical: most frequent).")
     if inference == "minibatch" and batch_size is None:
         batch_size = MINIBATCH_SIZE
-    est.set_params(batch_size=None if inference == "nuts" else batch_size)
+    # no --batch-size: the estimator's "auto" (full batches on small tables)
+    est.set_params(batch_size=None if inference == "nuts"
+                   else "auto" if batch_size is None else batch_size)
     y = frame[target].to_numpy()
     if task == "regression":
         import pandas as pd

@@ -343,10 +343,11 @@ def streamed_inputs(estimator, X, y) -> dict:
     _, da = _require_dask()
     from sklearn.base import is_classifier
 
-    batch = estimator.batch_size
-    if batch is None:
-        raise ValueError("fit on a dask collection streams minibatches: set batch_size "
-                         "(e.g. 128), or compute the data into NumPy arrays first.")
+    if estimator.batch_size is None:
+        raise ValueError("fit on a dask collection streams minibatches: batch_size=None "
+                         "(full batches) needs the data in memory; set batch_size "
+                         "(e.g. 'auto' or 128), or compute the data into NumPy arrays "
+                         "first.")
     if estimator.inference not in ("auto", "advi"):  # "auto" is ADVI on dask input
         raise ValueError(f"fit on a dask collection runs minibatch ADVI; "
                          f"inference={estimator.inference!r} needs the data in memory.")
@@ -373,6 +374,9 @@ def streamed_inputs(estimator, X, y) -> dict:
         target_kwargs = estimator._set_target_scaling(float(mean), float(sd))
         codes = (y.astype(np.float64) - estimator.y_mean_) / estimator.y_scale_
     n_rows = int(X.shape[0])
+    # "auto" on few rows means full batches: streamed, one minibatch of all the rows
+    batch = (estimator._batch_rows(n_rows) or n_rows) if estimator.batch_size == "auto" \
+        else int(estimator.batch_size)
     if batch > n_rows:
         raise ValueError(f"batch_size ({batch}) cannot exceed the number of rows ({n_rows}).")
     X0, y0 = compute(X[:batch], codes[:batch])

@@ -26,6 +26,14 @@ __all__ = ["BayesianMLPClassifier", "BayesianMLPRegressor", "InputScaleWarning"]
 
 #: Largest sparse input (in cells) densified; anything larger raises.
 MAX_DENSE_CELLS = 50_000_000
+#: ``batch_size="auto"``: rows per ADVI step. A fit on at most this many rows takes
+#: full batches; a larger one, minibatches of this many rows (``pm.Minibatch`` with
+#: ``total_size``), so that a step's cost stops growing with the data. Why this size:
+#: a step's cost is flat up to a few hundred rows and linear beyond, and minibatches
+#: of this size left held-out NLL and accuracy where full batches had them on clean,
+#: noisy, imbalanced and wide tables of 3,000-10,000 rows
+#: (``benchmarks/results/fit_scaling.md``).
+AUTO_BATCH_SIZE = 1024
 
 
 def _hidden_layer_sizes_ok(value) -> bool:
@@ -74,7 +82,8 @@ class _BayesianMLP(BaseEstimator):
         "inference": [StrOptions({"auto", *METHODS})],
         "n_iter": [Interval(Integral, 1, None, closed="left"), None],
         "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
-        "batch_size": [Interval(Integral, 1, None, closed="left"), None],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}),
+                       None],
         "n_draws": [Interval(Integral, 1, None, closed="left")],
         "tune": [Interval(Integral, 0, None, closed="left")],
         "chains": [Interval(Integral, 1, None, closed="left")],
@@ -98,7 +107,7 @@ class _BayesianMLP(BaseEstimator):
         inference="auto",
         n_iter=None,
         learning_rate=None,
-        batch_size=None,
+        batch_size="auto",
         n_draws=500,
         tune=1000,
         chains=2,
@@ -207,6 +216,8 @@ class _BayesianMLP(BaseEstimator):
         self._choose_prior_scales(use_evidence, X, y_model, target_kwargs, seeds["init"])
 
         kept = {}
+        # decided on all the rows: the temperature's fold fits train as the kept fit does
+        batch = self._batch_rows(X.shape[0])
 
         def fit_rows(rows, fit_seed):
             """Build and fit the network on ``X[rows]`` (all rows: ``rows=None``)."""
@@ -215,8 +226,7 @@ class _BayesianMLP(BaseEstimator):
             posterior, start_losses = self._fit_from_starts(
                 X[sub], y_model[sub], target_kwargs, fit_seed, seeds["init"],
                 groups=None if group_codes is None else group_codes[sub], n_groups=n_groups,
-                batch_size=None if self.batch_size is None else min(int(self.batch_size),
-                                                                    n_rows),
+                batch_size=None if batch is None else min(batch, n_rows),
                 # only the kept fit warns: a fold fit that has not quite levelled off
                 # moves the temperature score a little, and the user cannot act on it
                 warn=rows is None)
@@ -332,7 +342,7 @@ class _BayesianMLP(BaseEstimator):
         try:
             posterior, self.start_losses_ = self._fit_from_starts(
                 stream["X0"], stream["y0"], stream["target_kwargs"], seeds["fit"],
-                seeds["init"], batch_size=int(self.batch_size), total_size=stream["n_rows"],
+                seeds["init"], batch_size=len(stream["X0"]), total_size=stream["n_rows"],
                 minibatch_source=sampler)
         finally:
             sampler.close()
@@ -342,6 +352,15 @@ class _BayesianMLP(BaseEstimator):
                                        else float(self.posterior_temperature))
         self._set_posterior(posterior, seeds["predict"])
         return self
+
+    def _batch_rows(self, n_rows: int) -> int | None:
+        """Rows per ADVI step on ``n_rows`` rows (None: full batches); see
+        :data:`AUTO_BATCH_SIZE` for ``batch_size="auto"``."""
+        if self.batch_size is None:
+            return None
+        if self.batch_size == "auto":
+            return None if n_rows <= AUTO_BATCH_SIZE else AUTO_BATCH_SIZE
+        return min(int(self.batch_size), n_rows)
 
     def _evidence_unavailable(self, *, streamed: bool, grouped: bool) -> str | None:
         """Why the evidence cannot choose the prior scales of this fit (None: it can)."""
@@ -393,7 +412,7 @@ class _BayesianMLP(BaseEstimator):
         if self.inference != "auto":
             return self.inference
         vi_settings = (self.n_iter is not None or self.learning_rate is not None
-                       or self.batch_size is not None
+                       or self.batch_size not in (None, "auto")
                        or self.posterior_temperature not in ("auto", 1, 1.0)
                        or self.n_init != 1)
         use_nuts = grouped and self._AUTO_NUTS_FOR_GROUPS and not vi_settings
@@ -641,9 +660,12 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
         Optimisation steps (VI). None: 10,000 for ADVI, 20,000 for full-rank ADVI.
     learning_rate : float, optional
         Adam step size (VI). None: 0.01 for ADVI, 0.003 for full-rank ADVI.
-    batch_size : int, optional
-        Rows per ADVI step (``pm.Minibatch``); None trains on all rows. Capped at the
-        number of rows.
+    batch_size : int, "auto" or None, default "auto"
+        Rows per ADVI step (``pm.Minibatch``, capped at the number of rows). ``"auto"``:
+        full batches on up to 1,024 rows, minibatches of 1,024 rows beyond
+        (:data:`AUTO_BATCH_SIZE`: a step then costs the same at any data size; dask
+        input streams minibatches of that size). None: full batches always (data in
+        memory only).
     n_draws : int, default 500
         Posterior draws used for prediction (VI); draws per chain (NUTS).
     tune : int, default 1000
@@ -953,7 +975,7 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
         inference="auto",
         n_iter=None,
         learning_rate=None,
-        batch_size=None,
+        batch_size="auto",
         n_draws=500,
         tune=1000,
         chains=2,

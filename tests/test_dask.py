@@ -409,8 +409,9 @@ def test_streamed_fit_warns_of_raw_features_from_its_first_rows(moons20k):
 def test_streamed_fit_bad_input(moons20k):
     X, y = moons20k
     Xd, yd = da.from_array(X, chunks=5000), da.from_array(y, chunks=5000)
-    with pytest.raises(ValueError, match="set batch_size"):
-        BayesianMLPClassifier().fit(Xd, yd)
+    with pytest.raises(ValueError, match="batch_size=None .full batches. needs the data in "
+                       "memory"):
+        BayesianMLPClassifier(batch_size=None).fit(Xd, yd)
     with pytest.raises(ValueError, match="needs the data in memory"):
         BayesianMLPClassifier(batch_size=64, inference="nuts").fit(Xd, yd)
     with pytest.raises(ValueError, match="groups are not supported with dask"):

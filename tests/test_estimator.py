@@ -31,6 +31,33 @@ def fast_clf(tiny):
     return fast().fit(X, y)
 
 
+# ------------------------------------------------------------------ batch size
+def test_auto_batch_size_minibatches_large_tables_only(tiny, monkeypatch):
+    """batch_size="auto": full batches up to AUTO_BATCH_SIZE rows, minibatches of that
+    size beyond, for the kept fit and the temperature's fold fits alike (decided on
+    all the rows); an int is capped at the rows, None is full batches."""
+    X, y = tiny  # 40 rows
+    monkeypatch.setattr(E, "AUTO_BATCH_SIZE", 16)
+    assert fast()._batch_rows(16) is None and fast()._batch_rows(17) == 16
+    assert fast(batch_size=None)._batch_rows(10**6) is None
+    assert fast(batch_size=64)._batch_rows(40) == 40
+    batches = []
+    real = E._BayesianMLP._fit_network
+
+    def spy(self, *args, batch_size=None, **kwargs):
+        batches.append(batch_size)
+        return real(self, *args, batch_size=batch_size, **kwargs)
+
+    monkeypatch.setattr(E._BayesianMLP, "_fit_network", spy)
+    clf = fast(n_iter=300, posterior_temperature="auto").fit(X, y)
+    assert clf.get_params()["batch_size"] == "auto"
+    assert batches == [16] * 4 and clf.posterior_.spec.batch_size == 16
+    batches.clear()
+    monkeypatch.setattr(E, "AUTO_BATCH_SIZE", 40)
+    assert fast(n_iter=300).fit(X, y).posterior_.spec.batch_size is None
+    assert batches == [None]
+
+
 # ------------------------------------------------------------------ accuracy
 def test_advi_defaults_reach_95_percent_on_moons(advi_clf, moons):
     _, X_test, _, y_test = moons

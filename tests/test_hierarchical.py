@@ -128,6 +128,8 @@ def test_multiclass_hierarchical_fits_through_pm_fit():
     # a setting only variational inference uses asks for it
     ({"n_iter": 100}, True, "advi"), ({"learning_rate": 0.1}, True, "advi"),
     ({"batch_size": 8}, True, "advi"), ({"posterior_temperature": 0.5}, True, "advi"),
+    # batch_size "auto" (the default) or None (full batches) ask for nothing
+    ({"batch_size": "auto"}, True, "nuts"), ({"batch_size": None}, True, "nuts"),
     ({"n_init": 2}, True, "advi"), ({"n_init": 1}, True, "nuts"),
     # an explicit method is kept
     ({"inference": "advi"}, True, "advi"), ({"inference": "nuts"}, False, "nuts"),
