@@ -165,12 +165,14 @@ def _layer_index(layer_shapes) -> np.ndarray:
 
 
 def _chunk_rows(n_rows: int, layer_shapes) -> int:
-    """Rows per Jacobian call: the Jacobian (rows, n_out, P) of float64 within
-    :data:`CHUNK_BYTES`. Fewer rows than that are padded to a power of two, so that
-    data sets of similar size share one compiled function (its shape is static)."""
+    """Rows per Jacobian call: a power of two, the Jacobian (rows, n_out, P) of float64
+    within :data:`CHUNK_BYTES`; fewer rows than that are padded to a power of two. The
+    compiled function's shape is static: powers of two let tables of any size share a
+    few compiled functions (a chunk of 7,753 rows, say, compiled anew for each network
+    and cost a 5,000-row table's first fit ~1.5 s)."""
     n_out = layer_shapes[-1][1]
-    by_jacobian = CHUNK_BYTES // (8 * n_out * _n_params(layer_shapes))
-    return max(1, min(1 << (max(n_rows, 1) - 1).bit_length(), by_jacobian))
+    by_jacobian = max(1, CHUNK_BYTES // (8 * n_out * _n_params(layer_shapes)))
+    return min(1 << (max(n_rows, 1) - 1).bit_length(), 1 << (by_jacobian.bit_length() - 1))
 
 
 def _ggn_blocks(shapes, activation, mode, theta, X, layer_of, n_layers, n_out, bernoulli):
