@@ -27,7 +27,7 @@ def _group(name: str):
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
 SCRIPTS = ("ppc_strategies", "inference_throughput", "scaling", "calibration", "repeated_fits",
-           "tabular_cli", "dask_scaling", "wide_network")
+           "tabular_cli", "dask_scaling", "wide_network", "fit_scaling")
 TOP_KEYS = {"benchmark", "machine", "config", "rows", "table", "notes", "elapsed_s"}
 MACHINE_KEYS = {"cpu_model", "cores", "cores_usable", "python", "versions", "timestamp_utc"}
 
@@ -512,3 +512,22 @@ def test_wide_network_schema_and_agreement(quick_run):
     assert all(0 <= r["accuracy"] <= 1 and r["nll"] > 0 and 0 <= r["ece"] <= 1
                for r in quality)
 
+
+
+@_group("fit_scaling")
+def test_fit_scaling_schema(quick_run, out_dir):
+    """Each model has a row per size; the default's stages are timed and add up to no
+    more than its fit; the minibatch size follows batch_size="auto"; the figure and
+    the Markdown table are written."""
+    _, data = quick_run("fit_scaling")
+    rows = data["rows"]
+    models = [r["model"] for r in rows]
+    assert models == ["pymc_bnn default", "sklearn MLPClassifier((5, 5))",
+                      "numpyro SVI (one fit)"]
+    bnn = rows[0]
+    stages = bnn["evidence_s"] + bnn["fits_s"] + bnn["draws_s"]
+    assert 0 < stages <= bnn["fit_s"]
+    assert bnn["batch"] == 1024 and rows[2]["batch"] == 1024  # 1,500 rows: minibatches
+    assert all(r["nll"] > 0 and 0 <= r["accuracy"] <= 1 for r in rows)
+    assert (out_dir / "fit_scaling.png").stat().st_size > 0
+    assert (out_dir / "fit_scaling.md").read_text().startswith("| rows |")
