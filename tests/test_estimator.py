@@ -32,6 +32,7 @@ def fast_clf(tiny):
 
 
 # ------------------------------------------------------------------ batch size
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # 300 steps
 def test_auto_batch_size_minibatches_large_tables_only(tiny, monkeypatch):
     """batch_size="auto": full batches up to AUTO_BATCH_SIZE rows, minibatches of that
     size beyond, for the kept fit and the temperature's fold fits alike (decided on
