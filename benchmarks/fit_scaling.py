@@ -240,7 +240,8 @@ def main(argv=None) -> int:
             for name in args.models:
                 if n > limits.get(name, n):
                     continue
-                row = {"n_rows": n, "n_features": p, **fitters[name](X, y, Xt, yt, args)}
+                row = {"n_rows": n, "n_features": p, **fitters[name](X, y, Xt, yt, args),
+                       "status": "ok"}
                 rows.append(row)
                 print(f"{n:>9,} x {p:<3} {row['model']:<32} fit {row['fit_s']:8.1f} s  "
                       f"NLL {row['nll']:.4f}  accuracy {row['accuracy']:.4f}", flush=True)
