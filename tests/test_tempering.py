@@ -69,17 +69,24 @@ def test_bad_temperature_is_rejected(vi_posterior, bad):
         posterior_draws(vi_posterior, n_draws=5, temperature=bad)
 
 
-def test_cross_fit_equals_the_obvious_loop(logistic_data):
-    """The selection's scores are the held-out NLLs summed over folds, computed here
-    again by hand from the same fold fits and draws; the choice is their argmin."""
-    X, y = logistic_data
+def _recording_fit_rows(X, y, *, n_iter):
+    """A ``fit_rows`` callback fitting Bayesian logistic regression, and the dict of
+    its fits by seed."""
     fits = {}
 
     def fit_rows(rows, seed):
         fits[seed] = fit(build_model(X[rows], y[rows], hidden_layer_sizes=(), random_state=0),
-                         n_iter=1500, random_seed=seed)
+                         n_iter=n_iter, random_seed=seed)
         return fits[seed]
 
+    return fits, fit_rows
+
+
+def test_cross_fit_equals_the_obvious_loop(logistic_data):
+    """The selection's scores are the held-out NLLs summed over folds, computed here
+    again by hand from the same fold fits and draws; the choice is their argmin."""
+    X, y = logistic_data
+    fits, fit_rows = _recording_fit_rows(X, y, n_iter=1500)
     folds = list(StratifiedKFold(3, shuffle=True, random_state=0).split(X, y))
     sel = cross_fit_temperature(fit_rows, X, y, folds=folds, seed=10)
     assert sel.temperatures == TEMPERATURES and sel.n_splits == 3
@@ -103,13 +110,7 @@ def test_large_folds_are_scored_on_a_seeded_subset_scaled_to_the_fold(logistic_d
 
     X, y = logistic_data
     monkeypatch.setattr(tempering, "MAX_SCORE_ROWS", 15)
-    fits = {}
-
-    def fit_rows(rows, seed):
-        fits[seed] = fit(build_model(X[rows], y[rows], hidden_layer_sizes=(), random_state=0),
-                         n_iter=500, random_seed=seed)
-        return fits[seed]
-
+    fits, fit_rows = _recording_fit_rows(X, y, n_iter=500)
     folds = list(StratifiedKFold(3, shuffle=True, random_state=0).split(X, y))
     scored = []
     real = tempering.heldout_scores
