@@ -265,7 +265,7 @@ SCAN_CHUNK = 1000
 SCAN_CALL_BYTES = 128 * 2**20
 #: Minibatch ADVI's step size: held for the first half of the steps, lowered
 #: geometrically to this fraction of it by four fifths of them, and held there for the
-#: last fifth (one value per compiled call, :data:`SCAN_CHUNK` steps). Why: a
+#: last fifth (one value per compiled call, of at most :data:`SCAN_CHUNK` steps). Why: a
 #: minibatch's gradient noise grows with rows / batch and does not shrink as the fit
 #: converges, so at a constant step Adam's iterates keep jittering around the optimum
 #: (Robbins and Monro: the steps must shrink); the last fifth at a constant step is
