@@ -23,7 +23,8 @@ import _common  # noqa: E402
 HERE = Path(__file__).resolve().parent
 #: Benchmarks in the order they run (cheapest first).
 BENCHMARKS = ("scaling", "inference_throughput", "ppc_strategies", "wide_network",
-              "fit_scaling", "repeated_fits", "tabular_cli", "dask_scaling", "calibration")
+              "fit_scaling", "repeated_fits", "tabular_cli", "dask_scaling", "uci_regression",
+              "calibration")
 
 
 def report(out_dir: Path, names) -> str:

@@ -694,6 +694,53 @@ class PosteriorPredictive:
         return out
 
 
+    def log_density(self, X: np.ndarray, y, groups=None) -> np.ndarray:
+        """Log posterior predictive density of each point's target.
+
+        ``log mean_s p(y_i | x_i, theta_s)`` over the draws held: for a regression
+        network the log density of the predictive mixture of Normals at ``y_i`` (in
+        the network's units), for a classifier the log of the mean probability of
+        class code ``y_i``. Computed chunk by chunk (``logsumexp`` over draws), so
+        the (draws x points) densities are never held whole.
+
+        Parameters
+        ----------
+        X : array of shape (n_points, n_features)
+        y : array of shape (n_points,)
+            Targets (regression) or integer class codes (classification).
+
+        Returns
+        -------
+        ndarray of shape (n_points,)
+        """
+        y = np.asarray(y)
+        if y.shape != (X.shape[0],):
+            raise ValueError(f"y must have shape ({X.shape[0]},); got {y.shape}.")
+        if not self.spec.is_regression:
+            return -mean_proba_nll(self.mean_proba(X, groups), y.astype(np.int64))
+        y = y.astype(np.float64)
+        out = np.empty(X.shape[0])
+        for start, chunk in self._chunks(X, groups):
+            stop = start + chunk.shape[1]
+            out[start:stop] = -mixture_nll(chunk[..., 0], chunk[..., 1], y[start:stop], axis=0)
+        return out
+
+
+def mixture_nll(mean, sd, y, *, axis: int) -> np.ndarray:
+    """``-log mean N(y | mean, sd**2)`` over the draws' ``axis``."""
+    from scipy.special import logsumexp
+
+    logpdf = -0.5 * ((y - mean) / sd) ** 2 - np.log(sd) - 0.5 * np.log(2 * np.pi)
+    return -(logsumexp(logpdf, axis=axis) - np.log(mean.shape[axis]))
+
+
+def mean_proba_nll(proba, y) -> np.ndarray:
+    """``-log proba[..., i, y_i]`` of mean class probabilities ``(..., n_rows, k)``."""
+    picked = np.take_along_axis(proba, np.broadcast_to(y[:, None], (*proba.shape[:-1], 1)),
+                                axis=-1)[..., 0]
+    return -np.log(np.clip(picked, 1e-300, None))
+
+
 def _readonly(a) -> np.ndarray:
     a = np.array(a, dtype=np.float64, copy=True)
     a.setflags(write=False)

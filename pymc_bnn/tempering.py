@@ -24,10 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp
 
 from pymc_bnn.inference import fit_concurrently
-from pymc_bnn.predictive import PosteriorPredictive, _static_shapes, posterior_predictive
+from pymc_bnn.predictive import (PosteriorPredictive, _static_shapes, mean_proba_nll, mixture_nll,
+                                 posterior_predictive)
 
 __all__ = ["TEMPERATURES", "TemperatureSelection", "choose_temperature",
            "cross_fit_temperature", "fold_tasks", "heldout_nll", "heldout_scores"]
@@ -77,23 +77,7 @@ def heldout_nll(predictive: PosteriorPredictive, X: np.ndarray, y: np.ndarray,
     -------
     ndarray of shape (n_rows,)
     """
-    if predictive.spec.is_regression:
-        mean, sd = predictive.sample_normal(X, groups)           # (n_draws, n_rows)
-        return _mixture_nll(mean, sd, y, axis=0)
-    return _mean_proba_nll(predictive.sample_proba(X, groups).mean(axis=0), y)
-
-
-def _mixture_nll(mean, sd, y, *, axis: int) -> np.ndarray:
-    """``-log mean N(y | mean, sd**2)`` over the draws' ``axis``."""
-    logpdf = -0.5 * ((y - mean) / sd) ** 2 - np.log(sd) - 0.5 * np.log(2 * np.pi)
-    return -(logsumexp(logpdf, axis=axis) - np.log(mean.shape[axis]))
-
-
-def _mean_proba_nll(proba, y) -> np.ndarray:
-    """``-log proba[..., i, y_i]`` of mean class probabilities ``(..., n_rows, k)``."""
-    picked = np.take_along_axis(proba, np.broadcast_to(y[:, None], (*proba.shape[:-1], 1)),
-                                axis=-1)[..., 0]
-    return -np.log(np.clip(picked, 1e-300, None))
+    return -predictive.log_density(X, y, groups)
 
 
 def cross_fit_temperature(
@@ -261,11 +245,11 @@ def _stacked_heldout_nll(parts: Sequence[PosteriorPredictive], X: np.ndarray,
         g = None if groups is None else groups[rows]
         if stacked.spec.is_regression:
             mean, sd = stacked.sample_normal(X[rows], g)
-            out[:, rows] = _mixture_nll(mean.reshape(k, s, -1), sd.reshape(k, s, -1),
+            out[:, rows] = mixture_nll(mean.reshape(k, s, -1), sd.reshape(k, s, -1),
                                         y[rows], axis=1)
         else:
             proba = stacked.sample_proba(X[rows], g)
-            out[:, rows] = _mean_proba_nll(proba.reshape(k, s, *proba.shape[1:]).mean(axis=1),
+            out[:, rows] = mean_proba_nll(proba.reshape(k, s, *proba.shape[1:]).mean(axis=1),
                                            y[rows])
     return list(out)
 

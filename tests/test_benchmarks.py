@@ -27,7 +27,7 @@ def _group(name: str):
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
 SCRIPTS = ("ppc_strategies", "inference_throughput", "scaling", "calibration", "repeated_fits",
-           "tabular_cli", "dask_scaling", "wide_network", "fit_scaling")
+           "tabular_cli", "dask_scaling", "wide_network", "fit_scaling", "uci_regression")
 TOP_KEYS = {"benchmark", "machine", "config", "rows", "table", "notes", "elapsed_s"}
 MACHINE_KEYS = {"cpu_model", "cores", "cores_usable", "python", "versions", "timestamp_utc"}
 
@@ -79,7 +79,19 @@ def _header_line(table: str) -> str:
     return table.splitlines()[0]
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_group(n)) for n in SCRIPTS])
+#: The UCI regression splits (``../shared/data/uci``, beside the repository as in CI).
+UCI_DATA = ROOT.parent / "shared" / "data" / "uci"
+
+
+def _marks(name: str):
+    marks = [_group(name)]
+    if name == "uci_regression":
+        marks.append(pytest.mark.skipif(not UCI_DATA.is_dir(),
+                                        reason=f"no UCI data at {UCI_DATA}"))
+    return marks
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_marks(n)) for n in SCRIPTS])
 def test_quick_run_writes_json_and_prints_table(quick_run, name):
     proc, data = quick_run(name)
     assert TOP_KEYS <= set(data), TOP_KEYS - set(data)
@@ -531,3 +543,43 @@ def test_fit_scaling_schema(quick_run, out_dir):
     assert all(r["nll"] > 0 and 0 <= r["accuracy"] <= 1 for r in rows)
     assert (out_dir / "fit_scaling.png").stat().st_size > 0
     assert (out_dir / "fit_scaling.md").read_text().startswith("| rows |")
+
+
+@pytest.mark.skipif(not UCI_DATA.is_dir(), reason=f"no UCI data at {UCI_DATA}")
+@_group("uci_regression")
+def test_uci_regression_schema(quick_run, out_dir):
+    """Every model on every split run; summaries over the splits, the published rows
+    beside ours, the criteria per data set; the Markdown table written."""
+    _, data = quick_run("uci_regression")
+    rows = data["rows"]
+    assert {r["dataset"] for r in rows} == {"bostonHousing", "yacht"}
+    assert {r["split"] for r in rows} == {0, 1}
+    models = {"pymc_bnn default", "RidgeCV (Normal, residual sd)",
+              "MLPRegressor (50,) (Normal, out-of-fold sd)",
+              "5 MLPs (50,) (mixture, held-out sd each)"}
+    assert {r["model"] for r in rows} == models
+    assert all(r["status"] == "ok" for r in rows), [r["status"] for r in rows]
+    for r in rows:
+        assert 0 <= r["coverage90"] <= 1 and r["rmse"] > 0 and r["crps"] > 0
+        assert r["n_train"] + r["n_test"] in (506, 308)
+    assert {(s["dataset"], s["n_splits"]) for s in data["summary"]} == {
+        ("bostonHousing", 2), ("yacht", 2)}
+    assert [c["dataset"] for c in data["criteria"]] == ["bostonHousing", "yacht"]
+    assert "*MC dropout (published)*" in data["table"]
+    assert (out_dir / "uci_regression.md").read_text().startswith("| data set |")
+
+
+def test_uci_scores_of_a_one_member_mixture_equal_the_normal_scores():
+    """The ensemble's mixture scores (log-sum-exp LL, bisected quantiles, sampled CRPS)
+    reduce to the closed-form Normal scores for a single member."""
+    sys.path.insert(0, str(BENCH))
+    import uci_regression as U
+
+    rng = np.random.default_rng(0)
+    y, mean = rng.normal(size=40), rng.normal(size=40)
+    sd = rng.uniform(0.5, 2.0, size=40)
+    closed = U.normal_scores(y, mean, sd, 0.0)
+    mixed = U.mixture_scores(y, mean[None], sd[None], 0.0)
+    for key in ("ll", "rmse", "coverage90"):
+        assert mixed[key] == pytest.approx(closed[key], rel=1e-9), key
+    assert mixed["crps"] == pytest.approx(closed["crps"], rel=0.03)  # 1,000 draws

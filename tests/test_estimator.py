@@ -167,6 +167,24 @@ def test_bad_y_raises_clear_error(tiny, y_bad, match):
         fast().fit(X, y_bad(y))
 
 
+def test_log_predictive_density_of_a_classifier(fast_clf, tiny):
+    """For a classifier the log predictive density is the log predicted probability
+    of the observed class (labels, not codes; any label order); unseen labels and
+    mismatched lengths are refused."""
+    X, y = tiny
+    labels = np.where(y == 1, "yes", "no")
+    clf = fast().fit(X, labels)
+    proba = clf.predict_proba(X)
+    expected = np.log([proba[i, list(clf.classes_).index(label)]
+                       for i, label in enumerate(labels)])
+    np.testing.assert_allclose(clf.log_predictive_density(X, labels), expected, rtol=1e-12)
+    assert fast_clf.log_predictive_density(X, y).shape == (len(y),)
+    with pytest.raises(ValueError, match="not fit on.*'maybe'"):
+        clf.log_predictive_density(X[:2], ["yes", "maybe"])
+    with pytest.raises(ValueError, match="rows"):
+        clf.log_predictive_density(X, labels[:-1])
+
+
 def test_wrong_n_features_at_predict(fast_clf):
     with pytest.raises(ValueError, match="X has 3 features, but BayesianMLPClassifier is expecting 2"):
         fast_clf.predict(np.zeros((2, 3)))

@@ -9,6 +9,7 @@ from scipy.special import ndtr
 
 import pymc_bnn.predictive as P
 from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor, build_model, fit
+from pymc_bnn.tempering import heldout_nll
 
 #: float32 predictive on JAX: ~1e-7 relative rounding of means and sds
 RTOL = 2e-5 if P._backend()[1] == "float32" else 1e-10
@@ -146,6 +147,31 @@ def test_targets_are_standardised_internally():
     m1, s1 = scaled.predict(X, return_std=True)
     np.testing.assert_allclose(m1, 1000.0 * m0 + 7.0, rtol=1e-9)
     np.testing.assert_allclose(s1, 1000.0 * s0, rtol=1e-9)
+
+
+def test_log_predictive_density_equals_numpy_loop(reg):
+    """The public log predictive density is the log of the mean over draws of each
+    draw's Normal density of y, in the units of y (a loop over draws and points)."""
+    X, y = xsin(25, seed=4)
+    y = 3.0 * y  # off the training scale: the density must not assume it
+    got = reg.log_predictive_density(X, y)
+    mean, sd = reg.predictive_.sample_normal(X)
+    mean = mean * reg.y_scale_ + reg.y_mean_
+    sd = sd * reg.y_scale_
+    expected = np.empty(len(y))
+    for i in range(len(y)):
+        dens = [np.exp(-0.5 * ((y[i] - mean[s, i]) / sd[s, i]) ** 2)
+                / (sd[s, i] * np.sqrt(2 * np.pi)) for s in range(mean.shape[0])]
+        expected[i] = np.log(np.mean(dens))
+    np.testing.assert_allclose(got, expected, rtol=1e-9)
+    # the model's held-out score uses the same function (standardised units)
+    z = (y - reg.y_mean_) / reg.y_scale_
+    np.testing.assert_allclose(-heldout_nll(reg.predictive_, X, z),
+                               got + np.log(reg.y_scale_), rtol=1e-12)
+    with pytest.raises(ValueError, match="rows"):
+        reg.log_predictive_density(X, y[:-1])
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        reg.log_predictive_density(X, np.full(len(y), np.nan))
 
 
 # -------------------------------------------------------------------- contract

@@ -175,7 +175,7 @@ def test_heldout_scores_batch_temperatures_and_equal_the_obvious_loop(case, monk
         model = build_model(X[:100], y[:100], hidden_layer_sizes=(4,), random_state=0)
     post = fit(model, n_iter=1000, random_seed=0)
     calls = []
-    for name in ("sample_proba", "sample_normal"):
+    for name in ("sample_proba", "sample_normal", "log_density"):
         real = getattr(PosteriorPredictive, name)
 
         def spy(self, *args, real=real, **kwargs):
