@@ -33,6 +33,7 @@ from pytensor.graph.basic import Constant, equal_computations
 from pytensor.graph.traversal import ancestors
 
 from pymc_bnn._compiled_vi import _detached, _model_graph, _transform_key
+from pymc_bnn.threads import default_threads
 
 __all__ = ["NUTPIE_MODELS", "NutpieModels", "sample_nutpie"]
 
@@ -196,8 +197,6 @@ def sample_nutpie(model, *, draws: int, tune: int, chains: int, seed: int, initv
     from pymc.backends.arviz import patch_nutpie_idata
     from pymc.util import get_random_generator
     from threadpoolctl import threadpool_limits
-
-    from pymc_bnn.inference import default_threads
 
     cache = NUTPIE_MODELS if cache is None else cache
     if initvals is not None and not isinstance(initvals, dict):

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from pymc_bnn.spec import ACTIVATION_NAMES, LIKELIHOODS, PRIORS, NetworkSpec
+
 __all__ = [
     "InputScaleWarning",
     "check_choice",
@@ -189,8 +191,6 @@ def check_model_inputs(
     groups : int64 array of shape (n_rows,) (a copy), or None
     spec : NetworkSpec
     """
-    from pymc_bnn.model import ACTIVATIONS, LIKELIHOODS, PRIORS, NetworkSpec
-
     X = np.array(X, dtype=np.float64, copy=True)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n_rows, n_features); got shape {X.shape}.")
@@ -219,7 +219,7 @@ def check_model_inputs(
         n_features=int(X.shape[1]),
         hidden_layer_sizes=hidden_layer_sizes,
         n_classes=n_classes,
-        activation=check_choice("activation", activation, list(ACTIVATIONS)),
+        activation=check_choice("activation", activation, list(ACTIVATION_NAMES)),
         prior_sigma=check_prior_sigma(prior_sigma, len(hidden_layer_sizes) + 1),
         n_rows=int(X.shape[0]),
         batch_size=batch_size,

@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from pymc_bnn import persistence
 from pymc_bnn._validation import InputScaleWarning, check_input_scale
 from pymc_bnn.dask import is_dask_collection
 from pymc_bnn.inference import (METHODS, NUTS_INITS, NUTS_SAMPLERS, _warn_diagnostics, fit,
@@ -589,8 +590,6 @@ class _BayesianMLP(BaseEstimator):
         -------
         pathlib.Path
         """
-        from pymc_bnn import persistence
-
         return persistence.save(self, path)
 
     @classmethod
@@ -602,8 +601,6 @@ class _BayesianMLP(BaseEstimator):
         ValueError
             If the file is truncated, corrupted, or not a pymc_bnn model file.
         """
-        from pymc_bnn import persistence
-
         return persistence.load(cls, path)
 
     def __getstate__(self):
@@ -845,15 +842,11 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
                     .split(np.zeros(len(y_model)), y_model))
 
     def _target_metadata(self):
-        from pymc_bnn.persistence import jsonable_labels
-
-        classes, dtype = jsonable_labels(self.classes_)
+        classes, dtype = persistence.jsonable_labels(self.classes_)
         return {"classes": classes, "classes_dtype": dtype}
 
     def _restore_target(self, meta, spec):
-        from pymc_bnn.persistence import restore_labels
-
-        classes = restore_labels(meta["classes"], meta["classes_dtype"])
+        classes = persistence.restore_labels(meta["classes"], meta["classes_dtype"])
         if classes.shape[0] != spec.n_classes:
             raise ValueError("the classes do not match the network's outputs")
         self.classes_ = classes

@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import importlib.util
 import logging
-import os
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +30,9 @@ from pymc_bnn._validation import (
     check_positive_int,
 )
 from pymc_bnn.model import NetworkSpec, network_spec
+# default_threads is public here (fit_concurrently's default); it lives in its own
+# module so that the NUTS chains (pymc_bnn._compiled_nuts) need not import this one
+from pymc_bnn.threads import THREADS_ENV, default_threads
 
 __all__ = [
     "ENGINES",
@@ -302,11 +304,6 @@ def _steps_per_call(runner) -> int:
 
 
 # --------------------------------------------------------------- concurrent fits
-#: Environment variable capping the threads of :func:`fit_concurrently` (1: the fits
-#: run one after the other).
-THREADS_ENV = "PYMC_BNN_NUM_THREADS"
-
-
 class _GraphLock:
     """Serialises the graph work of concurrent fits; compiled runs happen outside it.
 
@@ -347,31 +344,6 @@ class _GraphLock:
 
 
 _GRAPH_LOCK = _GraphLock()
-
-
-def default_threads() -> int:
-    """Threads :func:`fit_concurrently` uses by default.
-
-    The environment variable ``PYMC_BNN_NUM_THREADS`` when set; otherwise the CPUs
-    this process may run on, capped by ``OMP_NUM_THREADS`` when set: joblib sets it in
-    its worker processes to each worker's share of the cores, so that
-    ``cross_val_score(..., n_jobs=k)`` does not run k x (number of cores) fits at once.
-    """
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    for name in (THREADS_ENV, "OMP_NUM_THREADS"):
-        value = os.environ.get(name, "").strip()
-        if value:
-            try:
-                n = int(value)
-            except ValueError:
-                n = 0
-            if n < 1:
-                raise ValueError(f"{name} must be a positive integer; got {value!r}.")
-            return n if name == THREADS_ENV else max(1, min(cpus, n))
-    return max(1, cpus)
 
 
 def fit_concurrently(tasks: Sequence[Callable[[], object]], *,

@@ -139,17 +139,25 @@ def read_metadata(path) -> dict:
     return _read_metadata(path)
 
 
-def load_any(path):
-    """Load a model file of either estimator class, with its ``extra`` metadata.
+def load_any(path, classes):
+    """Load a model file of any of the estimator ``classes``, with its ``extra`` metadata.
+
+    The caller names the classes (e.g. ``(BayesianMLPClassifier, BayesianMLPRegressor)``):
+    the estimators use this module to save and load themselves, so it does not import
+    them.
+
+    Parameters
+    ----------
+    path : path-like
+    classes : iterable of estimator classes
+        The classes the file may hold; its format tag names one of them.
 
     Returns
     -------
     (estimator, extra dict)
     """
-    from pymc_bnn.estimator import BayesianMLPClassifier, BayesianMLPRegressor
-
     meta = read_metadata(path)
-    classes = {c.__name__: c for c in (BayesianMLPClassifier, BayesianMLPRegressor)}
+    classes = {c.__name__: c for c in classes}
     name = str(meta["format"]).removeprefix(FORMAT + ".")
     if name not in classes:
         raise ValueError(f"{path} holds an unknown estimator class {name!r}.")

@@ -541,8 +541,9 @@ def load_pipeline(path) -> Pipeline:
         estimator saved without preprocessing.
     """
     from pymc_bnn import persistence
+    from pymc_bnn.estimator import BayesianMLPClassifier, BayesianMLPRegressor
 
-    est, extra = persistence.load_any(path)
+    est, extra = persistence.load_any(path, (BayesianMLPClassifier, BayesianMLPRegressor))
     if "preprocessing" not in extra:
         raise ValueError(f"{path} holds a {type(est).__name__} saved without preprocessing "
                          "(by its save method); load it with "

@@ -1,3 +1,4 @@
+import pytest
 import pymc_bnn
 
 
@@ -42,3 +43,36 @@ def test_import_does_not_import_pymc():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+def test_no_import_circles_among_the_modules():
+    """Imports point one way (``shared/DESIGN.md``'s pipeline): no module imports, at
+    the top or inside a function, a module that imports it back, directly or through
+    others. (Imports of the package itself are left out: its ``__init__`` imports
+    lazily.)"""
+    import ast
+    import graphlib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "pymc_bnn"
+    modules = {p.stem for p in root.glob("*.py") if p.stem != "__init__"}
+    graph = {}
+    for name in modules:
+        deps = set()
+        for node in ast.walk(ast.parse((root / f"{name}.py").read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                parts = node.module.split(".")
+                if parts[0] != "pymc_bnn":
+                    continue
+                if len(parts) > 1:
+                    deps.add(parts[1])
+                else:  # from pymc_bnn import persistence
+                    deps |= {a.name for a in node.names if a.name in modules}
+            elif isinstance(node, ast.Import):
+                deps |= {a.name.split(".")[1] for a in node.names
+                         if a.name.startswith("pymc_bnn.")}
+        graph[name] = deps & modules - {name}
+    try:
+        list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as exc:
+        pytest.fail(f"import circle: {' -> '.join(exc.args[1])}")

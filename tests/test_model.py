@@ -196,3 +196,13 @@ def test_network_spec_rejects_foreign_models():
         pm.Normal("x")
     with pytest.raises(ValueError, match="not built by pymc_bnn.build_model"):
         network_spec(m)
+
+
+def test_every_accepted_activation_has_a_function():
+    """The input checks accept the names of pymc_bnn.spec (which imports no PyTensor);
+    the forward pass needs a function for each, and for nothing else."""
+    from pymc_bnn import model, spec
+
+    assert tuple(model.ACTIVATIONS) == spec.ACTIVATION_NAMES
+    assert model.NetworkSpec is spec.NetworkSpec
+    assert (model.PRIORS, model.LIKELIHOODS) == (spec.PRIORS, spec.LIKELIHOODS)
