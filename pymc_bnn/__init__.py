@@ -1,6 +1,6 @@
 """pymc_bnn: Bayesian neural networks on PyMC, with fast compiled predictives.
 
-The public API, in pipeline order (see ``DESIGN.md``):
+The public API, in pipeline order (see ``docs/design.md``):
 
 - :func:`build_model` — a PyMC model of a Bayesian MLP (classification or regression;
   optionally hierarchical over groups, optionally under Neal's precision prior);
