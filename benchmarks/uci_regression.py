@@ -157,7 +157,9 @@ def run_bnn(params: dict, X, y, Xt, yt, seed: int, quick: bool) -> dict:
             "crps": crps_ensemble(yt, samples),
             "coverage90": interval_coverage(yt, lower, upper),
             "fit_s": fit_s, "inference": reg.inference_,
-            "temperature": getattr(reg, "posterior_temperature_", None)}
+            "temperature": getattr(reg, "posterior_temperature_", None),
+            "kl_weight": getattr(reg, "kl_weight_", None),
+            "kl_weight_selection": getattr(reg, "kl_weight_selection_", None)}
 
 
 def _mlp(seed: int, quick: bool):

@@ -21,7 +21,7 @@ from pymc_bnn.inference import (METHODS, NUTS_INITS, NUTS_SAMPLERS, _warn_diagno
                                 fit_concurrently, sample_more)
 from pymc_bnn.model import ACTIVATIONS, PRIORS, build_model
 from pymc_bnn.predictive import from_idata, posterior_draws, posterior_predictive
-from pymc_bnn.tempering import choose_temperature, fold_tasks
+from pymc_bnn.tempering import TEMPERATURES, choose_temperature, fold_tasks
 
 __all__ = ["BayesianMLPClassifier", "BayesianMLPRegressor", "InputScaleWarning"]
 
@@ -37,6 +37,13 @@ MAX_DENSE_CELLS = 50_000_000
 #: one of two 100-feature splits, and at or below MLPClassifier's on 11 of 12
 #: (``benchmarks/results/fit_scaling.md``).
 AUTO_BATCH_SIZE = 1024
+#: ``kl_weight="auto"`` (regressor): the candidate weights of the ELBO's KL term, chosen
+#: with the temperature by the cross-fitted held-out predictive density. Mean-field
+#: ADVI of a network with many more weights than rows prunes units to the prior and
+#: explains the misfit as noise; a smaller KL weight (a tempered, "cold" ELBO) lets
+#: the data shape the function where they can, and the held-out density says where
+#: that is (``docs/experiments/uci_regression.md``).
+KL_WEIGHTS = (1.0, 0.25, 0.0625)
 
 
 def _hidden_layer_sizes_ok(value) -> bool:
@@ -222,14 +229,18 @@ class _BayesianMLP(BaseEstimator):
         # decided on all the rows: the temperature's fold fits train as the kept fit does
         batch = self._batch_rows(X.shape[0])
 
-        def fit_rows(rows, fit_seed):
-            """Build and fit the network on ``X[rows]`` (all rows: ``rows=None``)."""
+        def fit_rows(rows, fit_seed, kl_weight=None):
+            """Build and fit the network on ``X[rows]`` (all rows: ``rows=None``), its
+            ELBO's KL term weighted ``kl_weight`` (default: the estimator's own)."""
             sub = slice(None) if rows is None else rows
             n_rows = X.shape[0] if rows is None else len(rows)
+            if kl_weight is None:
+                kl_weight = self._kl_weight_candidates()[0]
             posterior, start_losses = self._fit_from_starts(
                 X[sub], y_model[sub], target_kwargs, fit_seed, seeds["init"],
                 groups=None if group_codes is None else group_codes[sub], n_groups=n_groups,
                 batch_size=None if batch is None else min(batch, n_rows),
+                total_size=None if kl_weight == 1.0 else int(round(n_rows / kl_weight)),
                 # only the kept fit warns: a fold fit that has not quite levelled off
                 # moves the temperature score a little, and the user cannot act on it
                 warn=rows is None)
@@ -237,6 +248,14 @@ class _BayesianMLP(BaseEstimator):
                 kept["start_losses"] = start_losses
             return posterior
 
+        weights = self._kl_weight_candidates()
+        if len(weights) > 1:
+            folds = self._temperature_folds(y_model, seeds["temperature"])
+            if folds is not None:
+                return self._fit_choosing_kl_weight(fit_rows, weights, folds, X, y_model,
+                                                    group_codes, seeds, kept)
+            weights = (1.0,)  # too few rows to hold any out: the plain ELBO
+        self.kl_weight_, self.kl_weight_selection_ = weights[0], None
         # the kept fit and the cross-fitting fits of the temperature (each scored on
         # its held-out rows right after it) are independent: they run at the same
         # time (threads; the results do not depend on it)
@@ -247,6 +266,49 @@ class _BayesianMLP(BaseEstimator):
         posterior, *fold_scores = fit_concurrently(tasks)
         self.start_losses_ = kept["start_losses"]
         self._choose_temperature(fold_scores, folds, X.shape[0])
+        self._set_posterior(posterior, seeds["predict"])
+        return self
+
+    def _kl_weight_candidates(self) -> tuple[float, ...]:
+        """The KL weights to fit: ``(kl_weight,)``, or :data:`KL_WEIGHTS` for "auto"
+        (variational inference only; NUTS samples the posterior itself)."""
+        value = getattr(self, "kl_weight", 1.0)
+        if value != "auto":
+            return (float(value),)
+        return (1.0,) if self.inference_ == "nuts" else KL_WEIGHTS
+
+    def _fit_choosing_kl_weight(self, fit_rows, weights, folds, X, y_model, group_codes,
+                                seeds, kept):
+        """``kl_weight="auto"``: the folds' fits at every candidate weight (at once),
+        each scored at every temperature (or at the fixed one); the weight and
+        temperature with the best summed held-out density win, then the kept fit."""
+        fixed = self.posterior_temperature != "auto"
+        # a fit at KL weight w is about as spread as the posterior at temperature w:
+        # its temperatures are the grid's divided by w (1 / w restores the spread)
+        grids = [(float(self.posterior_temperature),) if fixed
+                 else tuple(t / w for t in TEMPERATURES) for w in weights]
+        tasks = []
+        for w, grid in zip(weights, grids):
+            tasks += fold_tasks(functools.partial(fit_rows, kl_weight=w), X, y_model,
+                                folds=folds, seed=seeds["temperature"], groups=group_codes,
+                                temperatures=grid)
+        scores = np.reshape(fit_concurrently(tasks), (len(weights), len(folds), -1))
+        selections = [choose_temperature(s, X.shape[0], grid)
+                      for s, grid in zip(scores, grids)]
+        best = int(np.argmin([sel.scores.min() for sel in selections]))
+        self.kl_weight_ = weights[best]
+        self.kl_weight_selection_ = {
+            "kl_weights": list(weights),
+            "scores": [float(sel.scores.min()) for sel in selections],
+            "temperatures": [sel.temperature for sel in selections]}
+        if fixed:
+            self.temperature_selection_ = None
+            self.posterior_temperature_ = grids[0][0]
+        else:
+            self.temperature_selection_ = selections[best]
+            self.posterior_temperature_ = selections[best].temperature
+        posterior = fit_rows(None, seeds["fit"], kl_weight=self.kl_weight_)
+        self.start_losses_ = kept["start_losses"]
         self._set_posterior(posterior, seeds["predict"])
         return self
 
@@ -342,10 +404,13 @@ class _BayesianMLP(BaseEstimator):
                                   stream["target_kwargs"], seeds["init"])
         sampler = BlockSampler([stream["X"], stream["codes"]], pool_blocks=4,
                                seed=seeds["init"])
+        # the cross-fitted KL weight needs folds held in memory too: "auto" is 1 here
+        self.kl_weight_, self.kl_weight_selection_ = self._kl_weight_candidates()[0], None
         try:
             posterior, self.start_losses_ = self._fit_from_starts(
                 stream["X0"], stream["y0"], stream["target_kwargs"], seeds["fit"],
-                seeds["init"], batch_size=len(stream["X0"]), total_size=stream["n_rows"],
+                seeds["init"], batch_size=len(stream["X0"]),
+                total_size=int(round(stream["n_rows"] / self.kl_weight_)),
                 minibatch_source=sampler)
         finally:
             sampler.close()
@@ -981,11 +1046,25 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
     noise_scale : float, default 0.5
         Scale of the HalfCauchy prior on the noise sd, in standardised target units
         (homoscedastic model only).
+    kl_weight : float in (0, 1] or "auto", default 1.0
+        Weight of the KL term of the ADVI objective against the data (1: the ELBO;
+        smaller: a tempered, "cold" ELBO, fit as if the likelihood counted
+        ``1 / kl_weight`` times). ``"auto"`` chooses among ``KL_WEIGHTS`` (1, 1/4,
+        1/16) by the held-out predictive density of the temperature's cross-fitting
+        (three more fold fits per candidate): with many weights per row, mean-field
+        ADVI explains what it cannot fit as noise, and a smaller weight lets the data
+        shape the function (``docs/experiments/uci_regression.md``). The posterior
+        temperature is then chosen for the kept weight.
 
     Attributes
     ----------
     y_mean_, y_scale_ : float
         Mean and standard deviation of the training targets (the standardisation).
+    kl_weight_ : float
+        The KL weight of the kept fit.
+    kl_weight_selection_ : dict or None
+        With ``kl_weight="auto"``: ``kl_weights``, the held-out NLL per row of each
+        (``scores``, at its best temperature) and those ``temperatures``.
     n_features_in_, feature_names_in_, groups_, loss_curve_, approx_, idata_,
     posterior_, diagnostics_, inference_, posterior_temperature_, temperature_selection_,
     start_losses_
@@ -1008,6 +1087,7 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
         **_BayesianMLP._parameter_constraints,
         "heteroscedastic": ["boolean"],
         "noise_scale": [Interval(Real, 0, None, closed="neither")],
+        "kl_weight": [Interval(Real, 0, 1, closed="right"), StrOptions({"auto"})],
     }
     _y_numeric = True
     _AUTO_NUTS_FOR_GROUPS = False
@@ -1034,6 +1114,7 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
         nuts_init="jitter",
         posterior_temperature="auto",
         n_init=1,
+        kl_weight=1.0,
         random_state=None,
         progressbar=False,
     ):
@@ -1048,6 +1129,7 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
         )
         self.heteroscedastic = heteroscedastic
         self.noise_scale = noise_scale
+        self.kl_weight = kl_weight
 
     def _encode_target(self, y):
         y = np.asarray(y, dtype=np.float64)

@@ -278,9 +278,11 @@ def build_model(
     batch_size : int, optional
         Minibatch size; None trains on all rows at every step.
     total_size : int, optional
-        Minibatch models: the number of rows the likelihood stands for (default: the
-        rows of ``X``). Larger when ``X`` is a placeholder sample of data streamed
-        into the fit from elsewhere (``pymc_bnn.fit(minibatch_source=...)``).
+        The number of rows the likelihood stands for (default: the rows of ``X``).
+        Minibatch models: larger when ``X`` is a placeholder sample of data streamed
+        into the fit from elsewhere (``pymc_bnn.fit(minibatch_source=...)``). Any
+        model: ``total_size = rows / kl_weight`` weights the likelihood against the
+        prior, a tempered ("cold") ELBO whose KL term counts ``kl_weight`` times.
     random_state : int or numpy Generator, optional
         Seeds the initial values of the weights, drawn from N(0, s^2) with
         ``s = min(1, 2 / sqrt(fan_in))``: hidden units start distinct (no symmetric
@@ -320,9 +322,8 @@ def build_model(
         heteroscedastic=heteroscedastic,
         noise_scale=noise_scale,
     )
+    n_given = spec.n_rows
     if total_size is not None:
-        if spec.batch_size is None:
-            raise ValueError("total_size applies to minibatch models: set batch_size too.")
         if isinstance(total_size, bool) or not isinstance(total_size, int | np.integer) \
                 or total_size < spec.n_rows:
             raise ValueError(f"total_size must be an int >= the rows of X ({spec.n_rows}); "
@@ -343,7 +344,11 @@ def build_model(
             data.append(pm.Data("groups", groups))
         if spec.batch_size is None:
             observed = data
-            total_size = None
+            # a full-batch likelihood counted as total_size rows: weighted by
+            # total_size / rows, i.e. the ELBO's KL term by rows / total_size (the
+            # regressor's kl_weight); a shared input, as for minibatches
+            total_size = (None if spec.n_rows == n_given
+                          else [pytensor.shared(np.int64(spec.n_rows), name="total_size")])
         else:
             observed = pm.Minibatch(*data, batch_size=spec.batch_size)
             # a shared input, not a constant of the graph, as the prior scales: minibatch

@@ -100,6 +100,9 @@ def save(estimator, path, *, extra: dict | None = None) -> Path:
         "posterior_temperature": float(estimator.posterior_temperature_),
         "temperature_selection": (None if estimator.temperature_selection_ is None
                                   else estimator.temperature_selection_.as_dict()),
+        # the ELBO's KL weight of the kept fit, and how it was chosen (plain data)
+        "kl_weight": float(getattr(estimator, "kl_weight_", 1.0)),
+        "kl_weight_selection": getattr(estimator, "kl_weight_selection_", None),
         # str / int / float / bool / None values (pymc_bnn.inference.diagnose)
         "diagnostics": dict(getattr(estimator, "diagnostics_", {})),
         # the final loss of each of the kept fit's n_init starts (None: NUTS)
@@ -269,6 +272,11 @@ def load(cls, path):
         start_losses = meta.get("start_losses")
         if start_losses is not None:
             start_losses = np.array([float(v) for v in start_losses], dtype=np.float64)
+        # files written before the KL weight existed fit the plain ELBO
+        kl_weight = float(meta.get("kl_weight", 1.0))
+        kl_selection = meta.get("kl_weight_selection")
+        if kl_selection is not None and not isinstance(kl_selection, dict):
+            raise TypeError("the KL weight's selection is not a JSON object")
         # files written before diagnostics existed have none: {} (not computed)
         diagnostics = meta.get("diagnostics") or {}
         if not isinstance(diagnostics, dict):
@@ -293,6 +301,8 @@ def load(cls, path):
     est.inference_ = meta["method"]
     est.posterior_temperature_ = temperature
     est.temperature_selection_ = selection
+    est.kl_weight_ = kl_weight
+    est.kl_weight_selection_ = kl_selection
     est.prior_sigma_ = spec.prior_sigma  # the scale(s) the network was fit with
     est.evidence_ = evidence
     est.loss_curve_ = loss

@@ -206,3 +206,28 @@ def test_every_accepted_activation_has_a_function():
     assert tuple(model.ACTIVATIONS) == spec.ACTIVATION_NAMES
     assert model.NetworkSpec is spec.NetworkSpec
     assert (model.PRIORS, model.LIKELIHOODS) == (spec.PRIORS, spec.LIKELIHOODS)
+
+
+@pytest.mark.parametrize("likelihood", ["normal", "categorical"])
+def test_full_batch_total_size_weights_the_likelihood_only(likelihood):
+    """A full-batch model built with total_size = k * rows has k times the
+    log-likelihood and the same prior (a tempered ELBO whose KL term counts 1 / k);
+    total_size = rows, or none, is the plain model; fewer than the rows is refused."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    y = X[:, 0] + 0.1 * rng.normal(size=30) if likelihood == "normal" else (X[:, 0] > 0) * 1
+    kw = dict(hidden_layer_sizes=(3,), likelihood=likelihood, random_state=0)
+    plain, same = build_model(X, y, **kw), build_model(X, y, total_size=30, **kw)
+    weighted = build_model(X, y, total_size=120, **kw)
+    point = plain.initial_point()
+
+    def parts(model):
+        return (model.compile_logp(vars=model.observed_RVs)(point),
+                model.compile_logp(vars=model.free_RVs)(point))
+
+    (lik, prior), (lik4, prior4) = parts(plain), parts(weighted)
+    assert lik4 == pytest.approx(4 * lik, rel=1e-12) and prior4 == pytest.approx(prior)
+    assert parts(same) == pytest.approx((lik, prior), rel=1e-12)
+    assert network_spec(weighted).n_rows == 120
+    with pytest.raises(ValueError, match="total_size"):
+        build_model(X, y, total_size=29, **kw)

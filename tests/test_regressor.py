@@ -174,6 +174,52 @@ def test_log_predictive_density_equals_numpy_loop(reg):
         reg.log_predictive_density(X, np.full(len(y), np.nan))
 
 
+@pytest.mark.slow  # 13 small fits
+@pytest.mark.filterwarnings("ignore:ADVI stopped before")  # short fits serve here
+def test_kl_weight_auto_fits_every_candidate_on_the_folds_and_keeps_the_best(
+        monkeypatch, tmp_path):
+    """kl_weight="auto": the temperature's three folds are fit at every candidate KL
+    weight (total_size = rows / weight), each scored on a temperature grid divided by
+    its weight; the best (weight, temperature) is kept and the kept fit uses that
+    weight. A fixed weight fits the folds and the kept fit at it. Seeded, and saved."""
+    from pymc_bnn.estimator import KL_WEIGHTS
+    from pymc_bnn.tempering import TEMPERATURES
+
+    X, y = xsin(60)
+    calls = []
+    real = BayesianMLPRegressor._fit_network
+
+    def spy(self, X, *args, **kwargs):
+        calls.append((len(X), kwargs.get("total_size")))
+        return real(self, X, *args, **kwargs)
+
+    monkeypatch.setattr(BayesianMLPRegressor, "_fit_network", spy)
+    kw = dict(hidden_layer_sizes=(3,), n_iter=500, n_draws=20, random_state=0)
+    reg = BayesianMLPRegressor(kl_weight="auto", **kw).fit(X, y)
+    *folds, kept = calls
+    assert sorted(folds, key=str) == sorted(
+        [(40, None if w == 1 else round(40 / w)) for w in KL_WEIGHTS for _ in range(3)], key=str)
+    w = reg.kl_weight_
+    assert kept == (60, None if w == 1 else round(60 / w))
+    sel = reg.kl_weight_selection_
+    assert sel["kl_weights"] == list(KL_WEIGHTS)
+    best = int(np.argmin(sel["scores"]))
+    assert sel["kl_weights"][best] == w and reg.posterior_temperature_ == sel["temperatures"][best]
+    assert reg.temperature_selection_.temperatures == tuple(t / w for t in TEMPERATURES)
+    again = BayesianMLPRegressor(kl_weight="auto", **kw).fit(X, y)
+    np.testing.assert_array_equal(again.predict(X), reg.predict(X))
+    reg.save(tmp_path / "reg.nc")
+    loaded = BayesianMLPRegressor.load(tmp_path / "reg.nc")
+    assert loaded.kl_weight_ == w and loaded.kl_weight_selection_ == sel
+    np.testing.assert_array_equal(loaded.predict(X), reg.predict(X))
+    calls.clear()
+    fixed = BayesianMLPRegressor(kl_weight=0.25, **kw).fit(X, y)
+    assert sorted(calls) == sorted([(40, 160)] * 3 + [(60, 240)])
+    assert fixed.kl_weight_ == 0.25 and fixed.kl_weight_selection_ is None
+    with pytest.raises(ValueError, match="kl_weight"):
+        BayesianMLPRegressor(kl_weight=0.0).fit(X, y)
+
+
 # -------------------------------------------------------------------- contract
 def test_regressor_api_shapes_seeding_and_errors(reg):
     X, y = xsin(30, seed=2)
