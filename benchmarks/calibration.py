@@ -318,7 +318,7 @@ class WarningCounter:
         self.where: dict[str, list[str]] = {}
 
     def fit(self, model_name: str, fn, *a, where: str = "", **kw):
-        from pymc_bnn.inference import SamplingWarning
+        from pymc_bnn.exceptions import SamplingWarning
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)

@@ -36,7 +36,8 @@ _LAZY = {
     "posterior_predictive": "pymc_bnn.predictive",
     "summarize_proba": "pymc_bnn.predictive",
 }
-_SUBMODULES = {"metrics", "tabular", "datasets", "plotting", "persistence", "report", "evidence"}
+_SUBMODULES = {"metrics", "tabular", "datasets", "plotting", "persistence", "report", "evidence",
+               "exceptions"}
 
 
 def __getattr__(name: str):

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from pymc_bnn.exceptions import InputScaleWarning
 from pymc_bnn.spec import ACTIVATION_NAMES, LIKELIHOODS, PRIORS, NetworkSpec
 
 __all__ = [
@@ -35,10 +36,6 @@ MAX_FEATURE_RMS = 10.0
 MIN_FEATURE_RANGE = 0.1
 #: Columns named in the warning, at most.
 _NAMED_COLUMNS = 5
-
-
-class InputScaleWarning(UserWarning):
-    """Input features are far from the unit scale that the network's priors assume."""
 
 
 def check_input_scale(X, *, estimator: str, feature_names=None, sample_note: str = "",

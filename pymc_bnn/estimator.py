@@ -15,7 +15,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from pymc_bnn import persistence
-from pymc_bnn._validation import InputScaleWarning, check_input_scale
+from pymc_bnn._validation import check_input_scale
+from pymc_bnn.exceptions import InputScaleWarning  # re-exported
 from pymc_bnn.dask import is_dask_collection
 from pymc_bnn.inference import (METHODS, NUTS_INITS, NUTS_SAMPLERS, _warn_diagnostics, fit,
                                 fit_concurrently, sample_more)
@@ -543,7 +544,7 @@ class _BayesianMLP(BaseEstimator):
         re-tuning unless ``tune > 0`` (see :func:`pymc_bnn.inference.sample_more`);
         ``idata_`` and the predictions then use all draws, and ``diagnostics_`` is
         recomputed over all of them (with a
-        :class:`~pymc_bnn.inference.SamplingWarning` if it still fails). Seeded from
+        :class:`~pymc_bnn.exceptions.SamplingWarning` if it still fails). Seeded from
         ``random_state`` and the number of draws so far.
 
         Returns
@@ -839,7 +840,7 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
         NUTS: ``"n_divergences"``, and ``"max_rhat"``, ``"min_ess_bulk"``,
         ``"min_ess_tail"`` of the network's outputs at up to 50 training points (not
         of the weights, which are not identifiable); if a check fails, ``fit`` warns
-        :class:`pymc_bnn.inference.SamplingWarning`. Kept by :meth:`save` / :meth:`load`
+        :class:`pymc_bnn.exceptions.SamplingWarning`. Kept by :meth:`save` / :meth:`load`
         (files saved before diagnostics existed load with ``{}``) and by pickling.
     inference_ : str
         The inference method the fit used (``inference``, or what ``"auto"`` chose).

@@ -22,13 +22,13 @@ import numpy as np
 import pymc as pm
 import pytensor
 from pymc.variational.callbacks import CheckParametersConvergence
-from sklearn.exceptions import ConvergenceWarning
 
 from pymc_bnn._validation import (
     check_choice,
     check_positive_float,
     check_positive_int,
 )
+from pymc_bnn.exceptions import ConvergenceWarning, SamplingWarning  # re-exported
 from pymc_bnn.model import NetworkSpec, network_spec
 # default_threads is public here (fit_concurrently's default); it lives in its own
 # module so that the NUTS chains (pymc_bnn._compiled_nuts) need not import this one
@@ -94,17 +94,6 @@ ESS_PER_CHAIN = 100
 N_DIAGNOSTIC_POINTS = 50
 #: NUTS: tail ESS is the smaller ESS of the 5% and 95% quantiles (Vehtari et al. 2021).
 _TAIL_PROB = 0.05
-
-
-class SamplingWarning(ConvergenceWarning):
-    """NUTS draws that may not represent the posterior: divergent transitions, or
-    R-hat / ESS of the network's outputs beyond the thresholds of :func:`diagnose`.
-
-    A subclass of scikit-learn's ``ConvergenceWarning`` (which an unconverged ADVI
-    fit raises): code that silences or records ``ConvergenceWarning`` (as
-    scikit-learn's tools do, e.g. in ``GridSearchCV`` loops) treats NUTS the same,
-    while ``SamplingWarning`` can still be filtered on its own.
-    """
 
 
 class _ReadOnlyDict(Mapping):

@@ -76,3 +76,16 @@ def test_no_import_circles_among_the_modules():
         list(graphlib.TopologicalSorter(graph).static_order())
     except graphlib.CycleError as exc:
         pytest.fail(f"import circle: {' -> '.join(exc.args[1])}")
+
+
+def test_public_warnings_live_in_exceptions():
+    """One module holds the warnings; the old import paths still give the same class."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from pymc_bnn import estimator, exceptions, inference
+
+    assert exceptions.SamplingWarning is inference.SamplingWarning
+    assert exceptions.InputScaleWarning is estimator.InputScaleWarning
+    assert issubclass(exceptions.SamplingWarning, ConvergenceWarning)
+    assert exceptions.ConvergenceWarning is ConvergenceWarning
+    assert pymc_bnn.exceptions is exceptions

@@ -12,7 +12,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 import pymc_bnn.inference as I
 from pymc_bnn import BayesianMLPClassifier, NetworkSpec, build_model, fit
-from pymc_bnn.inference import Posterior, SamplingWarning, diagnose
+from pymc_bnn.exceptions import SamplingWarning
+from pymc_bnn.inference import Posterior, diagnose
 
 VI_KEYS = {"method", "converged", "message", "n_steps", "window", "final_loss",
            "previous_loss", "decrease", "relative_decrease", "noise_se", "z", "z_threshold",

@@ -150,7 +150,7 @@ def test_default_fit_without_groups_is_advi(advi_clf, hier_clf):
 
 # 30 draws per chain: ESS below 100 per chain is expected; the test is about which
 # path the default takes, not about mixing
-@pytest.mark.filterwarnings("ignore::pymc_bnn.inference.SamplingWarning")
+@pytest.mark.filterwarnings("ignore::pymc_bnn.exceptions.SamplingWarning")
 def test_default_fit_with_groups_samples_with_nuts(tasks, tmp_path):
     """inference="auto" samples a hierarchical network with NUTS, on the backend
     preferred for hierarchical models (nutpie where installed), reproducibly."""
@@ -292,7 +292,7 @@ def test_estimator_with_gamma_precision_prior(moons):
 @pytest.mark.slow
 # 100 draws per chain: ESS below 100 per chain and R-hat ~1.03 are expected; the test
 # is about where the chains start
-@pytest.mark.filterwarnings("ignore::pymc_bnn.inference.SamplingWarning")
+@pytest.mark.filterwarnings("ignore::pymc_bnn.exceptions.SamplingWarning")
 def test_nuts_warm_start_from_advi_draws(tiny, monkeypatch):
     X, y = tiny
     seen = {}
@@ -320,7 +320,7 @@ def test_nuts_warm_start_from_advi_draws(tiny, monkeypatch):
 @pytest.mark.parametrize("sampler", ["numpyro", "pymc"])
 # 100 (then 160) draws per chain: ESS below 100 per chain is expected; the test is about
 # how the chains continue
-@pytest.mark.filterwarnings("ignore::pymc_bnn.inference.SamplingWarning")
+@pytest.mark.filterwarnings("ignore::pymc_bnn.exceptions.SamplingWarning")
 def test_sample_more_continues_the_chains(tiny, sampler):
     pytest.importorskip("numpyro") if sampler == "numpyro" else None
     X, y = tiny
@@ -351,7 +351,7 @@ def test_sample_more_continues_the_chains(tiny, sampler):
 @pytest.mark.slow
 # 50 (then 75) draws per chain: ESS below 100 per chain is expected; the test is about
 # the estimator's bookkeeping
-@pytest.mark.filterwarnings("ignore::pymc_bnn.inference.SamplingWarning")
+@pytest.mark.filterwarnings("ignore::pymc_bnn.exceptions.SamplingWarning")
 def test_estimator_sample_more_and_errors(tiny, advi_clf, tmp_path):
     X, y = tiny
     clf = BayesianMLPClassifier(hidden_layer_sizes=(2,), inference="nuts", n_draws=50,

@@ -114,7 +114,7 @@ def test_missing_nuts_backend_names_the_extra_that_installs_it(monkeypatch):
 
 
 # 30 draws of one chain cannot reach an ESS of 100 per chain: about the backend only
-@pytest.mark.filterwarnings("ignore::pymc_bnn.inference.SamplingWarning")
+@pytest.mark.filterwarnings("ignore::pymc_bnn.exceptions.SamplingWarning")
 def test_nuts_with_pymc_sampler_gives_usable_draws(tiny):
     X, y = tiny
     post = fit(build_model(X, y, hidden_layer_sizes=(2,), random_state=0), method="nuts",

@@ -294,7 +294,7 @@ def test_regressor_with_groups():
 # weights; 69 when this was written, with R-hat 1.02 / tail ESS 46 of the means; 51,
 # R-hat 1.007 / tail ESS 236 on 2026-11-26): the warning is right, and the test checks
 # only what the draws recover
-@pytest.mark.filterwarnings("ignore::pymc_bnn.inference.SamplingWarning")
+@pytest.mark.filterwarnings("ignore::pymc_bnn.exceptions.SamplingWarning")
 def test_regressor_nuts_recovers_function_and_noise():
     """NUTS on the same data: measured RMSE to the true function 0.023, noise 0.103."""
     X, y = xsin()
