@@ -507,11 +507,15 @@ def _choose_task(task: str, y, target: str, path) -> str:
 @click.option("--groups", default=None, help="Column of group labels: a hierarchical model.")
 @click.option("--features", default=None, help="Comma-separated columns to use (default: all).")
 @click.option("--drop", default=None, help="Comma-separated columns to leave out.")
+@click.option("--keep", default=None,
+              help="Comma-separated columns that are features although they look like "
+                   "identifiers (whole numbers, each once, in row order or tightly packed).")
 @click.option("--max-categories", type=click.IntRange(min=2), default=50, show_default=True,
               help="Refuse a categorical column with more distinct values.")
 @click.option("--seed", type=int, default=0, show_default=True)
 def fit_command(data, target, output, task, hidden, inference, batch_size, n_iter, draws,
-                n_init, temperature, prior_sigma, groups, features, drop, max_categories, seed):
+                n_init, temperature, prior_sigma, groups, features, drop, keep, max_categories,
+                seed):
     """Fit a Bayesian MLP on the table DATA and save it to a model file."""
     hidden_sizes = _parse_hidden(hidden)
     temperature = _positive_or(temperature, ("auto",), "--temperature")
@@ -521,8 +525,9 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
                        "number.")
     output = _check_output(output, "model")
     frame = read_table(data)
-    features, drop = _columns(features), _columns(drop)
-    _check_present(frame, [target] + ([groups] if groups else []) + features + drop, data)
+    features, drop, keep = _columns(features), _columns(drop), _columns(keep)
+    _check_present(frame, [target] + ([groups] if groups else []) + features + drop + keep,
+                   data)
     if target in features or target in drop or target == groups:
         raise BadInput(f"the target {target!r} cannot also be a feature, dropped or the groups.")
     rows = frame[target].notna()
@@ -557,13 +562,20 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
         inference="advi" if inference == "minibatch" else inference,
         n_iter=n_iter, n_draws=draws, posterior_temperature=temperature, random_state=seed,
         prior_sigma=prior_sigma, n_init=n_init, progressbar=sys.stderr.isatty())
-    pipeline = make_tabular_pipeline(est, max_categories=max_categories)
+    pipeline = make_tabular_pipeline(est, max_categories=max_categories,
+                                     keep=[c for c in keep if c in used] or None)
     pre = pipeline.named_steps["preprocess"]
     try:
         pre.fit(frame[used])
     except ValueError as err:
-        message = str(err).replace(": drop it", ": --drop it")
+        message = (str(err).replace(": drop it", ": --drop it")
+                   .replace("(or keep it", "(or --keep it"))
         raise BadInput(f"{data}: {message}") from None
+    from pymc_bnn.tabular import leak_message, leaking_columns
+
+    leaks = leaking_columns(frame[pre.feature_names_in_.tolist()], frame[target])
+    if leaks:
+        _note(leak_message(leaks).replace("drop it", "--drop it"))
     n_imputed = sum(pre.n_missing_.values())
     if n_imputed:
         cols = sum(1 for v in pre.n_missing_.values() if v)

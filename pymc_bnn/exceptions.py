@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["ConvergenceWarning", "InputScaleWarning", "SamplingWarning"]
+__all__ = ["ConvergenceWarning", "InputScaleWarning", "SamplingWarning",
+           "TargetLeakageWarning"]
 
 
 class InputScaleWarning(UserWarning):
@@ -28,3 +29,9 @@ class SamplingWarning(ConvergenceWarning):
     scikit-learn's tools do, e.g. in ``GridSearchCV`` loops) treats NUTS the same,
     while ``SamplingWarning`` can still be filtered on its own.
     """
+
+
+class TargetLeakageWarning(UserWarning):
+    """A single input column predicts the target almost perfectly: likely derived from
+    the target, or an identifier of a table sorted by it
+    (:func:`pymc_bnn.tabular.leaking_columns`)."""

@@ -33,6 +33,7 @@ Examples
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -44,9 +45,12 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
+from pymc_bnn.exceptions import TargetLeakageWarning
+
 __all__ = [
     "TabularPreprocessor",
     "infer_task",
+    "leaking_columns",
     "load_pipeline",
     "make_tabular_pipeline",
     "save_pipeline",
@@ -85,8 +89,51 @@ def _looks_like_dates(values: pd.Series) -> bool:
     return sample.map(lambda v: bool(_DATE_PATTERN.match(v))).mean() >= 0.9
 
 
-def _column_kind(name, series: pd.Series, max_categories: int) -> str:
-    """``"numeric"`` or ``"categorical"``; ValueError for dates, identifiers, empty columns."""
+#: Identifier tests: the chance, were the column's distinct integers independent draws
+#: from the range they span, that none would repeat, below which they are taken for an
+#: identifier; and the rank correlation with the row order above which they are.
+ID_NO_REPEAT_CHANCE = 1e-6
+ID_ROW_ORDER_RANK_CORRELATION = 0.99
+
+
+def _identifier_reason(series: pd.Series) -> str | None:
+    """Why a numeric column looks like a row number or identifier, or None.
+
+    Only whole numbers, each once, in at least 20 rows, are candidates; a train/test
+    split or a shuffle cannot hide any of the signs:
+
+    - consecutive (a row number);
+    - in (or near, rank correlation >= :data:`ID_ROW_ORDER_RANK_CORRELATION`) the
+      order of the rows, increasing or decreasing (ids assigned as rows were added);
+    - all different although they span a narrow range: ``n`` values drawn from ``R``
+      possible ones all differ with chance about ``exp(-n (n - 1) / (2 R))`` (the
+      birthday problem); below :data:`ID_NO_REPEAT_CHANCE` measurements would have
+      repeated (a sample of the ids ``1..N`` spans about ``N`` for ``n`` of them).
+    """
+    values = series.dropna().to_numpy()
+    n = len(values)
+    if n < 20 or not np.all(np.isfinite(values)) or np.any(values != np.round(values)):
+        return None
+    if len(np.unique(values)) != n:
+        return None
+    ordered = np.sort(values)
+    if np.all(np.diff(ordered) == 1):
+        return f"consecutive integers {ordered[0]:.0f}..{ordered[-1]:.0f}, each once"
+    ranks = np.argsort(np.argsort(values))
+    rho = np.corrcoef(ranks, np.arange(n))[0, 1]
+    if abs(rho) >= ID_ROW_ORDER_RANK_CORRELATION:
+        way = "increase" if rho > 0 else "decrease"
+        return f"distinct integers that {way} with the row order (rank correlation {rho:.3f})"
+    span = float(ordered[-1] - ordered[0] + 1)
+    if -n * (n - 1) / (2 * span) < np.log(ID_NO_REPEAT_CHANCE):
+        return (f"{n} distinct integers within {ordered[0]:.0f}..{ordered[-1]:.0f}: "
+                "measurements in so narrow a range would repeat")
+    return None
+
+
+def _column_kind(name, series: pd.Series, max_categories: int, keep: bool = False) -> str:
+    """``"numeric"`` or ``"categorical"``; ValueError for dates, identifiers, empty columns
+    (``keep``: the user says it is a feature, the identifier tests are skipped)."""
     n_present = int(series.notna().sum())
     if n_present == 0:
         raise ValueError(f"column {name!r} has no values (all missing): drop it.")
@@ -104,7 +151,7 @@ def _column_kind(name, series: pd.Series, max_categories: int) -> str:
             raise ValueError(f"column {name!r} holds dates or times (e.g. "
                              f"{series.dropna().iloc[0]!r}), which pymc_bnn does not encode: "
                              "drop it, or derive numeric features from it first.")
-        if n_distinct == n_present and n_present >= 20:
+        if n_distinct == n_present and n_present >= 20 and not keep:
             raise ValueError(f"column {name!r} looks like an identifier (a different value in "
                              f"each of its {n_present} rows), from which nothing can be "
                              "learned: drop it.")
@@ -114,15 +161,85 @@ def _column_kind(name, series: pd.Series, max_categories: int) -> str:
                              "or raise the limit.")
         return CATEGORICAL
     if pd.api.types.is_numeric_dtype(dtype):
-        if pd.api.types.is_integer_dtype(dtype) and n_distinct == n_present >= 20:
-            values = np.sort(series.dropna().to_numpy())
-            if np.all(np.diff(values) == 1):
-                raise ValueError(f"column {name!r} looks like a row number or identifier "
-                                 f"(consecutive integers {values[0]}..{values[-1]}, each "
-                                 "once), from which nothing can be learned: drop it.")
+        reason = None if keep else _identifier_reason(series)
+        if reason is not None:
+            raise ValueError(f"column {name!r} looks like a row number or identifier "
+                             f"({reason}), from which nothing can be learned and through "
+                             "which a table's order can leak the target: drop it (or keep "
+                             "it, if it is a real measurement).")
         return NUMERIC
     raise ValueError(f"column {name!r} has values of type {dtype}, which pymc_bnn cannot "
                      "encode: drop it, or convert it to numbers or strings.")
+
+
+#: Leakage check: rows it looks at (a seeded subset beyond), and the scores above which
+#: one column alone "predicts the target almost perfectly": the rank correlation of a
+#: numeric column with a numeric target; the cross-validated accuracy of a depth-3 tree
+#: on the column for classes (counted only when the majority class is rarer than that).
+LEAK_MAX_ROWS = 10_000
+LEAK_RANK_CORRELATION = 0.99
+LEAK_ACCURACY = 0.99
+
+
+def leaking_columns(frame: pd.DataFrame, y) -> list[tuple[str, str]]:
+    """Columns that alone predict ``y`` almost perfectly, with how well.
+
+    A real feature rarely does; a column derived from the target, or an identifier of
+    a table sorted by the target, does. Regression targets (:func:`infer_task`): the
+    Spearman rank correlation of each numeric column with ``y``, flagged at
+    :data:`LEAK_RANK_CORRELATION` in absolute value. Classes: the 3-fold
+    cross-validated accuracy of a depth-3 decision tree on the column alone (numbers, or
+    category codes), flagged at :data:`LEAK_ACCURACY` when the most frequent class is
+    rarer than that.
+
+    Returns
+    -------
+    list of (column, description)
+    """
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    from sklearn.tree import DecisionTreeClassifier
+
+    y = pd.Series(np.asarray(y)).reset_index(drop=True)
+    frame = frame.reset_index(drop=True)
+    present = y.notna().to_numpy()
+    frame, y = frame.loc[present], y.loc[present]
+    if len(y) > LEAK_MAX_ROWS:
+        rows = np.sort(np.random.default_rng(0).choice(len(y), LEAK_MAX_ROWS, replace=False))
+        frame, y = frame.iloc[rows], y.iloc[rows]
+    if len(y) < 20:
+        return []
+    regression = infer_task(y.to_numpy()) == "regression"
+    out = []
+    for column in frame.columns:
+        values = frame[column]
+        if regression:
+            if not pd.api.types.is_numeric_dtype(values.dtype) or _is_categorical_dtype(values):
+                continue
+            rho = values.astype(float).corr(pd.to_numeric(y), method="spearman")
+            if np.isfinite(rho) and abs(rho) >= LEAK_RANK_CORRELATION:
+                out.append((str(column), f"rank correlation {rho:.4f} with the target"))
+            continue
+        labels = y.astype(str).to_numpy()
+        counts = pd.Series(labels).value_counts()
+        if counts.iloc[0] / len(labels) >= LEAK_ACCURACY or counts.iloc[-1] < 3:
+            continue
+        if _is_categorical_dtype(values) or not pd.api.types.is_numeric_dtype(values.dtype):
+            codes = pd.factorize(values.astype(str).where(values.notna()))[0].astype(float)
+        else:
+            codes = values.astype(float).fillna(values.median()).to_numpy()
+        accuracy = cross_val_score(
+            DecisionTreeClassifier(max_depth=3, random_state=0), codes.reshape(-1, 1), labels,
+            cv=StratifiedKFold(3, shuffle=True, random_state=0)).mean()
+        if accuracy >= LEAK_ACCURACY:
+            out.append((str(column), f"alone, a small tree is {accuracy:.1%} accurate"))
+    return out
+
+
+def leak_message(leaks) -> str:
+    named = "; ".join(f"{c!r} ({how})" for c, how in leaks)
+    return (f"a single column predicts the target almost perfectly: {named}. If it is "
+            "derived from the target, or an identifier of a table sorted by it, drop it: "
+            "the model will fail on new data.")
 
 
 def _as_frame(X, what: str = "X") -> pd.DataFrame:
@@ -226,12 +343,19 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
         Columns to treat as numeric / categorical. By default every column is
         classified from its type: numbers are numeric; strings, booleans and pandas
         categories are categorical; dates, identifier-like columns (a different string
-        in every row, or consecutive integers) and columns with no values raise a
-        ValueError that names the column. When either list is given, only the listed
-        columns are used.
+        in every row; whole numbers, each once, that are consecutive, follow the row
+        order, or are too tightly packed to be measurements) and columns with no values
+        raise a ValueError that names the column. When either list is given, only the
+        listed columns are used.
     max_categories : int, default 50
         A categorical column with more distinct values is refused (one-hot encoding
         it would add that many inputs).
+    keep : list of str, optional
+        Columns that are features even though they look like identifiers.
+
+    ``fit(X, y)`` with a target (as a Pipeline passes it) also checks each column on its
+    own against ``y`` and warns (:class:`~pymc_bnn.exceptions.TargetLeakageWarning`)
+    naming any that predicts it almost perfectly (:func:`leaking_columns`).
 
     Attributes
     ----------
@@ -253,15 +377,20 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
     [[0.0, 0.0, 1.0]]
     """
 
-    def __init__(self, *, numeric=None, categorical=None, max_categories: int = 50):
+    def __init__(self, *, numeric=None, categorical=None, max_categories: int = 50,
+                 keep=None):
         self.numeric = numeric
         self.categorical = categorical
         self.max_categories = max_categories
+        self.keep = keep
 
     # -------------------------------------------------------------------- fit
     def _kinds(self, frame: pd.DataFrame) -> tuple[list, list]:
         if self.numeric is None and self.categorical is None:
-            kinds = {c: _column_kind(c, frame[c], self.max_categories) for c in frame.columns}
+            keep = {str(c) for c in self.keep or []}
+            self._check_columns(frame, sorted(keep))
+            kinds = {c: _column_kind(c, frame[c], self.max_categories, str(c) in keep)
+                     for c in frame.columns}
             return ([c for c, k in kinds.items() if k == NUMERIC],
                     [c for c, k in kinds.items() if k == CATEGORICAL])
         numeric = [str(c) for c in self.numeric or []]
@@ -279,7 +408,10 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
         ----------
         X : pandas DataFrame of shape (n_samples, n_columns)
             (A 2-D array is accepted; its columns are named ``x0, x1, ...``.)
-        y : ignored
+        y : array-like of shape (n_samples,), optional
+            The target, if known: only for the leakage check (a
+            :class:`~pymc_bnn.exceptions.TargetLeakageWarning` naming any column that
+            alone predicts it almost perfectly).
 
         Returns
         -------
@@ -288,6 +420,16 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
         frame = _as_frame(X)
         if frame.shape[0] == 0:
             raise ValueError("the table has no rows.")
+        self._fit_columns(frame)
+        if y is not None:
+            used = set(self.feature_names_in_.tolist())
+            leaks = leaking_columns(frame[[c for c in frame.columns if str(c) in used]], y)
+            if leaks:
+                warnings.warn(leak_message(leaks), TargetLeakageWarning, stacklevel=2)
+        return self
+
+    def _fit_columns(self, frame: pd.DataFrame) -> None:
+        """The column kinds, imputation, scaling and categories of :meth:`fit`."""
         if frame.shape[1] == 0:
             raise ValueError("the table has no feature columns.")
         if not isinstance(self.max_categories, int) or self.max_categories < 2:
@@ -311,7 +453,6 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
         self.feature_names_in_ = np.array(self.numeric_columns_ + self.categorical_columns_,
                                           dtype=object)
         self.n_features_in_ = len(self.feature_names_in_)
-        return self
 
     # -------------------------------------------------------------- transform
     def _check_columns(self, frame: pd.DataFrame, needed) -> None:
@@ -475,7 +616,7 @@ def make_tabular_pipeline(estimator, **preprocessor_params) -> Pipeline:
     estimator : BayesianMLPClassifier or BayesianMLPRegressor
     **preprocessor_params
         Passed to :class:`TabularPreprocessor` (``numeric``, ``categorical``,
-        ``max_categories``).
+        ``max_categories``, ``keep``).
 
     Returns
     -------

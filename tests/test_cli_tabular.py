@@ -212,6 +212,20 @@ def test_example_writes_a_reproducible_table(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "b.parquet", "c.tsv.gz"]
 
 
+def test_keep_an_identifier_and_the_leak_is_noted(work):
+    """--keep uses a column that looks like an identifier; the leakage check then
+    names it, as here where the table is sorted by the target."""
+    table = make_customers(200, task="regression", random_state=5).drop(columns=["customer_id"])
+    table = table.sort_values("income").reset_index(drop=True)
+    table["rownames"] = np.arange(len(table)) * 2 + 1
+    table.to_csv(work / "sorted.csv", index=False)
+    proc = run("fit", "sorted.csv", "-t", "income", "-o", "sorted.nc", *SMALL[:-2],
+               "--keep", "rownames", cwd=work)
+    assert "note: a single column predicts the target almost perfectly: 'rownames'" \
+        in proc.stderr
+    assert "--drop it" in proc.stderr
+
+
 # -------------------------------------------------------------------- bad input
 def _bad_files(d: Path) -> None:
     (d / "empty.csv").write_text("")
@@ -228,6 +242,9 @@ def _bad_files(d: Path) -> None:
     base.assign(churned="maybe").to_csv(d / "new_label.csv", index=False)
     base.to_csv(d / "ok.csv", index=False)
     base.to_csv(d / "ok.json", index=False)
+    # a shuffled sample of row ids 1..80: not consecutive, not in row order
+    base.assign(rownames=np.random.default_rng(0).permutation(80)[:60] + 1).to_csv(
+        d / "ids.csv", index=False)
 
 
 BAD = {
@@ -245,6 +262,11 @@ BAD = {
                               "age", "--drop", "age"], "no feature columns"),
     "date column": (["fit", "dates.csv", "-t", "churned", "-o", "m.nc"],
                     "column 'signup' holds dates.*--drop it"),
+    "identifier column": (["fit", "ids.csv", "-t", "churned", "-o", "m.nc"],
+                          "column 'rownames' looks like a row number or identifier.*"
+                          "--drop it \\(or --keep it"),
+    "keep an absent column": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--keep",
+                               "nope"], "ok.csv has no column 'nope'"),
     "regression on text": (["fit", "ok.csv", "-t", "plan", "-o", "m.nc", "--task",
                             "regression"], "target 'plan' is not numeric"),
     "bad hidden": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--hidden", "5,x"],

@@ -96,7 +96,7 @@ def test_unseen_categories_encode_as_zeros_and_are_reported(customers):
     ("many", [f"c{i % 12}" for i in range(30)], "distinct values"),
 ])
 def test_refused_columns_are_named(column, values, message):
-    frame = pd.DataFrame({"x": np.arange(30.0) ** 2, column: values})
+    frame = pd.DataFrame({"x": np.sin(np.arange(30.0)), column: values})
     with pytest.raises(ValueError, match=f"column '{column}'.*{message}"):
         TabularPreprocessor(max_categories=10).fit(frame)
 
@@ -173,3 +173,66 @@ def test_save_pipeline_refuses_other_pipelines(tmp_path):
     with pytest.raises(TypeError, match="TabularPreprocessor"):
         tabular.save_pipeline(make_pipeline(StandardScaler(), BayesianMLPRegressor()),
                               tmp_path / "x.nc")
+
+
+@pytest.mark.parametrize("case", ["shuffled sample of ids", "ids in row order",
+                                  "ids in reverse row order", "nearly in row order"])
+def test_identifiers_are_refused_whatever_the_split(case):
+    """Whole numbers, each once, are refused as identifiers when a split or shuffle of
+    ids 1..N would leave them: tightly packed, or following the row order. keep=
+    overrides."""
+    rng = np.random.default_rng(0)
+    n = 200
+    if case == "shuffled sample of ids":
+        ids = rng.permutation(np.arange(1, 301))[:n]
+    elif case == "ids in row order":
+        ids = np.sort(rng.choice(10**6, n, replace=False))
+    elif case == "ids in reverse row order":
+        ids = np.sort(rng.choice(10**6, n, replace=False))[::-1]
+    else:
+        ids = np.sort(rng.choice(10**6, n, replace=False))
+        ids[[10, 11]] = ids[[11, 10]]
+    frame = pd.DataFrame({"x": rng.normal(size=n), "id": ids})
+    with pytest.raises(ValueError, match="column 'id' looks like a row number or identifier"):
+        TabularPreprocessor().fit(frame)
+    pre = TabularPreprocessor(keep=["id"]).fit(frame)
+    assert pre.numeric_columns_ == ["x", "id"]
+
+
+def test_real_integer_measurements_are_not_identifiers():
+    """Distinct whole numbers spread over a wide range in no row order (prices), and
+    repeating ones (ages), are features."""
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"price": rng.choice(10**7, 300, replace=False),
+                          "age": rng.integers(18, 90, 300)})
+    assert TabularPreprocessor().fit(frame).numeric_columns_ == ["price", "age"]
+    with pytest.raises(ValueError, match="lacks the column 'nope'"):
+        TabularPreprocessor(keep=["nope"]).fit(frame)
+
+
+def test_a_column_that_alone_predicts_the_target_is_named():
+    """The leakage check: an identifier of a table sorted by a numeric target (kept on
+    purpose), or a column that encodes the classes, is named in a warning; honest
+    features are not."""
+    import warnings
+
+    from pymc_bnn.exceptions import TargetLeakageWarning
+    from pymc_bnn.tabular import leaking_columns
+
+    rng = np.random.default_rng(2)
+    n = 300
+    y = np.sort(rng.normal(3000, 700, n))
+    frame = pd.DataFrame({"rownames": np.arange(n) * 3 + 7, "x": rng.normal(size=n),
+                          "noisy": y + rng.normal(0, 700, n)})
+    assert [c for c, _ in leaking_columns(frame, y)] == ["rownames"]
+    with pytest.warns(TargetLeakageWarning, match="'rownames' \\(rank correlation 1.0000"):
+        TabularPreprocessor(keep=["rownames"]).fit(frame, y)
+    labels = np.where(rng.random(n) < 0.4, "yes", "no")
+    classes = pd.DataFrame({"code": np.where(labels == "yes", 1.0, 0.0) + rng.normal(0, .01, n),
+                            "plan": np.where(labels == "yes", "gold", "basic"),
+                            "x": rng.normal(size=n)})
+    assert [c for c, _ in leaking_columns(classes, labels)] == ["code", "plan"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TargetLeakageWarning)
+        TabularPreprocessor().fit(classes[["x"]], labels)
+        TabularPreprocessor().fit(frame[["x", "noisy"]], y)
