@@ -300,9 +300,7 @@ def check_group_codes(groups, n_groups, *, n_rows: int):
 def is_dask_collection(X) -> bool:
     """Whether ``X`` is a dask collection (checked without importing dask).
 
-    Here rather than in :mod:`pymc_bnn.dask` (which re-exports it): the evidence step
-    needs it, and a module the graph builders import is part of the compile cache's
-    digest (:data:`pymc_bnn.compile_cache.GRAPH_MODULES`), so an edit of the dask
-    module would otherwise make every stored compiled function stale.
+    Here with the other input checks (:mod:`pymc_bnn.dask` re-exports it): every fit
+    asks, with or without dask installed.
     """
     return callable(getattr(X, "__dask_graph__", None)) and X.__dask_graph__() is not None

@@ -26,15 +26,18 @@ functions themselves are kept too, pickled, in a ``pytensor-runners`` folder ins
 same directory (same switch, same place; at most :data:`MAX_ENTRIES` files and
 :data:`MAX_ENTRY_BYTES`, least recently used first out; none larger than
 :data:`MAX_FILE_BYTES`): the ADVI runners
-(:func:`pymc_bnn._compiled_vi.dump_runner`, which holds no data of a fit and is used
+(:func:`pymc_bnn.inference.runner_cache.dump_runner`, which holds no data of a fit and is used
 only when the new fit's graph equals the stored one), the evidence step's functions
 and the predictive's forward pass (:func:`compiled_function`). A file's name carries the
-versions of Python, PyMC, PyTensor, JAX, NumPy and pymc_bnn, a digest of the code
-that builds the graphs (:func:`graph_sources`: the modules that call this cache and
-those they import; an edit of the estimators, the command line or plotting keeps the
-files, and so does an edit of docstrings or comments alone: :func:`source_digest`) and
-PyTensor's ``floatX`` and rewriting flags, so an upgrade, an edited graph builder or
-other ``PYTENSOR_FLAGS`` never read an old file. Like the XLA programs of JAX's
+versions of Python, PyMC, PyTensor, JAX, NumPy and pymc_bnn, :data:`GRAPH_FORMAT`, a
+digest of the code that builds the graphs (:func:`graph_sources`: the modules that use
+this cache and those they import; an edit of the estimators, the command line or
+plotting keeps the files) and PyTensor's ``floatX`` and rewriting flags, so an upgrade,
+an edited graph builder or other ``PYTENSOR_FLAGS`` never read an old file. The digest
+is of the code's definitions, not of its files (:func:`source_digest`): moving code
+between modules, splitting or renaming a module, or editing docstrings and comments
+keeps the files, and a stored runner finds its class wherever it is defined now
+(:func:`stored_class`). Like the XLA programs of JAX's
 cache, the files are code this package wrote and runs: the folder is made readable by
 its owner only (keep it so: loading a pickle runs what it says); a file that fails to
 load is deleted and the graph compiled as usual.
@@ -52,8 +55,10 @@ removes those unused for a month; a folder the user gave PyTensor is left alone.
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
+import io
 import os
 import pickle
 import sys
@@ -62,10 +67,10 @@ import threading
 from pathlib import Path
 
 __all__ = ["ENV_VAR", "MAX_BYTES", "MAX_ENTRIES", "MAX_ENTRY_BYTES", "MAX_FILE_BYTES",
-           "MIN_COMPILE_SECONDS", "GRAPH_MODULES",
-           "cache_dir", "compiled_function", "enable", "entry_dir", "entry_name",
-           "graph_sources", "keep_generated_source", "load_entry", "read_entry",
-           "source_digest", "write_entry"]
+           "MIN_COMPILE_SECONDS", "GRAPH_FORMAT", "STORED_CLASSES",
+           "cache_dir", "compiled_function", "definitions", "enable", "entry_dir",
+           "entry_name", "graph_sources", "keep_generated_source", "load_entry",
+           "read_entry", "source_digest", "stored_class", "unpickle", "write_entry"]
 
 #: Environment variable: ``0``/``off``/``false``/``no`` switches the cache off;
 #: ``1``/``on``/``true``/``yes`` (or unset) keeps the default directory; a path moves it.
@@ -221,7 +226,7 @@ def entry_name(*parts) -> str:
     from pymc_bnn import __version__
 
     versions = (sys.version, pymc.__version__, pytensor.__version__, jax.__version__,
-                numpy.__version__, __version__, _source_digest())
+                numpy.__version__, __version__, GRAPH_FORMAT, _source_digest())
     # PyTensor settings that change what a graph compiles to (PYTENSOR_FLAGS)
     config = tuple(str(getattr(pytensor.config, k, None)) for k in (
         "floatX", "optimizer", "optimizer_including", "optimizer_excluding",
@@ -229,22 +234,70 @@ def entry_name(*parts) -> str:
     return hashlib.sha256(repr((versions, config, parts)).encode()).hexdigest()[:40] + ".pkl"
 
 
-#: The modules that build and compile the cached graphs, or hand PyMC objects to the
-#: code that does (the callers of this cache). A file name's source digest covers them
-#: and every package module they import (:func:`graph_sources`), not the modules
-#: downstream (the estimators, tempering, the command line, plotting, ...): an edit
-#: there changes no compiled graph, so it keeps the stored functions.
-GRAPH_MODULES = ("inference", "_compiled_vi", "evidence", "predictive")
+#: Version of what the stored functions are made of beyond the code the digest sees
+#: (:func:`source_digest`): bump it when a change outside this package's code, or in
+#: how a stored object is laid out, must not meet the old files.
+GRAPH_FORMAT = 1
+
+
+def _modules(package: Path) -> dict[str, Path]:
+    """The package's modules by dotted name relative to it (``"predictive"``, a
+    subpackage ``"inference"`` for its ``__init__`` and ``"inference.vi"``)."""
+    found = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts) or "__init__"] = path
+    return found
+
+
+def _imported(node, module: str, is_package: bool, package: str, names) -> set[str] | None:
+    """The package's modules an import statement ``node`` of ``module`` loads (and
+    the subpackages they sit in), or None for "anything": a name taken from the
+    package's ``__init__`` that is not a module of it."""
+    targets = []
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.name == package:
+                return None  # the whole package, through its __init__
+            if alias.name.startswith(package + "."):
+                targets.append(alias.name[len(package) + 1:])
+    elif isinstance(node, ast.ImportFrom):
+        if node.level:  # relative: inside the package
+            base = module.split(".") if is_package else module.split(".")[:-1]
+            base = base[:len(base) - (node.level - 1)]
+            within = ".".join([*base, *([node.module] if node.module else [])])
+        elif node.module == package or (node.module or "").startswith(package + "."):
+            within = node.module[len(package) + 1:]
+        else:
+            return set()
+        for alias in node.names:
+            if alias.name == "__version__" and not within:
+                continue  # the version is in the file name on its own
+            sub = f"{within}.{alias.name}" if within else alias.name
+            if sub in names:
+                targets.append(sub)
+            elif within:
+                targets.append(within)
+            else:
+                return None
+    found = set()
+    for target in targets:
+        parts = target.split(".")
+        found.update(".".join(parts[:k]) for k in range(1, len(parts) + 1))
+    return found & names
 
 
 def graph_sources(package: Path | None = None) -> list[Path]:
     """The package's source files a stored function can depend on, sorted.
 
-    :data:`GRAPH_MODULES` and, transitively, every module of the package they import,
-    wherever the import statement is (a function's lazy import counts). ``from
-    pymc_bnn import __version__`` is not followed (the version is in the file name on
-    its own); any other name imported from the package's ``__init__`` that is not a
-    module of it stands for anything, so then every source file is returned.
+    The modules that use this cache (they import ``pymc_bnn.compile_cache``), this one,
+    and, transitively, every module of the package they import, wherever the import
+    statement is (a function's lazy import counts). ``from pymc_bnn import
+    __version__`` is not followed (the version is in the file name on its own); any
+    other name imported from the package's ``__init__`` that is not a module of it
+    stands for anything, so then every source file is returned.
 
     Parameters
     ----------
@@ -259,46 +312,37 @@ def graph_sources(package: Path | None = None) -> list[Path]:
     --------
     >>> from pymc_bnn.compile_cache import graph_sources
     >>> names = [p.name for p in graph_sources()]
-    >>> "model.py" in names, "estimator.py" in names
+    >>> "model.py" in names, "tabular.py" in names
     (True, False)
     """
-    import ast
-
     package = Path(__file__).parent if package is None else Path(package)
-    everything = sorted(package.glob("*.py"))
-    names = {p.stem for p in everything}
+    modules = _modules(package)
+    names = set(modules)
+    imports, roots = {}, ["compile_cache"]
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        deps: set[str] | None = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found = _imported(node, module, path.name == "__init__.py", package.name,
+                                  names)
+                if found is not None and "compile_cache" in found:
+                    roots.append(module)
+                deps = None if found is None or deps is None else deps | found
+        imports[module] = deps
     seen: set[str] = set()
-    todo = list(GRAPH_MODULES)
+    todo = roots
     while todo:
         module = todo.pop()
-        if module in seen:
+        if module in seen or module not in modules:
             continue
         seen.add(module)
-        tree = ast.parse((package / f"{module}.py").read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                if any(a.name == package.name for a in node.names):
-                    return everything  # the whole package, through its __init__
-                targets = [a.name.split(".")[1] for a in node.names
-                           if a.name.startswith(f"{package.name}.")]
-            elif isinstance(node, ast.ImportFrom):
-                source = node.module or ""
-                if node.level:  # relative: inside the package
-                    within = source
-                elif source == package.name or source.startswith(f"{package.name}."):
-                    within = source[len(package.name) + 1:]
-                else:
-                    continue
-                if within:
-                    targets = [within.split(".")[0]]
-                else:  # from the package itself: modules, or names of its __init__
-                    targets = [a.name for a in node.names if a.name != "__version__"]
-                    if any(t not in names for t in targets):
-                        return everything
-            else:
-                continue
-            todo.extend(t for t in targets if t in names)
-    return [package / f"{m}.py" for m in sorted(seen)]
+        if imports[module] is None:
+            return sorted(modules.values())
+        todo.extend(imports[module])
+        parts = module.split(".")  # importing a.b runs the package a's __init__ first
+        todo.extend(".".join(parts[:k]) for k in range(1, len(parts)))
+    return sorted(modules[m] for m in seen)
 
 
 def source_digest(package: Path | None = None) -> str:
@@ -306,8 +350,10 @@ def source_digest(package: Path | None = None) -> str:
     code may change without a new version number (a development install), and must not
     meet its old programs. ``package``: as in :func:`graph_sources`.
 
-    What is digested is each module's code as Python parses it (:func:`_code`), so an
-    edit of docstrings, comments or layout alone keeps the stored functions.
+    What is digested is the set of the modules' definitions as Python parses them
+    (:func:`definitions`), not their files: moving a function or class to another
+    module, or renaming or splitting a module, keeps the stored functions, and so does
+    an edit of docstrings, comments, layout or import statements alone.
 
     Examples
     --------
@@ -316,28 +362,62 @@ def source_digest(package: Path | None = None) -> str:
     64
     """
     digest = hashlib.sha256()
-    for path in graph_sources(package):
-        digest.update(path.name.encode() + b"\0" + _code(path).encode() + b"\0")
+    for code in sorted(c for path in graph_sources(package) for c in definitions(path)):
+        digest.update(code.encode() + b"\0")
     return digest.hexdigest()
 
 
-def _code(path: Path) -> str:
-    """The module's syntax tree without its docstrings, as text: what its bytecode is
-    made of, but not its comments, layout, line numbers or documentation."""
-    import ast
-
+def definitions(path: Path) -> list[str]:
+    """A module's top-level statements but its imports, docstrings and ``__all__``, each
+    as the text of its syntax tree: what its bytecode is made of, but not where it
+    sits, its comments, layout, line numbers or documentation."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             if ast.get_docstring(node, clean=False) is not None:
                 node.body = node.body[1:]
-    return ast.dump(tree)
+    out = []
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                continue
+        out.append(ast.dump(node))
+    return out
 
 
 @functools.lru_cache(maxsize=1)
 def _source_digest() -> str:
     """:func:`source_digest` of this package, once per process."""
     return source_digest()
+
+
+#: Classes whose instances are stored (e.g. the ADVI runner), by name: a stored file
+#: names a class by the module it was defined in, and a file written before the class
+#: moved to another module finds it here (:func:`load_entry`).
+STORED_CLASSES: dict[str, type] = {}
+
+
+def stored_class(cls: type) -> type:
+    """Class decorator: instances of ``cls`` are stored in the cache, and a stored file
+    finds ``cls`` by its name wherever in the package it is defined now."""
+    STORED_CLASSES[cls.__qualname__] = cls
+    return cls
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module, name):
+        if module.split(".")[0] == __name__.split(".")[0] and name in STORED_CLASSES:
+            return STORED_CLASSES[name]
+        return super().find_class(module, name)
+
+
+def unpickle(data: bytes):
+    """``pickle.loads(data)``, except that a class of this package registered with
+    :func:`stored_class` is found by its name, whatever module the file names."""
+    return _Unpickler(io.BytesIO(data)).load()
 
 
 def compiled_function(parts: tuple, inputs, outputs, *, mode: str, **kwargs):
@@ -380,7 +460,7 @@ def load_entry(name: str, accept):
     import pytensor.link.jax.dispatch  # noqa: F401 - JAX in 64 bits, as at compile time
 
     try:
-        obj = pickle.loads(data)
+        obj = unpickle(data)
         if accept(obj):
             return obj
     except Exception:  # noqa: BLE001 - a damaged or foreign file: compile instead

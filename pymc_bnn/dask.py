@@ -26,11 +26,11 @@ Examples
 
 from __future__ import annotations
 
+import threading
 import warnings
 
 import numpy as np
 
-from pymc_bnn._dask_compute import compute
 from pymc_bnn._validation import is_dask_collection
 
 __all__ = ["INSTALL", "BlockSampler", "compute", "is_dask_collection", "predict_blocks",
@@ -38,6 +38,43 @@ __all__ = ["INSTALL", "BlockSampler", "compute", "is_dask_collection", "predict_
 
 #: How to install what this module needs.
 INSTALL = "pip install 'pymc_bnn[dask]'"
+
+#: Held by :func:`compute`: dask's configuration is process-wide, and two overlapping
+#: ``dask.config.set`` blocks (the fit's thread and the block loader's) could restore
+#: it in the wrong order and leave fusion off in the user's process.
+_UNFUSED = threading.Lock()
+
+
+def compute(*collections):
+    """``dask.compute`` of the package's own reads, with dask's low-level fusion off.
+
+    Linear fusion renames a chain of tasks to a key such as
+    ``('standard_normal-getitem-<token>', 1)`` that another graph of the same arrays
+    (another slice, another block) defines with other dependencies. A distributed
+    scheduler that still knows that key from an earlier or concurrent computation then
+    fails with a spurious ``KeyError`` (dask/dask#9888, open): a second fit on the same
+    collections hit it in most runs. Unfused, each key names one task whatever the
+    graph; a streamed fit's reads are a few tasks per block, so nothing is lost.
+    Computations of the user's own in other threads meanwhile run unfused too, which
+    changes no result.
+
+    Returns
+    -------
+    tuple
+        One computed value per collection, as ``dask.compute`` returns them.
+
+    Examples
+    --------
+    >>> import dask.array as da  # doctest: +SKIP
+    >>> X = da.ones((1_000, 3), chunks=(250, 3))  # doctest: +SKIP
+    >>> head, total = compute(X[:5], X.sum())  # doctest: +SKIP
+    >>> head.shape, float(total)  # doctest: +SKIP
+    ((5, 3), 3000.0)
+    """
+    import dask
+
+    with _UNFUSED, dask.config.set({"optimization.fuse.active": False}):
+        return dask.compute(*collections)
 
 
 def _require_dask():
@@ -225,7 +262,7 @@ def predict_blocks(estimator, X, method: str, *, groups=None, **kwargs):
 class BlockSampler:
     """Minibatch rows drawn from a pool of row blocks of dask arrays, refreshed as it goes.
 
-    The ADVI engine (:mod:`pymc_bnn._compiled_vi`) asks for the rows of ``n_steps``
+    The ADVI engine (:mod:`pymc_bnn.inference.compiled_vi`) asks for the rows of ``n_steps``
     steps at a time (:meth:`fill`). The sampler holds ``pool_blocks`` row blocks in
     memory, each drawn at random with probability proportional to its length, and
     draws each row as: a pool block uniformly, then a row of it uniformly. With every

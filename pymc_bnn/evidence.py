@@ -37,7 +37,7 @@ from threadpoolctl import threadpool_limits
 
 from pymc_bnn._validation import check_hidden_layer_sizes, is_dask_collection
 from pymc_bnn.compile_cache import compiled_function
-from pymc_bnn.model import forward, _initial_sds
+from pymc_bnn.model import forward, initial_sds
 
 __all__ = ["EvidencePrior", "evidence_prior_scales"]
 
@@ -317,7 +317,7 @@ def evidence_prior_scales(
     rng = np.random.default_rng(random_state)
     theta = np.concatenate([rng.normal(0.0, sd, size=size)
                             for a, b in shapes
-                            for sd, size in zip(_initial_sds(a), (a * b, b))])
+                            for sd, size in zip(initial_sds(a), (a * b, b))])
     # weight > 1: a subset of rows stands for all (MAX_ROWS); the objective
     # -w loglik + delta |theta|^2 / 2 is w times the one of precisions delta / w
     weight = 1.0
@@ -328,7 +328,7 @@ def evidence_prior_scales(
         X, y = X[rows], y[rows]
     if lazy:  # only the rows used come into memory, X's and y's in one pass: where
         # both come from one source (a DataFrame's columns) it is read once, not twice
-        from pymc_bnn._dask_compute import compute
+        from pymc_bnn.dask import compute
 
         X, y = compute(X, y)
         # copies: a distributed cluster may hand back unaligned buffers, which

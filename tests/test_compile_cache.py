@@ -27,7 +27,7 @@ FIT = (
     "post = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=300,"
     " random_seed=0, warn=False);"
     "print(compile_cache.enable()); print(repr(post.loss[-1]));"
-    "from pymc_bnn._compiled_vi import RUNNERS; print(RUNNERS.loads)"
+    "from pymc_bnn.inference.runner_cache import RUNNERS; print(RUNNERS.loads)"
 )
 
 
@@ -199,30 +199,40 @@ _CACHE_CALLS = ("compiled_function(", "write_entry(", "load_entry(", "entry_name
                 "RUNNERS", "pytensor.function(", "ScanADVI(")
 
 
+def _module_names(paths, package: Path) -> set[str]:
+    """Dotted names of module files relative to ``package`` (``inference.vi``)."""
+    names = set()
+    for p in paths:
+        parts = p.relative_to(package).with_suffix("").parts
+        names.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts) or "__init__")
+    return names
+
+
 def test_the_source_digest_covers_the_graph_builders_and_not_downstream():
     """The digest in the entries' names covers every module that calls the cache or
     compiles a graph, and what they import; editing a downstream module (the
     estimators, tempering, the command line) keeps the stored functions."""
     package = Path(compile_cache.__file__).parent
-    covered = {p.stem for p in compile_cache.graph_sources()}
-    callers = {p.stem for p in package.glob("*.py") if p.stem != "compile_cache"
-               and any(c in p.read_text(encoding="utf-8") for c in _CACHE_CALLS)}
+    covered = _module_names(compile_cache.graph_sources(), package)
+    callers = _module_names([p for p in package.rglob("*.py") if p.stem != "compile_cache"
+                             and any(c in p.read_text(encoding="utf-8") for c in _CACHE_CALLS)],
+                            package)
     assert callers and callers <= covered, callers - covered
-    assert {"model", "spec", "_validation", "compile_cache",
-            *compile_cache.GRAPH_MODULES} <= covered
-    downstream = {"estimator", "tempering", "cli", "tabular", "plotting", "metrics",
-                  "report", "persistence", "datasets", "dask", "__init__"}
+    assert {"model", "spec", "compile_cache", "evidence", "predictive"} <= covered
+    downstream = {"estimator", "classifier", "regressor", "tempering", "cli", "tabular",
+                  "plotting", "metrics", "report", "persistence", "datasets", "__init__"}
     assert not covered & downstream
 
 
 def _fake_package(root: Path, files: dict) -> Path:
-    """A package folder named like this one holding ``files`` (stem -> source)."""
+    """A package folder named like this one holding ``files`` (relative path without
+    ``.py`` -> source), an empty ``__init__`` and ``compile_cache``."""
     package = root / Path(compile_cache.__file__).parent.name
-    package.mkdir()
-    for module in (*compile_cache.GRAPH_MODULES, "__init__"):
-        (package / f"{module}.py").write_text("")
-    for stem, text in files.items():
-        (package / f"{stem}.py").write_text(text)
+    package.mkdir(parents=True)
+    for stem, text in {"__init__": "", "compile_cache": "", **files}.items():
+        path = package / f"{stem}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
     return package
 
 
@@ -234,33 +244,39 @@ def test_graph_sources_example_holds():
 
 
 def test_graph_sources_follow_every_import_form(tmp_path):
-    """Absolute, relative, lazy (in a function) and ``import pymc_bnn.x`` imports are
-    followed transitively; ``from pymc_bnn import __version__`` is not."""
+    """The modules that import the cache are followed through absolute, relative, lazy
+    (in a function) and ``import pymc_bnn.x`` imports, into subpackages (with their
+    ``__init__``); ``from pymc_bnn import __version__`` is not followed."""
     package = _fake_package(tmp_path, {
-        "inference": "from pymc_bnn import __version__\n"
-                     "def f():\n    from pymc_bnn.model import g\n",
+        "inference/__init__": "from .vi import fit\n",
+        "inference/vi": "from pymc_bnn import __version__\n"
+                        "from pymc_bnn.compile_cache import enable\n"
+                        "def f():\n    from pymc_bnn.model import g\n",
         "model": "from . import helper\n",
-        "helper": "import pymc_bnn.deep\n",
+        "helper": "import pymc_bnn.deep\nfrom .sub import leaf\n",
         "deep": "import numpy\n",
+        "sub/__init__": "", "sub/leaf": "", "sub/other": "",
         "estimator": "from pymc_bnn.inference import f\n",
     })
-    names = [p.name for p in compile_cache.graph_sources(package)]
-    assert names == sorted([f"{m}.py" for m in compile_cache.GRAPH_MODULES]
-                           + ["deep.py", "helper.py", "model.py"])
+    covered = _module_names(compile_cache.graph_sources(package), package)
+    assert covered == {"compile_cache", "inference", "inference.vi", "model", "helper",
+                       "deep", "sub", "sub.leaf"}
 
 
 @pytest.mark.parametrize("line", ["from pymc_bnn import BayesianMLPClassifier",
                                   "import pymc_bnn"])
 def test_graph_sources_take_everything_through_the_package_init(tmp_path, line):
     """A name from the package's ``__init__`` may be any module: all files count."""
-    package = _fake_package(tmp_path, {"predictive": line + "\n", "estimator": ""})
-    assert compile_cache.graph_sources(package) == sorted(package.glob("*.py"))
+    package = _fake_package(tmp_path, {
+        "predictive": f"import pymc_bnn.compile_cache\n{line}\n", "estimator": ""})
+    assert compile_cache.graph_sources(package) == sorted(package.rglob("*.py"))
 
 
 def test_the_source_digest_changes_with_a_graph_builder_only(tmp_path):
     """Editing a covered module changes the digest; editing another does not."""
-    package = _fake_package(tmp_path, {"inference": "from pymc_bnn import model\n",
-                                       "model": "x = 1\n", "estimator": "y = 1\n"})
+    package = _fake_package(tmp_path, {
+        "inference": "from pymc_bnn import compile_cache, model\n",
+        "model": "x = 1\n", "estimator": "y = 1\n"})
     before = compile_cache.source_digest(package)
     (package / "estimator.py").write_text("y = 2\n")
     assert compile_cache.source_digest(package) == before
@@ -268,9 +284,67 @@ def test_the_source_digest_changes_with_a_graph_builder_only(tmp_path):
     assert compile_cache.source_digest(package) != before
 
 
+def test_the_source_digest_survives_moving_code_between_modules(tmp_path):
+    """Where code sits is not part of the key: a function moved to a new module, a
+    module renamed or turned into a subpackage keep the digest (and the stored
+    functions); changing what the moved code does still changes it."""
+    f = "def f(a):\n    return a + 1\n"
+    g = "def g(a):\n    return 2 * a\n"
+    before = compile_cache.source_digest(_fake_package(tmp_path / "a", {
+        "inference": "from pymc_bnn import compile_cache\nfrom pymc_bnn.model import f, g\n",
+        "model": f + g}))
+    after = compile_cache.source_digest(_fake_package(tmp_path / "b", {
+        "inference/__init__": "from .vi import f\nfrom pymc_bnn.graphs.network import g\n",
+        "inference/vi": "from pymc_bnn.compile_cache import enable\n" + f,
+        "graphs/__init__": "", "graphs/network": "import numpy\n\n\n" + g}))
+    assert after == before
+    changed = compile_cache.source_digest(_fake_package(tmp_path / "c", {
+        "inference": "from pymc_bnn import compile_cache\nfrom pymc_bnn.model import f, g\n",
+        "model": f.replace("+ 1", "+ 2") + g}))
+    assert changed != before
+
+
+def test_the_package_own_digest_survives_a_module_rename(tmp_path):
+    """This package, copied with one of its graph modules renamed and every import of
+    it rewritten, has the same digest as the package itself."""
+    import re
+    import shutil
+
+    package = Path(compile_cache.__file__).parent
+    copy = tmp_path / package.name
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "spec.py").rename(copy / "network_spec.py")
+    for path in copy.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        path.write_text(re.sub(r"\bpymc_bnn\.spec\b", "pymc_bnn.network_spec", text),
+                        encoding="utf-8")
+    assert "network_spec.py" in {p.name for p in compile_cache.graph_sources(copy)}
+    assert compile_cache.source_digest(copy) == compile_cache.source_digest(package)
+
+
+def test_a_stored_object_finds_its_class_after_the_class_moved(monkeypatch):
+    """A file written when a stored class lived in another module of the package
+    loads: the class is found by its registered name; an unregistered one is not."""
+    import pickle
+
+    class Moved:
+        pass
+
+    monkeypatch.setitem(compile_cache.STORED_CLASSES, "Moved", Moved)
+    # pickle protocol 2: GLOBAL pymc_bnn.gone_module Moved, NEWOBJ, BUILD {"a": 1}
+    data = (b"\x80\x02cpymc_bnn.gone_module\nMoved\n)\x81}X\x01\x00\x00\x00aK\x01sb.")
+    obj = compile_cache.unpickle(data)
+    assert type(obj) is Moved and obj.a == 1
+    with pytest.raises((ModuleNotFoundError, AttributeError, pickle.UnpicklingError)):
+        compile_cache.unpickle(data.replace(b"Moved", b"Other"))
+    from pymc_bnn.inference.compiled_vi import ScanADVI
+
+    assert compile_cache.STORED_CLASSES["ScanADVI"] is ScanADVI
+
+
 def test_entry_names_follow_versions_source_and_settings(monkeypatch):
     """What shapes a compiled function is in its file name: the same parts under
-    other PyTensor settings or another package source name another file."""
+    other PyTensor settings, another package source or graph format name another file."""
     import pytensor
 
     name = compile_cache.entry_name("function", ("x", 1))
@@ -278,6 +352,9 @@ def test_entry_names_follow_versions_source_and_settings(monkeypatch):
     assert name != compile_cache.entry_name("function", ("x", 2))
     with pytensor.config.change_flags(floatX="float32"):  # (rewriting flags are
         assert name != compile_cache.entry_name("function", ("x", 1))  # start-up only)
+    monkeypatch.setattr(compile_cache, "GRAPH_FORMAT", compile_cache.GRAPH_FORMAT + 1)
+    assert name != compile_cache.entry_name("function", ("x", 1))
+    monkeypatch.undo()
     monkeypatch.setattr(compile_cache, "_source_digest", lambda: "edited")
     assert name != compile_cache.entry_name("function", ("x", 1))
 
@@ -289,14 +366,15 @@ def test_the_source_digest_ignores_docstrings_comments_and_layout(tmp_path):
     code = ('"""Module doc."""\nimport numpy as np\n\n\n'
             'class A:\n    """Class doc."""\n    x = "value"\n\n'
             'def f(a, b=1):\n    """Function doc."""\n    return np.tanh(a) * b  # note\n')
-    package = _fake_package(tmp_path, {"inference": "from pymc_bnn import model\n",
-                                       "model": code})
+    package = _fake_package(tmp_path, {
+        "inference": "from pymc_bnn import compile_cache, model\n", "model": code})
     model = package / "model.py"
     before = compile_cache.source_digest(package)
     for same in (
         code.replace("Module doc.", "Another module doc.").replace("Function doc.", "Doc."),
         code.replace("    \"\"\"Class doc.\"\"\"\n", "").replace("  # note", ""),
         code.replace("(a, b=1)", "(a,\n      b=1)").replace("\n\n\n", "\n# spacer\n\n\n"),
+        code.replace("import numpy as np\n", "import numpy as np\nimport os\n"),
     ):
         model.write_text(same)
         assert compile_cache.source_digest(package) == before, same
