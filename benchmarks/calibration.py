@@ -29,13 +29,17 @@ Models: ``BayesianMLPClassifier(hidden_layer_sizes=h, random_state=seed)`` for h
 ``MLPClassifier(h, max_iter=3000)``; a deep ensemble of five ``MLPClassifier((32,))``
 (``random_state=seed*10+i``, probabilities averaged); ``LogisticRegression``;
 ``GaussianProcessClassifier(1.0 * RBF(1.0))`` where the training set has at most 600
-rows. Metrics: accuracy, NLL, Brier (multi-class sum), ECE (15 bins, top label), mean
-top-class probability, wall-clock fit time. The *wins* table checks, per data set, each
-BNN against the MLP of the same architecture (NLL <=, ECE <=, accuracy >= MLP - 0.01;
-on noisy_label also NLL <= logistic regression) and counts the data sets where its NLL
-is <= the 5-MLP ensemble's. The *seed by seed* table compares the same two on each seed's
-split (on how many seeds the BNN's NLL and ECE are <= the MLP's, median NLL ratio and
-ECE difference): medians over a few seeds move with the splits, paired seeds do not.
+rows. Metrics: accuracy, NLL, Brier (scikit-learn's ``brier_score_loss``: on two
+classes the mean squared error of the positive-class probability, in [0, 1]; on more,
+summed over classes, in [0, 2]; result files written before this convention hold the
+sum over classes on every data set, twice this on binary ones), ECE (15 bins, top
+label), mean top-class probability, wall-clock fit time. The *wins* table checks, per
+data set, each BNN against the MLP of the same architecture (NLL <=, ECE <=, accuracy >=
+MLP - 0.01; on noisy_label also NLL <= logistic regression) and counts the data sets
+where its NLL is <= the 5-MLP ensemble's. The *seed by seed* table compares the same
+two on each seed's split (on how many seeds the BNN's NLL and ECE are <= the MLP's,
+median NLL ratio and ECE difference): medians over a few seeds move with the splits,
+paired seeds do not.
 
 Regression (70/30 split, ``StandardScaler`` on X in a pipeline): diabetes,
 ``make_friedman1(500, noise=1.0)``, and a heteroscedastic set (x ~ U(-3, 3) plus 4
@@ -723,7 +727,7 @@ def _yes(v) -> str:
 def classification_table(rows) -> str:
     ok = [r for r in rows if r["status"] == "ok"]
     cols = [("dataset", "data set"), ("model", "model"), ("n_train", "n train"),
-            ("accuracy", "accuracy"), ("nll", "NLL"), ("brier", "Brier"), ("ece", "ECE"),
+            ("accuracy", "accuracy"), ("nll", "NLL"), ("brier", "Brier (sklearn)"), ("ece", "ECE"),
             ("ece_floor", "ECE if calibrated"), ("confidence", "mean conf."),
             ("fit_s", "fit s"), ("n_ok", "seeds")]
     return _common.markdown_table(ok, cols)
@@ -1056,7 +1060,10 @@ def main(argv=None) -> int:
          f"overrides {QUICK_BNN}); config.*_estimators holds get_params() of each."),
         ("Classification: make_pipeline(StandardScaler(), model), stratified 50/50 "
          "train_test_split(random_state=seed); metrics from pymc_bnn.metrics: NLL (mean), "
-         "Brier (multi-class sum form), ECE (15 equal-width bins, top label); mean conf. = "
+         "Brier (sklearn) = scikit-learn's brier_score_loss (binary: mean squared error "
+         "of the positive-class probability, in [0, 1]; 3+ classes: summed over classes, "
+         "in [0, 2]; results before this note used the sum on binary sets too, 2x), ECE "
+         "(15 equal-width bins, top label); mean conf. = "
          "mean top-class probability; fit s = wall clock of pipeline.fit (BNN: includes "
          "model build and any compilation not cached from an earlier fit of the same "
          "structure)."),

@@ -75,11 +75,11 @@ def _scores(y, proba) -> dict:
 def stage_clock(stages: dict):
     """Time the default fit's stages (seconds added to ``stages``) by wrapping the
     estimator's methods for the duration."""
-    from pymc_bnn import estimator
+    from pymc_bnn import base, fit_settings
 
-    cls = estimator._BayesianMLP
-    wrapped = {"evidence": (cls, "_choose_prior_scales"),
-               "fits": (estimator, "fit_concurrently"),
+    cls = base.BayesianMLPBase
+    wrapped = {"evidence": (fit_settings.FitSettingsMixin, "_choose_prior_scales"),
+               "fits": (base, "fit_concurrently"),
                "draws": (cls, "_set_posterior")}
     saved = {}
     for stage, (owner, attr) in wrapped.items():

@@ -488,7 +488,7 @@ def main(argv=None) -> int:
         import jax
 
         jax.config.update("jax_enable_x64", not args.jax_float32)
-    from pymc_bnn.cli import moons_split
+    from pymc_bnn.datasets import moons_split
 
     info = _common.machine_info()
     _common.print_header("Inference throughput (moons 2-5-5-1 tanh)", info)

@@ -87,7 +87,7 @@ def _not_run(name: str, size: str, status: str, reason: str) -> dict:
 def points(size: str, seed: int) -> np.ndarray:
     """The evaluation points: the moons test set, or a square grid over [-3, 3]^2."""
     if size == "test500":
-        from pymc_bnn.cli import moons_split
+        from pymc_bnn.datasets import moons_split
 
         return np.ascontiguousarray(moons_split(random_state=seed)[1])
     side = math.isqrt(SIZES[size])
@@ -318,7 +318,7 @@ def _prepare(args, workdir: Path):
     import cloudpickle
 
     import pymc_bnn
-    from pymc_bnn.cli import moons_split
+    from pymc_bnn.datasets import moons_split
 
     X_train, X_test, y_train, y_test = moons_split(random_state=args.seed)
     model = pymc_bnn.build_model(X_train, y_train, hidden_layer_sizes=(5, 5),

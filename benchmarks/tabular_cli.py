@@ -360,7 +360,7 @@ def command_rows(task: str, runs: list[dict]) -> list[dict]:
 
 
 CLS_COLUMNS = [("task", "task"), ("method", "method"), ("accuracy", "accuracy"),
-               ("nll", "NLL"), ("brier", "Brier"), ("ece", "ECE"), ("fit_s", "fit s"),
+               ("nll", "NLL"), ("brier", "Brier (sklearn)"), ("ece", "ECE"), ("fit_s", "fit s"),
                ("fit_s_each", "fit s per seed"), ("status", "status")]
 REG_COLUMNS = [("task", "task"), ("method", "method"), ("rmse", "RMSE"), ("nll", "NLL"),
                ("crps", "CRPS"), ("coverage", "90% coverage"),
@@ -536,7 +536,10 @@ def main(argv=None) -> int:
             "regression anchors: homoscedastic Gaussian with sd = RMSE of their residuals on "
             "the training rows (in-sample: optimistic for a flexible MLP), 90% interval "
             "mean ± 1.645 sd.",
-            "ECE: top-label, 15 bins; Brier: summed over classes (in [0, 2]); NLL in nats; "
+            "ECE: top-label, 15 bins; Brier (sklearn): scikit-learn's brier_score_loss "
+            "(binary: mean squared error of the positive-class probability, in [0, 1]; 3+ "
+            "classes: summed over classes, in [0, 2]; results before this note used the "
+            "sum on binary tasks too, 2x); NLL in nats; "
             "CRPS of the Gaussian with the predictive mean and sd (the BNN's mixture "
             "predictive approximated by its mean and sd).",
             "checks: 'example' writes the same file as make_customers; 'predict' output "

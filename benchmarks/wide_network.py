@@ -227,7 +227,10 @@ def bench_advi(args, rows, platform):
     from numpyro.optim import Adam
 
     import pymc_bnn
-    from pymc_bnn import _compiled_vi
+    try:
+        from pymc_bnn.inference import compiled_vi
+    except ImportError:  # an older pymc_bnn
+        from pymc_bnn import _compiled_vi as compiled_vi
 
     X, y, source = mnist(args.advi_rows, args.seed)
     n_small, n_big = args.steps // 5, args.steps
@@ -245,7 +248,7 @@ def bench_advi(args, rows, platform):
         return jax.block_until_ready(res.losses)
 
     # (an older pymc_bnn, measured for comparison, gathers and draws on the host)
-    steps = getattr(_compiled_vi, "device_steps", lambda mode: (False, False))
+    steps = getattr(compiled_vi, "device_steps", lambda mode: (False, False))
     gather, noise = steps("JAX")
     for name, run in (("pymc_bnn.fit (minibatch ADVI)", ours), ("numpyro SVI.run", peer)):
         run(n_small)  # compile

@@ -35,7 +35,7 @@ import pymc as pm
 from pytensor.graph.traversal import ancestors
 
 from pymc_bnn import BayesianMLPClassifier
-from pymc_bnn.cli import moons_split
+from pymc_bnn.datasets import moons_split
 from pymc_bnn.plotting import loss_curve, reliability_diagram, uncertainty_map
 
 QUICK = os.environ.get("PYMC_BNN_QUICK") == "1"

@@ -33,7 +33,7 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 
 from pymc_bnn import BayesianMLPClassifier
-from pymc_bnn.cli import moons_split
+from pymc_bnn.datasets import moons_split
 from pymc_bnn.plotting import compare_maps, reliability_diagram
 
 QUICK = os.environ.get("PYMC_BNN_QUICK") == "1"

@@ -301,7 +301,7 @@ print(f"per-task weights (predict with groups): test accuracy "
 #   chains of 1,500 steps ran in parallel in about 50 s (numpyro, which ran the chains
 #   one after the other here, took 113 s in the previous execution of this notebook).
 #   That is why `BayesianMLPClassifier().fit(X, y, groups=g)` samples with NUTS by
-#   default (`inference="auto"`; see `docs/calibration.md`).
+#   default (`inference="auto"`; see `docs/experiments/calibration-log.md`).
 # * The separate networks' surfaces are close to straight lines through 50 noisy
 #   points; the hierarchical network's are all the same S-shaped moons boundary,
 #   rotated per task, with the uncertainty band hugging it: each task borrows the

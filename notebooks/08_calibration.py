@@ -183,7 +183,8 @@ for ax, (name, clf) in zip(axes, selections.items()):
 # ## 1. Calibration
 #
 # Held-out accuracy, negative log-likelihood (log loss), multi-class Brier score
-# (summed over classes, so twice the usual binary one) and the top-label expected
+# (`multiclass_brier`: summed over classes, so on breast_cancer twice scikit-learn's
+# binary `brier_score_loss`, which `metrics.brier_score` gives) and the top-label expected
 # calibration error (ECE, 15 equal-width bins of the top-class probability), all from
 # `pymc_bnn.metrics`. "Confidence" is the mean top-class probability: above the
 # accuracy means over-confident on average, below means under-confident. NLL and
@@ -200,12 +201,12 @@ for data_name, (X_train, X_test, y_train, y_test) in DATA.items():
             "accuracy": np.mean(model.classes_[p.argmax(axis=1)] == y_test),
             "confidence": p.max(axis=1).mean(),
             "nll": M.negative_log_likelihood(y_test, p, classes=model.classes_),
-            "brier": M.brier_score(y_test, p, classes=model.classes_),
+            "brier": M.multiclass_brier(y_test, p, classes=model.classes_),
             "ece": M.expected_calibration_error(y_test, p, n_bins=N_BINS,
                                                 classes=model.classes_),
         }
 
-table = ["| data | model | test accuracy (%) | mean confidence (%) | NLL | Brier | ECE (15 bins) |",
+table = ["| data | model | test accuracy (%) | mean confidence (%) | NLL | multi-class Brier | ECE (15 bins) |",
          "|---|---|---|---|---|---|---|"]
 for (data_name, name), r in results.items():
     table.append(f"| {data_name} | {name} | {100 * r['accuracy']:.1f} | "

@@ -10,7 +10,9 @@ The public API, in pipeline order (see ``docs/design.md``):
   pass giving class-probability draws ``(n_draws, n_points, n_classes)`` (or, for
   regression, per-draw means and noise sds);
 - :class:`BayesianMLPClassifier` and :class:`BayesianMLPRegressor` — the scikit-learn
-  estimators on top of them.
+  estimators on top of them; :class:`BayesianPipeline` (and
+  :func:`make_tabular_pipeline` for a table) keeps their Bayesian methods behind
+  preprocessing steps.
 
 Uncertainty and calibration metrics (expected calibration error, reliability curves,
 risk–coverage, OOD AUROC, NLL, Brier score, interval coverage, CRPS) are plain NumPy /
@@ -23,8 +25,8 @@ import importlib
 # Names are imported on first use (PEP 562), so that ``import pymc_bnn`` and the
 # command line start without importing PyMC until a model is needed.
 _LAZY = {
-    "BayesianMLPClassifier": "pymc_bnn.estimator",
-    "BayesianMLPRegressor": "pymc_bnn.estimator",
+    "BayesianMLPClassifier": "pymc_bnn.classifier",
+    "BayesianMLPRegressor": "pymc_bnn.regressor",
     "Posterior": "pymc_bnn.inference",
     "fit": "pymc_bnn.inference",
     "sample_more": "pymc_bnn.inference",
@@ -35,8 +37,10 @@ _LAZY = {
     "PosteriorPredictive": "pymc_bnn.predictive",
     "posterior_predictive": "pymc_bnn.predictive",
     "summarize_proba": "pymc_bnn.predictive",
+    "BayesianPipeline": "pymc_bnn.pipeline",
+    "make_tabular_pipeline": "pymc_bnn.pipeline",
 }
-_SUBMODULES = {"metrics", "tabular", "datasets", "plotting", "persistence", "report", "evidence",
+_SUBMODULES = {"metrics", "pipeline", "tabular", "datasets", "plotting", "persistence", "report", "evidence",
                "exceptions"}
 
 
@@ -58,12 +62,14 @@ def __dir__():
 __all__ = [
     "BayesianMLPClassifier",
     "BayesianMLPRegressor",
+    "BayesianPipeline",
     "NetworkSpec",
     "Posterior",
     "PosteriorPredictive",
     "build_model",
     "fit",
     "forward",
+    "make_tabular_pipeline",
     "network_spec",
     "posterior_predictive",
     "sample_more",

@@ -5,23 +5,24 @@ Commands:
 - ``demo``: fit the two-moons classifier, print its accuracy, write uncertainty maps;
 - ``example``: write a generated customer table (CSV or Parquet) to try the others on;
 - ``fit``: fit a Bayesian MLP on a user's table (CSV, TSV or Parquet) and save it;
-- ``predict``: per-row predictions with uncertainty;
-- ``evaluate``: accuracy / NLL / Brier / ECE (or RMSE / NLL / coverage) on labelled rows;
+- ``predict``: per-row predictions with uncertainty, flagging rows the training data
+  did not cover;
+- ``evaluate``: accuracy / NLL / Brier (scikit-learn's ``brier_score_loss``) / ECE (or
+  RMSE / NLL / coverage) on labelled rows;
 - ``report``: figures and one self-contained ``index.html``;
 - ``info``: what a model file holds.
 
 Bad input (a missing file or column, a constant target, a damaged model file, an
-output path that cannot be written, ...) ends with a one-line error naming the file,
-column or path at fault, exit status 2, and nothing written; ``--debug`` shows the
-traceback. Preprocessing lives in :mod:`pymc_bnn.tabular`; this module only reads and
-writes files and prints.
+output path that cannot be written, swapped MODEL and DATA, ...) ends with a one-line
+error naming the file, column, row or path at fault, exit status 2, and nothing
+written; ``--debug`` shows the traceback. Preprocessing lives in
+:mod:`pymc_bnn.tabular`, reading and writing tables and model files in
+:mod:`pymc_bnn.cli_tables`; this module holds the commands.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import sys
 import time
 import warnings
@@ -29,41 +30,57 @@ from pathlib import Path
 
 import click
 
+from pymc_bnn import __version__
+from pymc_bnn.cli_tables import (
+    BadInput,
+    atomic,
+    check_model_and_data,
+    check_model_columns,
+    check_output,
+    check_present,
+    choose_task,
+    format_number,
+    format_scores,
+    interval_name,
+    labelled_rows,
+    like_labels,
+    load_model,
+    model_info,
+    note,
+    parse_separator,
+    predict_rows,
+    prediction_frame,
+    read_model_metadata,
+    read_table,
+    row_name,
+    score_predictions,
+    split_columns,
+    table_format,
+    versions,
+    write_table,
+)
+
 __all__ = ["BadInput", "demo", "main", "moons_split"]
 
-TABLE_SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".txt": "tsv",
-                  ".parquet": "parquet", ".pq": "parquet"}
+SEP_OPTION = click.option(
+    "--sep", default=None, metavar="CHAR",
+    help="Separator of a CSV / TSV DATA file, e.g. ';' or tab (default: the one its first "
+         "lines use).")
 INFERENCE = ("auto", "advi", "minibatch", "fullrank_advi", "nuts")
 MINIBATCH_SIZE = 128
-PARQUET_EXTRA = "pip install 'pymc_bnn[parquet]'"
 
 
-class BadInput(click.ClickException):
-    """A problem with what the user passed: one line on stderr, exit status 2."""
+def __getattr__(name: str):
+    """``moons_split`` moved to :mod:`pymc_bnn.datasets`; still importable from here
+    (lazily: importing this module stays free of scikit-learn)."""
+    if name == "moons_split":
+        from pymc_bnn.datasets import moons_split
 
-    exit_code = 2
-
-    def show(self, file=None) -> None:
-        click.echo(f"pymc-bnn: error: {self.format_message()}", file=file or sys.stderr)
+        return moons_split
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------- demo
-def moons_split(*, n_samples: int = 1000, noise: float = 0.2, random_state: int = 0):
-    """The classic example's data: scaled two moons, split 50/50.
-
-    Returns
-    -------
-    X_train, X_test, y_train, y_test
-    """
-    from sklearn.datasets import make_moons
-    from sklearn.model_selection import train_test_split
-    from sklearn.preprocessing import scale
-
-    X, y = make_moons(noise=noise, random_state=random_state, n_samples=n_samples)
-    X = scale(X)
-    return train_test_split(X, y, test_size=0.5, random_state=random_state)
-
-
 def demo(out_dir: str | Path = "figures", *, inference: str = "advi", batch_size=None,
          random_state: int = 0, resolution: int = 100) -> dict:
     """Fit the moons classifier, print its test accuracy, write the figures.
@@ -78,6 +95,7 @@ def demo(out_dir: str | Path = "figures", *, inference: str = "advi", batch_size
     import matplotlib.pyplot as plt
 
     from pymc_bnn import BayesianMLPClassifier
+    from pymc_bnn.datasets import moons_split
     from pymc_bnn.plotting import loss_curve, uncertainty_map
 
     X_train, X_test, y_train, y_test = moons_split(random_state=random_state)
@@ -113,278 +131,10 @@ def demo(out_dir: str | Path = "figures", *, inference: str = "advi", batch_size
     return {"accuracy": accuracy, "fit_seconds": fit_seconds, "figures": figures}
 
 
-# ---------------------------------------------------------------------- file I/O
-def _table_format(path: Path, what: str) -> str:
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] in (".gz", ".bz2", ".xz", ".zst", ".zip"):
-        suffixes = suffixes[:-1]
-    fmt = TABLE_SUFFIXES.get(suffixes[-1] if suffixes else "")
-    if fmt is None:
-        raise BadInput(f"{what} {path}: unknown table format; use a file ending in "
-                       f"{', '.join(TABLE_SUFFIXES)} (optionally compressed, e.g. .csv.gz).")
-    return fmt
-
-
-def _require_pyarrow() -> None:
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        raise BadInput(f"reading and writing Parquet needs pyarrow: {PARQUET_EXTRA}") from None
-
-
-def read_table(path) -> "pandas.DataFrame":  # noqa: F821
-    """Read a CSV / TSV / Parquet file into a DataFrame; BadInput on any problem."""
-    import pandas as pd
-
-    path = Path(path)
-    if not path.exists():
-        raise BadInput(f"no such file: {path}")
-    if path.is_dir():
-        raise BadInput(f"{path} is a folder, not a data file.")
-    fmt = _table_format(path, "data file")
-    try:
-        if fmt == "parquet":
-            _require_pyarrow()
-            frame = pd.read_parquet(path)
-        else:
-            frame = pd.read_csv(path, sep="," if fmt == "csv" else "\t")
-    except BadInput:
-        raise
-    except pd.errors.EmptyDataError:
-        raise BadInput(f"{path} is empty.") from None
-    except Exception as err:  # parser, decoding, Arrow errors: all mean "not a table"
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise BadInput(f"cannot read {path} as {fmt.upper()}: {first}") from None
-    if frame.shape[0] == 0:
-        raise BadInput(f"{path} has a header but no rows.")
-    return frame
-
-
-def _check_output(path, what: str, *, folder: bool = False) -> Path:
-    """Fail before any work if ``path`` cannot be written."""
-    path = Path(path)
-    if folder:
-        if path.exists() and not path.is_dir():
-            raise BadInput(f"cannot write the {what} to {path}: it is a file, not a folder.")
-        parent = path if path.exists() else path.parent
-        while not parent.exists() and parent != parent.parent:
-            parent = parent.parent
-    else:
-        if path.is_dir():
-            raise BadInput(f"cannot write the {what} to {path}: it is a folder.")
-        parent = path.parent
-        if not parent.is_dir():
-            raise BadInput(f"cannot write the {what} to {path}: folder {parent} does not exist.")
-    if not os.access(parent, os.W_OK):
-        raise BadInput(f"cannot write the {what} to {path}: {parent} is not writable.")
-    return path
-
-
-@contextlib.contextmanager
-def _atomic(path: Path):
-    """Yield a temporary path beside ``path``; rename it to ``path`` on success only."""
-    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")  # same extension
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def write_table(frame, path: Path) -> None:
-    """Write ``frame`` as CSV / TSV / Parquet by ``path``'s extension, atomically."""
-    fmt = _table_format(path, "output file")
-    if fmt == "parquet":
-        _require_pyarrow()
-    with _atomic(path) as tmp:
-        if fmt == "parquet":
-            frame.to_parquet(tmp, index=False)
-        else:  # compression inferred from the extension (.csv.gz, ...)
-            frame.to_csv(tmp, index=False, sep="," if fmt == "csv" else "\t")
-
-
-def _columns(option: str | None) -> list[str]:
-    return [c.strip() for c in option.split(",") if c.strip()] if option else []
-
-
-def _check_present(frame, columns, path, what: str = "column") -> None:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        names = ", ".join(repr(c) for c in missing)
-        have = ", ".join(map(str, list(frame.columns)[:12]))
-        more = ", ..." if frame.shape[1] > 12 else ""
-        raise BadInput(f"{path} has no {what}{'s' if len(missing) > 1 else ''} {names} "
-                       f"(its columns: {have}{more}).")
-
-
-def _note(message: str) -> None:
-    click.echo(f"note: {message}", err=True)
-
-
-# ------------------------------------------------------------------ model files
-def _load(path):
-    """(pipeline, metadata) from a model file; BadInput on any problem."""
-    from pymc_bnn import persistence, tabular
-
-    path = Path(path)
-    if not path.exists():
-        raise BadInput(f"no such model file: {path}")
-    if path.is_dir():
-        raise BadInput(f"{path} is a folder, not a model file.")
-    try:
-        meta = persistence.read_metadata(path)
-        pipeline = tabular.load_pipeline(path)
-    except (ValueError, OSError) as err:
-        raise BadInput(str(err)) from None
-    return pipeline, meta
-
-
-def _model_info(meta: dict) -> dict:
-    return dict((meta.get("extra") or {}).get("info") or {})
-
-
-def _versions() -> dict:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"python": sys.version.split()[0]}
-    for name in ("pymc_bnn", "pymc", "pytensor", "numpy", "scikit-learn", "pandas", "jax"):
-        with contextlib.suppress(PackageNotFoundError):
-            out[name] = version(name)
-    return out
-
-
-# ------------------------------------------------------------------- predictions
-def _interval_name(interval: float) -> str:
-    return f"{100 * interval:g}"
-
-
-def _predict(pipeline, frame, meta, *, path, interval: float | None = None) -> dict:
-    """Arrays of predictions for the rows of ``frame`` (checked, with notes)."""
-    import numpy as np
-
-    pre, est = pipeline.named_steps["preprocess"], pipeline.named_steps["model"]
-    info = _model_info(meta)
-    groups_column = info.get("groups")
-    needed = list(pre.feature_names_in_) + ([groups_column] if groups_column else [])
-    missing = [c for c in needed if c not in frame.columns]
-    if missing:
-        raise BadInput(f"{path} lacks the column{'s' if len(missing) > 1 else ''} "
-                       f"{', '.join(map(repr, missing))} that the model needs.")
-    try:
-        X = pre.transform(frame)
-        unseen = pre.unseen_categories(frame)
-    except ValueError as err:
-        raise BadInput(f"{path}: {err}") from None
-    for column, values in unseen.items():
-        shown = ", ".join(map(repr, values[:5])) + (", ..." if len(values) > 5 else "")
-        _note(f"column {column!r} has categories not seen in training ({shown}); "
-              "those rows use none of the known categories.")
-    n_missing = sum(pre.count_missing(frame).values())
-    if n_missing:
-        _note(f"imputed {n_missing} missing values with the training medians / most "
-              "frequent values.")
-    groups = None if not groups_column else frame[groups_column].to_numpy()
-    if groups is not None and np.any(frame[groups_column].isna()):
-        raise BadInput(f"{path}: the groups column {groups_column!r} has missing values.")
-    if groups is not None:
-        groups = _like(groups, est.groups_)
-    out = {}
-    u = est.predict_uncertainty(X, groups=groups)
-    if hasattr(est, "classes_"):
-        out["proba"] = u["mean"]
-        out["prediction"] = est.classes_[np.argmax(u["mean"], axis=1)]
-        out["entropy"], out["mutual_info"] = u["entropy"], u["mutual_info"]
-    else:
-        out["mean"], out["std"] = u["mean"], u["std"]
-        if interval is not None:
-            out["lower"], out["upper"] = est.predict_interval(X, coverage=interval,
-                                                              groups=groups)
-    return out
-
-
-def _like(values, reference):
-    """``values`` converted to the dtype of the fitted labels ``reference`` if it can be."""
-    import numpy as np
-
-    if reference.dtype.kind in "biuf":
-        try:
-            return np.asarray(values).astype(reference.dtype)
-        except (TypeError, ValueError):
-            return np.asarray(values)
-    return np.asarray([str(v) for v in values], dtype=object)
-
-
-def _prediction_frame(frame, pred: dict, est, *, id_column, interval):
-    import pandas as pd
-
-    base = frame[[id_column]].copy() if id_column else frame.copy()
-    cols = {}
-    if "proba" in pred:
-        cols["prediction"] = pred["prediction"]
-        for k, c in enumerate(est.classes_):
-            cols[f"proba_{c}"] = pred["proba"][:, k]
-        cols["entropy"], cols["mutual_info"] = pred["entropy"], pred["mutual_info"]
-    else:
-        cols["mean"], cols["std"] = pred["mean"], pred["std"]
-        if "lower" in pred:
-            name = _interval_name(interval)
-            cols[f"lower_{name}"], cols[f"upper_{name}"] = pred["lower"], pred["upper"]
-    clash = [c for c in cols if c in base.columns]
-    if clash:
-        raise BadInput(f"the input already has column{'s' if len(clash) > 1 else ''} "
-                       f"{', '.join(map(repr, clash))}; pass --id COLUMN to keep only an id.")
-    return pd.concat([base.reset_index(drop=True),
-                      pd.DataFrame(cols, index=range(len(base)))], axis=1)
-
-
-def _labelled(frame, target: str, est, path):
-    """The rows of ``frame`` with a target, and the target in the model's label type."""
-    import numpy as np
-
-    rows = frame[target].notna().to_numpy()
-    if not rows.any():
-        raise BadInput(f"{path}: the target column {target!r} has no values.")
-    if not rows.all():
-        _note(f"{int((~rows).sum())} rows without a {target!r} value are left out.")
-    frame = frame.loc[rows]
-    y = frame[target].to_numpy()
-    if hasattr(est, "classes_"):
-        y = _like(y, est.classes_)
-        unknown = sorted({str(v) for v in y if v not in set(est.classes_.tolist())})
-        if unknown:
-            raise BadInput(f"{path}: column {target!r} has labels the model was not fit on: "
-                           f"{', '.join(unknown[:5])} (the model knows "
-                           f"{', '.join(map(str, est.classes_))}).")
-    else:
-        import pandas as pd
-
-        values = pd.to_numeric(frame[target], errors="coerce")
-        if values.isna().any():
-            raise BadInput(f"{path}: the regression target {target!r} has non-numeric values.")
-        y = values.to_numpy(dtype=np.float64)
-    return frame, y
-
-
-def _scores(pred: dict, y, est) -> dict:
-    from pymc_bnn import metrics
-
-    if "proba" in pred:
-        return metrics.classification_summary(y, pred["proba"], classes=est.classes_)
-    return metrics.regression_summary(y, pred["mean"], pred["std"], lower=pred.get("lower"),
-                                      upper=pred.get("upper"))
-
-
-def _format_scores(scores: dict) -> str:
-    width = max(map(len, scores))
-    lines = []
-    for name, value in scores.items():
-        shown = f"{value:d}" if isinstance(value, int) else f"{value:.4g}"
-        lines.append(f"  {name:<{width}}  {shown}")
-    return "\n".join(lines)
-
-
 # -------------------------------------------------------------------- commands
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="pymc-bnn",
+                      message="%(prog)s %(version)s")
 @click.option("--debug", is_flag=True, help="On an error, show the full traceback.")
 def cli(debug):
     """Bayesian neural networks with uncertainty, on your own tables (pymc_bnn)."""
@@ -416,21 +166,25 @@ def example_command(out, task, rows, seed):
     """
     from pymc_bnn.datasets import CUSTOMER_TARGETS, make_customers
 
-    _check_output(out, "table")
+    check_output(out, "table")
     frame = make_customers(rows, task=task, random_state=seed)
     write_table(frame, out)
     click.echo(f"wrote {out}: {rows} rows, target column {CUSTOMER_TARGETS[task]!r}")
 
 
 def _parse_hidden(value: str) -> tuple[int, ...]:
-    try:
-        sizes = tuple(int(v) for v in value.split(",") if v.strip())
-    except ValueError:
-        sizes = ()
-    if not sizes or min(sizes) < 1:
-        raise BadInput(f"--hidden must be positive layer sizes separated by commas, e.g. 32 or "
-                       f"32,16; got {value!r}.")
-    return sizes
+    """``--hidden 32,16``: every entry a whole number >= 1 (none empty: ``5,,5`` is a
+    typo, not ``5,5``)."""
+    sizes = []
+    for entry in (v.strip() for v in value.split(",")):
+        why = ("an empty entry" if not entry
+               else None if entry.isdigit() and int(entry) >= 1
+               else f"{entry!r} is not a positive whole number")
+        if why:
+            raise BadInput(f"--hidden must be positive layer sizes separated by commas, e.g. "
+                           f"32 or 32,16; got {value!r} ({why}).")
+        sizes.append(int(entry))
+    return tuple(sizes)
 
 
 def _positive_or(value: str, words: tuple[str, ...], option: str):
@@ -445,33 +199,6 @@ def _positive_or(value: str, words: tuple[str, ...], option: str):
         choices = ", ".join(f"'{w}'" for w in words)
         raise BadInput(f"{option} must be {choices} or a positive number; got {value!r}.")
     return number
-
-
-def _choose_task(task: str, y, target: str, path) -> str:
-    import numpy as np
-    import pandas as pd
-
-    from pymc_bnn.tabular import infer_task
-
-    if task == "auto":
-        task = infer_task(y)
-        n = y.nunique()
-        why = ("it holds text or true/false values" if not pd.api.types.is_numeric_dtype(y.dtype)
-               else f"it has {n} distinct integer values" if task == "classification"
-               else "it holds numbers")
-        other = "regression" if task == "classification" else "classification"
-        _note(f"task: {task} (target {target!r}: {why}; --task {other} to override)")
-    if y.nunique() < 2:
-        raise BadInput(f"{path}: the target {target!r} has the single value {y.iloc[0]!r} in "
-                       f"all {len(y)} rows: there is nothing to learn.")
-    if task == "regression":
-        values = pd.to_numeric(y, errors="coerce")
-        if values.isna().any():
-            raise BadInput(f"{path}: the target {target!r} is not numeric (e.g. "
-                           f"{y[values.isna()].iloc[0]!r}); use --task classification.")
-        if not np.isfinite(values.to_numpy(dtype=float)).all():
-            raise BadInput(f"{path}: the target {target!r} has infinite values.")
-    return task
 
 
 @cli.command("fit")
@@ -510,33 +237,39 @@ def _choose_task(task: str, y, target: str, path) -> str:
 @click.option("--keep", default=None,
               help="Comma-separated columns that are features although they look like "
                    "identifiers (whole numbers, each once, in row order or tightly packed).")
+@click.option("--categorical", default=None,
+              help="Comma-separated columns that are categories although they hold numbers "
+                   "(e.g. codes 1, 2, 3): one-hot encoded, here and in predict / evaluate.")
 @click.option("--max-categories", type=click.IntRange(min=2), default=50, show_default=True,
               help="Refuse a categorical column with more distinct values.")
+@SEP_OPTION
 @click.option("--seed", type=int, default=0, show_default=True)
 def fit_command(data, target, output, task, hidden, inference, batch_size, n_iter, draws,
-                n_init, temperature, prior_sigma, groups, features, drop, keep, max_categories,
-                seed):
+                n_init, temperature, prior_sigma, groups, features, drop, keep, categorical,
+                max_categories, sep, seed):
     """Fit a Bayesian MLP on the table DATA and save it to a model file."""
     hidden_sizes = _parse_hidden(hidden)
+    sep = parse_separator(sep)
     temperature = _positive_or(temperature, ("auto",), "--temperature")
     prior_sigma = _positive_or(prior_sigma, ("auto", "evidence"), "--prior-sigma")
     if prior_sigma == "evidence" and groups:
         raise BadInput("--prior-sigma evidence is not available with --groups yet; give a "
                        "number.")
-    output = _check_output(output, "model")
-    frame = read_table(data)
-    features, drop, keep = _columns(features), _columns(drop), _columns(keep)
-    _check_present(frame, [target] + ([groups] if groups else []) + features + drop + keep,
-                   data)
+    output = check_output(output, "model")
+    frame = read_table(data, sep=sep)
+    features, drop, keep = split_columns(features), split_columns(drop), split_columns(keep)
+    categorical = split_columns(categorical)
+    check_present(frame, [target] + ([groups] if groups else []) + features + drop + keep
+                  + categorical, data)
     if target in features or target in drop or target == groups:
         raise BadInput(f"the target {target!r} cannot also be a feature, dropped or the groups.")
     rows = frame[target].notna()
     if not rows.any():
         raise BadInput(f"{data}: the target column {target!r} has no values.")
     if not rows.all():
-        _note(f"{int((~rows).sum())} rows without a {target!r} value are left out.")
-        frame = frame.loc[rows].reset_index(drop=True)
-    task = _choose_task(task, frame[target], target, data)
+        note(f"{int((~rows).sum())} rows without a {target!r} value are left out.")
+        frame = frame.loc[rows]  # the row labels stay the file's (messages name rows)
+    task = choose_task(task, frame[target], target, data)
     if prior_sigma == "evidence" and task == "regression":
         raise BadInput("--prior-sigma evidence is available for classification only; give a "
                        "number.")
@@ -544,11 +277,17 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
     used = [c for c in used if c not in drop]
     if not used:
         raise BadInput(f"{data}: no feature columns are left after --features / --drop.")
+    not_used = [c for c in categorical if c not in used]
+    if not_used:
+        raise BadInput(f"--categorical {', '.join(map(repr, not_used))}: not a feature (the "
+                       "target, the groups, or left out by --features / --drop).")
     if groups and frame[groups].isna().any():
-        raise BadInput(f"{data}: the groups column {groups!r} has missing values.")
+        absent = frame[groups].isna().to_numpy()
+        raise BadInput(f"{data}: the groups column {groups!r} has missing values, the first "
+                       f"in {row_name(frame.index[absent.argmax()])}.")
 
     from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor
-    from pymc_bnn.tabular import make_tabular_pipeline, save_pipeline
+    from pymc_bnn.pipeline import make_tabular_pipeline, save_pipeline
 
     if inference == "nuts" and temperature not in ("auto", 1.0):
         raise BadInput("--temperature applies to ADVI only; NUTS uses its draws as they are.")
@@ -561,9 +300,10 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
         hidden_layer_sizes=hidden_sizes,
         inference="advi" if inference == "minibatch" else inference,
         n_iter=n_iter, n_draws=draws, posterior_temperature=temperature, random_state=seed,
-        prior_sigma=prior_sigma, n_init=n_init, progressbar=sys.stderr.isatty())
+        prior_sigma=prior_sigma, n_init=n_init, progressbar=True)
     pipeline = make_tabular_pipeline(est, max_categories=max_categories,
-                                     keep=[c for c in keep if c in used] or None)
+                                     keep=[c for c in keep if c in used] or None,
+                                     as_categorical=categorical or None)
     pre = pipeline.named_steps["preprocess"]
     try:
         pre.fit(frame[used])
@@ -575,12 +315,12 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
 
     leaks = leaking_columns(frame[pre.feature_names_in_.tolist()], frame[target])
     if leaks:
-        _note(leak_message(leaks).replace("drop it", "--drop it"))
+        note(leak_message(leaks).replace("drop it", "--drop it"))
     n_imputed = sum(pre.n_missing_.values())
     if n_imputed:
         cols = sum(1 for v in pre.n_missing_.values() if v)
-        _note(f"imputed {n_imputed} missing values in {cols} column{'s' if cols > 1 else ''} "
-              "(numeric: median, categorical: most frequent).")
+        note(f"imputed {n_imputed} missing values in {cols} column{'s' if cols > 1 else ''} "
+             "(numeric: median, categorical: most frequent).")
     if inference == "minibatch" and batch_size is None:
         batch_size = MINIBATCH_SIZE
     # no --batch-size: the estimator's "auto" (full batches on small tables)
@@ -601,7 +341,7 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
     fit_seconds = time.perf_counter() - t0
     pred = est.predict(X, groups=group_values)
     if task == "classification":
-        train = {"training_accuracy": float((pred == _like(y, est.classes_)).mean())}
+        train = {"training_accuracy": float((pred == like_labels(y, est.classes_)).mean())}
     else:
         import numpy as np
 
@@ -610,11 +350,12 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
         "created": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         "data": str(data), "target": target, "task": task, "groups": groups,
         "rows": int(frame.shape[0]), "columns": [str(c) for c in used],
+        "categorical": [str(c) for c in categorical],
         "features_after_encoding": int(X.shape[1]),
         "inference": "minibatch" if inference == "minibatch" else est.inference_,
-        "fit_seconds": round(fit_seconds, 2), **train, "versions": _versions(),
+        "fit_seconds": round(fit_seconds, 2), **train, "versions": versions(),
     }
-    with _atomic(output) as tmp:
+    with atomic(output) as tmp:
         save_pipeline(pipeline, tmp, info=info)
     what = (f"{len(est.classes_)} classes ({', '.join(map(str, est.classes_[:8]))}"
             f"{', ...' if len(est.classes_) > 8 else ''})" if task == "classification"
@@ -622,12 +363,13 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
     click.echo(f"fit {frame.shape[0]} rows x {X.shape[1]} features (from {len(used)} columns), "
                f"{what}")
     click.echo(f"inference {info['inference']}, hidden {','.join(map(str, hidden_sizes))}, "
-               f"temperature {est.posterior_temperature_:g}, {fit_seconds:.1f} s")
-    if est.evidence_ is not None:
-        click.echo("prior sd per layer (evidence): "
-                   + ", ".join(f"{v:.3g}" for v in est.prior_sigma_))
+               f"{fit_seconds:.1f} s")
+    from pymc_bnn.fit_summary import describe
+
+    for line in describe(est):  # the numbers themselves: pymc-bnn info
+        click.echo(line)
     key, value = next(iter(train.items()))
-    click.echo(f"{key.replace('_', ' ')}: {value:.4g}")
+    click.echo(f"{key.replace('_', ' ')}: {format_number(value)}")
     click.echo(f"wrote {output}")
 
 
@@ -640,37 +382,58 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
               help="Keep only this input column beside the predictions (default: all).")
 @click.option("--interval", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.9, show_default=True, help="Regression: central interval coverage.")
-def predict_command(model, data, output, id_column, interval):
-    """Predict each row of DATA with uncertainty and write OUTPUT.
+@SEP_OPTION
+def predict_command(model, data, output, id_column, interval, sep):
+    """Predict each row of DATA with the model file MODEL, with uncertainty, and write
+    OUTPUT.
 
     Classification adds: prediction, proba_<class> per class, entropy (total
     uncertainty) and mutual_info (the part due to the model's uncertainty).
     Regression adds: mean, std, lower_<q> and upper_<q> (q = 100 x --interval).
     """
-    output = _check_output(output, "predictions")
-    _table_format(output, "output file")
-    pipeline, meta = _load(model)
-    frame = read_table(data)
+    check_model_and_data(model, data)
+    output = check_output(output, "predictions")
+    table_format(output, "output file")
+    # the table and the columns the model needs are checked before the model is built
+    # (which imports PyMC and JAX, and compiles: seconds)
+    frame = read_table(data, sep=parse_separator(sep))
     if id_column:
-        _check_present(frame, [id_column], data)
-    pred = _predict(pipeline, frame, meta, path=data, interval=interval)
+        check_present(frame, [id_column], data)
+    meta = read_model_metadata(model)
+    check_model_columns(frame, meta, data)
+    pipeline, meta = load_model(model, meta)
+    pred = predict_rows(pipeline, frame, meta, path=data, interval=interval)
     est = pipeline.named_steps["model"]
-    out = _prediction_frame(frame, pred, est, id_column=id_column, interval=interval)
+    out = prediction_frame(frame, pred, est, id_column=id_column, interval=interval)
     write_table(out, output)
     click.echo(f"wrote {output}: {len(out)} rows")
 
 
-def _evaluate(model, data, target, interval):
-    pipeline, meta = _load(model)
-    target = target or _model_info(meta).get("target")
+def _evaluate(model, data, target, interval, sep):
+    """(pipeline, metadata, labels, predictions, scores) of the labelled rows of DATA."""
+    check_model_and_data(model, data)
+    sep = parse_separator(sep)
+    meta = read_model_metadata(model)  # the target, before the (slow) model is built
+    target = target or model_info(meta).get("target")
     if not target:
         raise BadInput(f"{model} does not record its target column; pass --target.")
-    frame = read_table(data)
-    _check_present(frame, [target], data)
+    frame = read_table(data, sep=sep)
+    check_present(frame, [target], data)
+    check_model_columns(frame, meta, data)
+    pipeline, meta = load_model(model, meta)
     est = pipeline.named_steps["model"]
-    frame, y = _labelled(frame, target, est, data)
-    pred = _predict(pipeline, frame, meta, path=data, interval=interval)
-    return pipeline, meta, y, pred, _scores(pred, y, est)
+    rows, y = labelled_rows(frame, target, est, data)
+    # every row is predicted, so that a message names a row as the file counts it
+    pred = predict_rows(pipeline, frame, meta, path=data, interval=interval)
+    pred = {k: v[rows] for k, v in pred.items()}
+    return pipeline, meta, y, pred, score_predictions(pred, y, est)
+
+
+def _score_labels(interval: float) -> dict:
+    """Names that say which interval a regression score is about."""
+    name = interval_name(interval)
+    return {"coverage": f"coverage of the {name}% interval",
+            "mean_interval_width": f"mean width of the {name}% interval"}
 
 
 @cli.command("evaluate")
@@ -678,17 +441,29 @@ def _evaluate(model, data, target, interval):
 @click.argument("data", type=click.Path(path_type=Path))
 @click.option("--target", "-t", default=None, help="Target column (default: the model's).")
 @click.option("--interval", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.9, show_default=True, help="Regression: interval whose coverage to check.")
+              default=0.9, show_default=True,
+              help="Regression: the central interval whose coverage and width to score.")
 @click.option("--json", "as_json", is_flag=True, help="Print the scores as JSON.")
-def evaluate_command(model, data, target, interval, as_json):
-    """Score MODEL on labelled rows of DATA: accuracy, NLL, Brier, ECE (or RMSE, NLL,
-    interval coverage)."""
-    _, _, _, _, scores = _evaluate(model, data, target, interval)
+@SEP_OPTION
+def evaluate_command(model, data, target, interval, as_json, sep):
+    """Score the model file MODEL on the labelled rows of DATA.
+
+    Classification: accuracy, NLL, Brier score, ECE and more (those of
+    pymc_bnn.metrics.classification_summary). brier is scikit-learn's
+    brier_score_loss: for two classes, the mean squared difference between the
+    predicted probability of the second (positive) class and the 0/1 outcome, 0 to 1
+    (0 is perfect); for more, summed over the classes, 0 to 2. multiclass_brier is
+    the sum over the classes whatever their number (for two classes, twice brier).
+
+    Regression: RMSE, NLL, CRPS and more, and the coverage (and width) of the central
+    --interval (default: the 90% interval).
+    """
+    _, _, _, _, scores = _evaluate(model, data, target, interval, sep)
     if as_json:
         click.echo(json.dumps(scores, indent=2))
     else:
         click.echo(f"{model} on {data}:")
-        click.echo(_format_scores(scores))
+        click.echo(format_scores(scores, _score_labels(interval)))
 
 
 @cli.command("report")
@@ -699,14 +474,15 @@ def evaluate_command(model, data, target, interval, as_json):
 @click.option("--target", "-t", default=None, help="Target column (default: the model's).")
 @click.option("--interval", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.9, show_default=True)
-def report_command(model, data, output, target, interval):
+@SEP_OPTION
+def report_command(model, data, output, target, interval, sep):
     """Write a calibration and uncertainty report (PNGs and index.html) for MODEL on DATA."""
     from pymc_bnn.report import write_report
 
-    output = _check_output(output, "report", folder=True)
-    pipeline, meta, y, pred, scores = _evaluate(model, data, target, interval)
+    output = check_output(output, "report", folder=True)
+    pipeline, meta, y, pred, scores = _evaluate(model, data, target, interval, sep)
     est = pipeline.named_steps["model"]
-    info = _model_info(meta)
+    info = model_info(meta)
     about = {"model file": str(model), "evaluated on": str(data), "rows": len(y)}
     about.update({k: info[k] for k in ("data", "target", "task", "inference", "rows",
                                        "features_after_encoding", "fit_seconds", "created")
@@ -723,7 +499,7 @@ def report_command(model, data, output, target, interval):
         index = write_report(output, task="regression", y_true=y, mean=pred["mean"],
                              std=pred["std"], lower=pred["lower"], upper=pred["upper"],
                              interval=interval, info=about, title=title)
-    click.echo(_format_scores(scores))
+    click.echo(format_scores(scores, _score_labels(interval)))
     click.echo(f"wrote {index}")
 
 
@@ -732,19 +508,12 @@ def report_command(model, data, output, target, interval):
 @click.option("--json", "as_json", is_flag=True, help="Print everything as JSON.")
 def info_command(model, as_json):
     """Show what MODEL was fit on, with which settings and package versions."""
-    from pymc_bnn import persistence
-
     path = Path(model)
-    if not path.is_file():
-        raise BadInput(f"no such model file: {path}")
-    try:
-        meta = persistence.read_metadata(path)
-    except ValueError as err:
-        raise BadInput(str(err)) from None
+    meta = read_model_metadata(path)
     if as_json:
         click.echo(json.dumps(meta, indent=2))
         return
-    info = _model_info(meta)
+    info = model_info(meta)
     params = meta.get("params", {})
     pre = (meta.get("extra") or {}).get("preprocessing") or {}
     lines = [f"{path}: {meta['format'].split('.')[-1]} (format {meta.get('format_version')})"]
@@ -752,15 +521,18 @@ def info_command(model, as_json):
                 "features_after_encoding", "inference", "fit_seconds", "training_accuracy",
                 "training_rmse"):
         if info.get(key) is not None:
-            lines.append(f"  {key.replace('_', ' ')}: {info[key]}")
+            value = info[key] if key == "fit_seconds" else format_number(info[key])
+            lines.append(f"  {key.replace('_', ' ')}: {value}")
     target = meta.get("target", {})
     if "classes" in target:
         lines.append(f"  classes: {', '.join(map(str, target['classes']))}")
     for c in pre.get("numeric", []):
-        lines.append(f"  numeric {c['name']}: median {c['median']:.4g}, mean {c['mean']:.4g}, "
-                     f"sd {c['scale']:.4g}")
+        median, mean, sd = (format_number(c[k], trim=True) for k in ("median", "mean", "scale"))
+        lines.append(f"  numeric {c['name']}: median {median}, mean {mean}, sd {sd}")
+    forced = set(info.get("categorical") or [])
     for c in pre.get("categorical", []):
-        lines.append(f"  categorical {c['name']}: {', '.join(c['categories'])}")
+        how = " (--categorical)" if c["name"] in forced else ""
+        lines.append(f"  categorical {c['name']}{how}: {', '.join(c['categories'])}")
     shown = ("hidden_layer_sizes", "activation", "prior", "prior_sigma", "inference", "n_iter",
              "batch_size", "n_draws", "posterior_temperature", "n_init", "random_state")
     lines.append("  settings: " + ", ".join(f"{k}={params[k]}" for k in shown if k in params))
@@ -774,15 +546,15 @@ def info_command(model, as_json):
         lines.append(f"  converged: {diagnostics['converged']}"
                      + (f" ({steps} steps)" if steps is not None else "")
                      + (f"; {diagnostics['message']}" if diagnostics.get("message") else ""))
-    versions = info.get("versions") or {}
-    if versions:
-        lines.append("  fit with: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    fit_with = info.get("versions") or {}
+    if fit_with:
+        lines.append("  fit with: " + ", ".join(f"{k} {v}" for k, v in fit_with.items()))
     click.echo("\n".join(lines))
 
 
 # ------------------------------------------------------------------------ main
 def _warning_as_note(message, category, filename, lineno, file=None, line=None) -> None:
-    _note(f"{category.__name__}: {message}")
+    note(f"{category.__name__}: {message}")
 
 
 def main(argv=None) -> int:

@@ -6,7 +6,30 @@ import numpy as np
 from sklearn.datasets import make_moons
 from sklearn.preprocessing import scale
 
-__all__ = ["make_customers", "make_rotated_moons"]
+__all__ = ["make_customers", "make_rotated_moons", "moons_split"]
+
+
+def moons_split(*, n_samples: int = 1000, noise: float = 0.2, random_state: int = 0):
+    """The classic example's data: scaled two moons, split 50/50.
+
+    ``make_moons(n_samples, noise=noise)`` scaled to zero mean and unit variance, then
+    split in half at random (the demo, the notebooks and the benchmarks use it).
+
+    Returns
+    -------
+    X_train, X_test, y_train, y_test
+
+    Examples
+    --------
+    >>> X_train, X_test, y_train, y_test = moons_split(n_samples=100)
+    >>> X_train.shape, X_test.shape
+    ((50, 2), (50, 2))
+    """
+    from sklearn.model_selection import train_test_split
+
+    X, y = make_moons(noise=noise, random_state=random_state, n_samples=n_samples)
+    X = scale(X)
+    return train_test_split(X, y, test_size=0.5, random_state=random_state)
 
 
 def make_rotated_moons(

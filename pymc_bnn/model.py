@@ -171,7 +171,7 @@ def _layer_scales(spec: NetworkSpec, layer: int, hyper: dict):
     return tuple(scales)
 
 
-def _initial_sds(fan_in: int) -> tuple[float, float]:
+def initial_sds(fan_in: int) -> tuple[float, float]:
     """Standard deviations of a layer's random starting weights and biases: small
     enough that tanh units start unsaturated whatever the fan-in."""
     return min(1.0, 2.0 / np.sqrt(fan_in)), 0.1
@@ -332,7 +332,7 @@ def build_model(
     rng = np.random.default_rng(random_state)
     # the prior's parameters are shared inputs, not constants of the graph: fits that
     # differ only in them (a grid search, a hyperprior study) reuse one compiled ADVI
-    # runner (pymc_bnn._compiled_vi)
+    # runner (pymc_bnn.inference.runner_cache)
     names = ("prior_sigma",) if spec.prior == "normal" else ("precision_shape",
                                                               "precision_rate")
     hyper = {n: pytensor.shared(np.asarray(getattr(spec, n), dtype=np.float64), name=n)
@@ -363,7 +363,7 @@ def build_model(
             zip(spec.weight_names, spec.layer_shapes)
         ):
             w_scale, b_scale = _layer_scales(spec, layer, hyper)
-            w_sd, b_sd = _initial_sds(fan_in)
+            w_sd, b_sd = initial_sds(fan_in)
             W = _layer_param(w_name, (fan_in, fan_out), w_scale,
                              rng.normal(0.0, w_sd, size=(fan_in, fan_out)), spec, rng)
             b = _layer_param(b_name, (fan_out,), b_scale,

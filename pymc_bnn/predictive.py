@@ -15,33 +15,29 @@ shared variables, so it is compiled once per process and reused across fits.
 ``tests/test_predictive.py`` checks it against a NumPy loop over draws and against
 PyMC's ``sample_node``.
 
-Two compiled forms, chosen by the network's shape: a small network (every layer at most
-:data:`UNROLL_MAX` inputs) gets a function of its own shapes that XLA fuses into one
-loop (:func:`_compiled_forward`); a wider one, on JAX, a function whose first layer is
-one matrix product for all draws, called with weight draws held on the device and
-reducing over the draws inside the call where a summary is asked for
-(:func:`_compiled_wide`).
+The compiled functions, and the backend they run on, are in
+:mod:`pymc_bnn.forward_graphs` (a small network's fused loop of its own shapes, or on
+JAX a wide network's one GEMM for all draws, reduced over the draws inside the call);
+the draws themselves (tempering, fast VI draws) come from :mod:`pymc_bnn.posterior_draws`.
+This module chunks the rows through them and summarises the draws.
 """
 
 from __future__ import annotations
 
 import collections
-import contextlib
-import copy
 import functools
-import importlib.util
 from dataclasses import dataclass
-import threading
-import weakref
-from numbers import Real
 
 import numpy as np
-import pytensor
-import pytensor.tensor as pt
 
 from pymc_bnn import _jax_device
-from pymc_bnn.compile_cache import compiled_function
-from pymc_bnn.model import ACTIVATIONS, NetworkSpec, forward, noise_sd
+# UNROLL_MAX, WIDE_MIN_ROWS: re-exported, so that ``predictive.UNROLL_MAX`` keeps working
+from pymc_bnn.forward_graphs import UNROLL_MAX, WIDE_MIN_ROWS  # noqa: F401
+from pymc_bnn.forward_graphs import (backend, compiled_forward, compiled_wide, network_head,
+                                     padded_rows, static_shapes)
+from pymc_bnn.model import NetworkSpec
+from pymc_bnn.posterior_draws import (check_n_draws, check_temperature, fast_draws_apply,
+                                      posterior_draws, tempered, vi_draws)
 
 __all__ = [
     "PosteriorPredictive",
@@ -56,13 +52,6 @@ __all__ = [
 #: (~200 rows at 500 draws of width 5) keeps a chunk in cache: 500 draws x 10k points
 #: took 154 ms against 164 ms at 64 MB, and 500 points 11 ms against 19 ms.
 CHUNK_BYTES = 16 * 2**20
-#: Networks whose every layer has at most this many inputs get a predictive of their own
-#: shapes with each layer written elementwise (:func:`pymc_bnn.model.forward`'s
-#: ``unroll``), which XLA fuses into one loop over draws and points: moons 2-5-5-1, 500
-#: draws x 10,000 points, float32, 2-core Intel Xeon: 29 ms against 69-91 ms with
-#: batched matmuls (raw JAX); 1.0-2.1x faster for every network up to 16 inputs and
-#: widths up to 32 measured. Wider networks share one function of symbolic shapes.
-UNROLL_MAX = 16
 #: Bound on the output columns of one chunk of the unrolled (fused) predictive, which
 #: stores nothing else: 500 draws x 10,000 moons points, float32, 2-core Intel Xeon:
 #: 600 rows per chunk 35 ms, 1,000 rows (4 MB of float32 output) 32 ms, 1,500 35 ms,
@@ -70,180 +59,17 @@ UNROLL_MAX = 16
 #: matmul path) 47 ms.
 FUSED_CHUNK_BYTES = 8 * 2**20
 #: Bound on the working memory of one call of the wide predictive (a layer wider than
-#: :data:`UNROLL_MAX`, on JAX), by JAX platform: its live buffers are a few
+#: :data:`~pymc_bnn.forward_graphs.UNROLL_MAX`, on JAX), by JAX platform: its live buffers are a few
 #: (n_draws, rows, width) activations. On a CPU the first layer is one GEMM whose cost
 #: does not fall with more rows once the draws' weights are streamed once per call
 #: (784-100-10, 500 draws: ~100 rows per call already run at the GEMM's speed); a GPU
 #: needs thousands of rows per call to stay busy (benchmarks/results/wide_network.md).
 WIDE_CHUNK_BYTES = {"cpu": 64 * 2**20, "gpu": 1 << 30}
-
-
-def _backend() -> tuple[str, str]:
-    """(PyTensor mode, dtype) of the predictive: JAX in float32 when jax is installed.
-
-    Measured on the moons 2-5-5 network, 500 draws x 10,000 points, 2 cores: NUMBA
-    float64 1.05 s (its scalar libm ``tanh`` costs ~18 ns per value: ~60% of the time),
-    JAX float64 0.27 s, JAX float32 0.15 s (XLA vectorises ``tanh``). Probabilities in
-    float32 carry ~1e-7 absolute error; summaries are accumulated in float64.
-    """
-    if importlib.util.find_spec("jax") is not None:
-        return "JAX", "float32"
-    return "NUMBA", "float64"
-
-
-def _head(spec: NetworkSpec) -> str:
-    """How the last layer's outputs become predictions (see :func:`_compiled_forward`)."""
-    if spec.is_regression:
-        return "normal_hetero" if spec.heteroscedastic else "normal"
-    return "bernoulli" if spec.n_classes == 2 else "categorical"
-
-
-def _static_shapes(spec: NetworkSpec) -> tuple | None:
-    """The layer shapes ``((fan_in, fan_out), ...)`` when the predictive is unrolled
-    (every fan-in at most :data:`UNROLL_MAX`), else None (symbolic shapes; hierarchical
-    networks always)."""
-    shapes = tuple(tuple(s) for s in spec.layer_shapes)
-    if spec.hierarchical or max(a for a, _ in shapes) > UNROLL_MAX:
-        return None
-    return shapes
-
-
-def _head_columns(head: str, logits, n_out: int | None) -> list:
-    """The head's output columns, each (n_draws, n_points) (``n_out``: the logits'
-    static width)."""
-    if head == "bernoulli":
-        z = logits[..., 0]
-        return [pt.sigmoid(-z), pt.sigmoid(z)]
-    if head == "categorical":
-        p = pt.special.softmax(logits, axis=-1)
-        return [p[..., c] for c in range(n_out)]
-    if head == "normal":  # every output (a regressor's one; a classifier's logits)
-        return [logits[..., c] for c in range(n_out)]
-    return [logits[..., 0], noise_sd(logits[..., 1])]
-
-
-def _head_output(head: str, logits):
-    """The head's outputs as one (n_draws, n_points, k) tensor (see :func:`_head_columns`)."""
-    if head == "categorical":
-        return pt.special.softmax(logits, axis=-1)
-    if head == "normal":
-        return logits
-    return pt.stack(_head_columns(head, logits, None), axis=-1)
-
-
-@functools.lru_cache(maxsize=None)
-def _compiled_forward(n_layers: int, activation: str, head: str, mode: str = "NUMBA",
-                      dtype: str = "float64", grouped: bool = False,
-                      shapes: tuple | None = None):
-    """Compile ``f(X, [groups,] W0, b0, W1, b1, ...) -> out (n_draws, n_points, k)``.
-
-    Classification heads give class probabilities (``k = n_classes``); regression
-    heads the mean of each draw at each point (``"normal"``, ``k = 1``; the noise sd
-    draws are constants added by the caller) or the mean and the noise sd
-    (``"normal_hetero"``, ``k = 2``).
-
-    Shapes are left symbolic, so one function serves every width, number of
-    features, draws and points of a given depth and activation (JAX re-traces per
-    input shape, which chunking keeps to a few shapes). ``grouped``: weights carry a
-    group axis after the draw axis and each point is routed through its group's.
-
-    ``shapes`` (the layer shapes, see :func:`_static_shapes`): a function of those
-    shapes, every layer unrolled into elementwise products, returning the ``k``
-    columns as ``k`` separate (n_draws, n_points) arrays: XLA then computes the whole
-    network in one fused loop and writes each column contiguously (on the moons 2-5-5-1
-    network, 500 draws x 10,000 points, the interleaved (n_draws, n_points, 2) output
-    alone cost ~25 ms of ~60).
-    """
-    X = pt.matrix("X", dtype=dtype)
-    groups = pt.lvector("groups") if grouped else None
-    if shapes is not None and (grouped or len(shapes) != n_layers):
-        raise ValueError(f"shapes {shapes!r} do not describe {n_layers} plain layers.")
-    w_shapes = ([(None,) * (4 if grouped else 3)] * n_layers if shapes is None
-                else [(None, a, b) for a, b in shapes])
-    weights = [
-        (pt.tensor(f"W{i}", dtype=dtype, shape=w_shapes[i]),
-         pt.tensor(f"b{i}", dtype=dtype, shape=(None,) * (3 if grouped else 2)))
-        for i in range(n_layers)
-    ]
-    logits = forward(X, weights, activation=activation, groups=groups,
-                     unroll=UNROLL_MAX if shapes is not None else 0)
-    if shapes is not None:
-        outputs = _head_columns(head, logits, shapes[-1][1])
-    else:
-        outputs = _head_output(head, logits)
-    inputs = [X] + ([groups] if grouped else []) + [v for pair in weights for v in pair]
-    # with JAX, a new process reads it back from pymc_bnn's compile cache
-    return compiled_function(("_compiled_forward", n_layers, activation, head, dtype, grouped,
-                              shapes),
-                             inputs, outputs, mode=mode, on_unused_input="ignore")
-
-
-@functools.lru_cache(maxsize=None)
-def _compiled_wide(n_layers: int, activation: str, head: str, dtype: str, reduce: str):
-    """Compile the wide predictive ``f(X, W0, b0, W1, b1, ...) -> outputs`` (JAX).
-
-    The first layer's weights come laid out as one matrix ``W0`` of shape
-    (n_features, n_draws * fan_out), the draws side by side, so that every draw's first
-    layer is one GEMM of the shared rows, ``X @ W0`` (the input layer of a wide network
-    holds most of its weights and its FLOPs; a matmul broadcast over the draws, or an
-    einsum over (n_draws, n_features, fan_out) weights, relays those weights on every
-    call). Later layers are batched matmuls over the draw axis, as in the model.
-
-    ``reduce``: ``"none"``, the per-draw outputs (n_draws, n_points, k) as
-    :func:`_compiled_forward` returns them; ``"mean"``, their mean over draws
-    (n_points, k); ``"moments"``, ``[mean, var]`` over draws (n_points, k) and, for a
-    classification head, the mean over draws of each draw's entropy (n_points,). The
-    reductions are accumulated in float64 inside the call: only (n_points, k) values
-    leave the device, whatever the number of draws.
-    """
-    act = ACTIVATIONS[activation]
-    X = pt.matrix("X", dtype=dtype)
-    W0 = pt.matrix("W0", dtype=dtype)
-    b0 = pt.matrix("b0", dtype=dtype)
-    rest = [(pt.tensor3(f"W{i}", dtype=dtype), pt.matrix(f"b{i}", dtype=dtype))
-            for i in range(1, n_layers)]
-    n_draws, width = b0.shape[0], b0.shape[1]
-    z = pt.dot(X, W0).reshape((X.shape[0], n_draws, width)).dimshuffle(1, 0, 2)
-    z = z + b0[:, None, :]
-    logits = forward(act(z), rest, activation=activation) if rest else z
-    out = _head_output(head, logits)
-    if reduce != "none":
-        wide = out.astype("float64")
-        mean = wide.mean(axis=0)
-        outputs = [mean]
-        if reduce == "moments":
-            outputs.append(pt.sqr(wide - mean).mean(axis=0))
-            if head in ("bernoulli", "categorical"):
-                xlogx = pt.switch(wide > 0, wide * pt.log(wide), 0.0)
-                outputs.append(-xlogx.sum(axis=-1).mean(axis=0))
-        out = outputs
-    inputs = [X, W0, b0] + [v for pair in rest for v in pair]
-    # the bias's broadcast against the GEMM's output checks that their n_draws agree
-    with _jax_device.untraceable_checks_ignored():
-        return compiled_function(("_compiled_wide", n_layers, activation, head, dtype, reduce),
-                                 inputs, out, mode="JAX", on_unused_input="ignore")
-
-
 #: Calls of the wide predictive dispatched before the oldest one's outputs are read:
 #: JAX runs them asynchronously, so the host converts and sends the next rows while the
 #: device computes. On an H200, 784-100-10 at 500 draws, one call in flight left the GPU
 #: waiting on the host (2.2e5 rows/s, against 5.6e5 for the device alone).
 WIDE_IN_FLIGHT = 3
-#: Fewest rows of a call of the wide predictive (see :func:`_padded_rows`).
-WIDE_MIN_ROWS = 64
-
-
-def _padded_rows(rows: int, step: int) -> int:
-    """Rows of the call that predicts ``rows`` rows of a wide network (chunks of
-    ``step``): ``step``, or for a last, shorter chunk the next power of two from
-    :data:`WIDE_MIN_ROWS` up. A few shapes, each compiled once, and a short input does
-    not pay for a whole chunk (one row at 500 draws of 784-100-10: a 64-row call, not a
-    chunk of a few hundred or, on a GPU, thousands). The rows of a call are
-    independent, but XLA's matrix kernels may round a row differently for another
-    number of rows: a point's probabilities agree across input sizes to float32
-    rounding (bit for bit from 64 rows up on the 2-core CPU measured), not always exactly
-    as in the small networks' fused predictive, whose calls all have one shape."""
-    return min(step, max(WIDE_MIN_ROWS, 1 << (rows - 1).bit_length()))
 
 
 def summarize_proba(proba: np.ndarray) -> dict[str, np.ndarray]:
@@ -314,11 +140,11 @@ class PosteriorPredictive:
     def _function(self, dtype: str | None = None, head: str | None = None):
         """``g(X, *args) -> list`` of the output columns, each (n_draws, n_points), in
         the compiled function's dtype (views of one array when it returns one)."""
-        mode, default = _backend()
+        mode, default = backend()
         dtype = dtype or default
-        f = _compiled_forward(len(self.weights), self.spec.activation,
-                              head or _head(self.spec), mode, dtype, self.spec.hierarchical,
-                              _static_shapes(self.spec))
+        f = compiled_forward(len(self.weights), self.spec.activation,
+                             head or network_head(self.spec), mode, dtype, self.spec.hierarchical,
+                             static_shapes(self.spec))
 
         def columns(X, *args):
             out = f(X.astype(dtype, copy=False), *args)
@@ -340,7 +166,7 @@ class PosteriorPredictive:
     def _dtype_for(self, X: np.ndarray) -> str:
         """The backend's dtype, or float64 when inputs or weights exceed float32's
         range (|x| > 1e30): such values would overflow to inf in float32."""
-        _, dtype = _backend()
+        _, dtype = backend()
         if dtype == "float64":
             return dtype
         # max and -min rather than abs: no temporary copy of X
@@ -364,16 +190,17 @@ class PosteriorPredictive:
 
     @property
     def _wide(self) -> bool:
-        """Whether the wide predictive (:func:`_compiled_wide`) serves this network: on
-        JAX, a plain (not hierarchical) network with a layer wider than :data:`UNROLL_MAX`."""
-        return (_backend()[0] == "JAX" and not self.spec.hierarchical
-                and _static_shapes(self.spec) is None)
+        """Whether the wide predictive (:func:`compiled_wide`) serves this network: on
+        JAX, a plain (not hierarchical) network with a layer wider than
+        :data:`~pymc_bnn.forward_graphs.UNROLL_MAX`."""
+        return (backend()[0] == "JAX" and not self.spec.hierarchical
+                and static_shapes(self.spec) is None)
 
     def _device_inputs(self, dtype: str) -> list:
         """The wide predictive's weight inputs in ``dtype``, put on JAX's device once per
         predictive (a 784-100-10 network's 500 draws are 160 MB of float32, which a
         call per chunk would otherwise send again): the first layer laid out as
-        (n_features, n_draws * fan_out) (see :func:`_compiled_wide`), then ``b0, W1,
+        (n_features, n_draws * fan_out) (see :func:`compiled_wide`), then ``b0, W1,
         b1, ...`` as they are."""
         cache = self.__dict__.setdefault("_device_cache", {})
         if dtype not in cache:
@@ -394,7 +221,7 @@ class PosteriorPredictive:
             per_row = 3 * 4 * self.n_draws * widest + 8 * self.spec.n_features
             budget = WIDE_CHUNK_BYTES["cpu" if _jax_device.platform() == "cpu" else "gpu"]
             return max(1, budget // per_row)
-        if _static_shapes(self.spec) is not None:
+        if static_shapes(self.spec) is not None:
             # one fused loop: only the output columns are stored (counted at 8 bytes,
             # so a float64 call stays within the bound too)
             return max(1, FUSED_CHUNK_BYTES // (8 * self.n_draws * self._width))
@@ -484,7 +311,7 @@ class PosteriorPredictive:
     def _wide_calls(self, X: np.ndarray, reduce: str, *, head: str | None = None,
                     dtype: str | None = None):
         """``(start, rows, outputs)`` per chunk of rows, through the wide predictive
-        (:func:`_compiled_wide` with ``reduce``): the outputs as NumPy arrays of the
+        (:func:`compiled_wide` with ``reduce``): the outputs as NumPy arrays of the
         padded chunk (the first ``rows`` points are real).
 
         The weights stay on the device (:meth:`_device_inputs`); the compiled program is
@@ -497,7 +324,7 @@ class PosteriorPredictive:
                 f"X must have shape (n_points, {self.spec.n_features}); got {X.shape}."
             )
         dtype = dtype or self._dtype_for(X)
-        f = _compiled_wide(len(self.weights), self.spec.activation, head or _head(self.spec),
+        f = compiled_wide(len(self.weights), self.spec.activation, head or network_head(self.spec),
                            dtype, reduce)
         weights = self._device_inputs(dtype)
         program = _jax_device.jitted_program(f)
@@ -513,7 +340,7 @@ class PosteriorPredictive:
                 if rows == step:  # a new array each call: JAX may read it after return
                     chunk = X[start : start + rows].astype(dtype)
                 else:
-                    chunk = np.zeros((_padded_rows(rows, step), X.shape[1]), dtype=dtype)
+                    chunk = np.zeros((padded_rows(rows, step), X.shape[1]), dtype=dtype)
                     chunk[:rows] = X[start : start + rows]
                 pending.append((start, rows, program(chunk, *weights)))
                 if len(pending) > WIDE_IN_FLIGHT:
@@ -747,14 +574,6 @@ def _readonly(a) -> np.ndarray:
     return a
 
 
-def _check_n_draws(n_draws, *, allow_none: bool):
-    if n_draws is None and allow_none:
-        return None
-    if isinstance(n_draws, bool) or not isinstance(n_draws, int | np.integer) or n_draws < 1:
-        raise ValueError(f"n_draws must be a positive integer; got {n_draws!r}.")
-    return int(n_draws)
-
-
 def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> PosteriorPredictive:
     """Posterior predictive from stored draws (an ArviZ DataTree with a posterior group).
 
@@ -768,7 +587,7 @@ def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> Poste
     """
     post = idata.posterior
     total = int(post.sizes["chain"] * post.sizes["draw"])
-    n_draws = _check_n_draws(n_draws, allow_none=True)
+    n_draws = check_n_draws(n_draws, allow_none=True)
     if n_draws is None:
         idx = slice(None)
     elif n_draws > total:
@@ -812,96 +631,6 @@ def _from_values(spec: NetworkSpec, values) -> PosteriorPredictive:
     return PosteriorPredictive(spec=spec, weights=weights, noise=noise)
 
 
-def check_temperature(temperature) -> float:
-    """Validate a posterior temperature: a positive, finite number."""
-    if (isinstance(temperature, bool) or not isinstance(temperature, Real)
-            or not np.isfinite(temperature) or temperature <= 0):
-        raise ValueError(
-            f"temperature must be a positive finite number; got {temperature!r}.")
-    return float(temperature)
-
-
-def _softplus_inv(sigma: np.ndarray) -> np.ndarray:
-    """Inverse of ``log1p(exp(rho))`` (PyMC's ``rho2sigma``), stable for small and
-    large ``sigma``."""
-    return sigma + np.log(-np.expm1(-sigma))
-
-
-@contextlib.contextmanager
-def tempered(approx, temperature: float):
-    """Temporarily temper a Gaussian variational approximation: ``q -> q**(1/T)``.
-
-    For a Gaussian ``q = N(mu, Sigma)`` in PyMC's unconstrained space,
-    ``q**(1/T)`` normalised is ``N(mu, T * Sigma)``: every standard deviation (mean
-    field) or the whole Cholesky factor (full rank) is multiplied by ``sqrt(T)``,
-    the mean is unchanged. ``T < 1`` is a *cold* posterior (Wenzel et al. 2020),
-    ``T > 1`` a warm one. The approximation's parameters are restored on exit, even
-    after an error; draws made inside the block with a fixed seed use the same
-    standard-normal noise for every ``T`` (common random numbers).
-
-    Parameters
-    ----------
-    approx : pymc Approximation
-        Mean-field (``pm.ADVI``) or full-rank (``pm.FullRankADVI``) approximation.
-    temperature : float
-        ``T > 0``; 1 leaves the approximation as it is.
-    """
-    temperature = check_temperature(temperature)
-    saved = []
-    try:
-        if temperature != 1.0:
-            scale = np.sqrt(temperature)
-            for group in approx.groups:
-                params = group.params_dict
-                if "rho" in params:
-                    shared = params["rho"]
-                    rho = shared.get_value()
-                    sigma = np.logaddexp(0.0, rho.astype(np.float64))
-                    new = _softplus_inv(scale * sigma)
-                elif "L_tril" in params:
-                    shared = params["L_tril"]
-                    rho = shared.get_value()
-                    n = group.ddim
-                    rows, cols = np.tril_indices(n)
-                    diag = rows == cols
-                    new = scale * rho.astype(np.float64)
-                    # the diagonal is stored through softplus (pymc's rho2sigma)
-                    new[diag] = _softplus_inv(scale * np.logaddexp(0.0, rho[diag]))
-                else:
-                    raise ValueError(
-                        f"cannot temper a {type(group).__name__}: only mean-field and "
-                        "full-rank Gaussian approximations are supported.")
-                saved.append((shared, rho))
-                shared.set_value(new.astype(rho.dtype))
-        yield approx
-    finally:
-        for shared, value in saved:
-            shared.set_value(value)
-
-
-def posterior_draws(posterior, *, n_draws: int = 500, random_seed: int | None = None,
-                    temperature: float = 1.0):
-    """Posterior draws as an ArviZ DataTree.
-
-    VI: ``n_draws`` fresh draws from the approximation (seeded by ``random_seed``),
-    tempered to ``q**(1/temperature)`` (see :func:`tempered`).
-    MCMC: the stored draws, all of them (``n_draws`` is ignored); ``temperature``
-    must be 1 (MCMC draws cannot be tempered after the fact).
-    """
-    temperature = check_temperature(temperature)
-    if posterior.is_variational:
-        n_draws = _check_n_draws(n_draws, allow_none=False)
-        with tempered(posterior.approx, temperature) as approx:
-            if random_seed is not None and _fast_draws_apply(posterior):
-                return _vi_idata(approx, n_draws, random_seed)
-            return approx.sample(n_draws, random_seed=random_seed)
-    if temperature != 1.0:
-        raise ValueError(
-            f"temperature={temperature} applies to variational posteriors only; this "
-            f"posterior was fit by {posterior.method!r} (its draws are used as they are).")
-    return posterior.idata
-
-
 def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: int | None = None,
                          temperature: float = 1.0) -> PosteriorPredictive:
     """Weight draws from a fitted posterior, ready for fast prediction.
@@ -934,193 +663,13 @@ def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: i
     """
     if posterior.is_variational:
         n_draws = 500 if n_draws is None else n_draws
-        if random_seed is not None and _fast_draws_apply(posterior):
-            n_draws = _check_n_draws(n_draws, allow_none=False)
+        if random_seed is not None and fast_draws_apply(posterior):
+            n_draws = check_n_draws(n_draws, allow_none=False)
             with tempered(posterior.approx, check_temperature(temperature)) as approx:
-                draws = _vi_draws(approx, n_draws, random_seed)
+                draws = vi_draws(approx, n_draws, random_seed)
             return _from_values(posterior.spec, draws.__getitem__)
         idata = posterior_draws(posterior, n_draws=n_draws, random_seed=random_seed,
                                 temperature=temperature)
         return from_idata(posterior.spec, idata)
     posterior_draws(posterior, temperature=temperature)  # MCMC: rejects T != 1
     return from_idata(posterior.spec, posterior.idata, n_draws=n_draws)
-
-
-def _fast_draws_apply(posterior) -> bool:
-    """Whether every variable a trace of the posterior's model records is a function of
-    the model's free variables alone (no data containers, no random generators, no
-    other shared inputs): then :func:`_vi_draws` / :func:`_vi_idata` compute the whole
-    record (free variables, their constrained values, deterministic weights) in one
-    function compiled per approximation *structure*. True for every model of
-    :func:`pymc_bnn.model.build_model` (Normal prior: the weights are free variables;
-    Neal's prior and hierarchical networks: log-transformed precisions and scales,
-    weights as deterministics of them)."""
-    return _model_record(posterior.approx.model)[1]
-
-
-def _recorded_vars(model) -> list:
-    """``model.unobserved_value_vars``: what a trace of the model records."""
-    return _model_record(model)[0]
-
-
-def _model_record(model) -> tuple[list, bool]:
-    """The model's recorded variables and whether :func:`_fast_draws_apply` holds, built
-    once per model: ``model.unobserved_value_vars`` rebuilds the graphs on every access
-    (~4 ms with Neal's prior), and the temperature selection draws 39 times per fit."""
-    from pytensor.graph.basic import Constant
-    from pytensor.graph.traversal import graph_inputs
-
-    record = _RECORDS.get(model)
-    if record is None:
-        recorded = model.unobserved_value_vars
-        values = set(model.value_vars)
-        fast = all(v in values or isinstance(v, Constant) for v in graph_inputs(recorded))
-        record = _RECORDS[model] = (recorded, fast)
-    return record
-
-
-#: model -> (recorded variables, whether :func:`_fast_draws_apply` holds); a model's
-#: variables never change once it is fit
-_RECORDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _vi_idata(approx, n_draws: int, random_seed: int):
-    """``approx.sample(n_draws, random_seed=random_seed)``, equal (tested), for a model
-    where :func:`_fast_draws_apply` holds: the record of :func:`_vi_draws` written into
-    PyMC's own trace and converted by ``pm.to_inference_data`` — without the two
-    functions ``approx.sample`` compiles on every call (its sampler, and the trace's
-    point function), ~0.1-0.3 s and some never-freed Numba code each."""
-    import pymc as pm
-    from pymc.backends.base import MultiTrace
-    from pymc.backends.ndarray import NDArray
-
-    model = approx.model
-    draws = _vi_draws(approx, n_draws, random_seed)
-    names = [v.name for v in _recorded_vars(model)]
-    # the trace records fn(*point.values()) under these names: the point holds them,
-    # in this order, already computed
-    trace = NDArray(
-        model=model, fn=lambda *values: values,
-        var_shapes={name: draws[name].shape[1:] for name in names},
-        var_dtypes={name: draws[name].dtype for name in names},
-    )
-    try:
-        trace.setup(draws=n_draws, chain=0)
-        for i in range(n_draws):
-            trace.record({name: draws[name][i] for name in names}, in_warmup=False)
-    finally:
-        trace.close()
-    return pm.to_inference_data(MultiTrace([trace]), model=model, log_likelihood=False)
-
-
-def _vi_draws(approx, n_draws: int, random_seed: int) -> dict[str, np.ndarray]:
-    """What the trace of ``approx.sample(n_draws, random_seed=random_seed)`` records,
-    by variable name (free variables in PyMC's unconstrained space, their constrained
-    values, deterministics), equal to it (tested), faster.
-
-    ``approx.sample`` compiles a sampler and a trace function on every call (~0.2 s
-    together) and builds a per-draw trace and an InferenceData (~25 ms; the
-    temperature selection makes 39 calls per fit). Here the same sampler graph
-    (PyMC's ``rslice`` + ``set_size_and_deterministic``, as in ``sample_dict_fn``),
-    with the model's recorded variables vectorised over the draws on top of it, is
-    compiled once per approximation *structure* with the variational parameters as
-    inputs, seeded as PyMC seeds it, and returns the arrays. Valid where
-    :func:`_fast_draws_apply` holds.
-    """
-    from pymc.pytensorf import reseed_rngs
-    from pymc.util import _get_seeds_per_chain
-
-    (seed,) = _get_seeds_per_chain(random_seed, 1)
-    sampler = _vi_sampler(approx)
-    with sampler["lock"]:
-        for mine, theirs in zip(sampler["params"], approx.params, strict=True):
-            mine.set_value(theirs.get_value(borrow=True), borrow=True)
-        reseed_rngs(sampler["rngs"], seed)
-        draws = sampler["fn"](n_draws)
-    return dict(zip(sampler["names"], draws))
-
-
-_VI_SAMPLERS: collections.OrderedDict = collections.OrderedDict()
-_VI_SAMPLERS_MAX = 16
-
-
-@functools.cache
-def _sampler_mode():
-    """How the VI sampler is compiled: PyTensor's Python VM over each Op's NumPy
-    ``perform``, without elementwise fusion (which would replace NumPy's ufuncs by
-    Python scalar loops).
-
-    The sampler is a few dozen whole-array NumPy operations (a normal draw, ``mu +
-    sigma * eps``, the transforms and deterministics, over (n_draws, n_params)), so
-    compiled code gains nothing per call, while PyTensor's default Numba linker costs a
-    JIT compilation: 7-11 s and ~170 MB of RSS in a process on a machine whose PyTensor
-    cache is cold (0.4 s and ~90 MB once it is warm), and an import of Numba. The draws
-    come from NumPy's own ``Generator`` (which Numba's mirrors): they equal
-    ``approx.sample``'s to rounding (NumPy's and Numba's ``exp`` / ``log1p`` can differ
-    in the last place; tested)."""
-    from pytensor.compile.mode import Mode
-    from pytensor.graph.rewriting.db import RewriteDatabaseQuery
-    from pytensor.link.vm import VMLinker
-
-    return Mode(VMLinker(use_cloop=False, c_thunks=False),
-                RewriteDatabaseQuery(include=["fast_run"], exclude=["fusion"]))
-
-
-def _vi_sampler(approx) -> dict:
-    """The compiled sampler of an approximation's structure (bounded LRU cache).
-
-    Keyed by the approximation's layout and parameter shapes; a cached sampler is used
-    only if the model's recorded variables are the same graph of its free variables as
-    the cached one's (``equal_computations``; e.g. the same deterministic weights), else
-    it is built again."""
-    from pymc.pytensorf import compile as pymc_compile
-    from pymc.pytensorf import find_rng_nodes
-    from pytensor.graph.basic import equal_computations
-    from pytensor.graph.replace import graph_replace, vectorize_graph
-
-    model = approx.model
-    recorded = _recorded_vars(model)
-    names = [v.name for v in recorded]
-    orderings = [tuple((name, o[1], o[2], str(o[3])) for name, o in ordering.items())
-                 for ordering in approx.collect("ordering")]
-    key = (type(approx).__name__, tuple(type(g).__name__ for g in approx.groups),
-           tuple(orderings), tuple((p.type, p.get_value(borrow=True).shape)
-                                   for p in approx.params), tuple(names))
-    key = repr(key)  # slices are not hashable before Python 3.12
-    with _VI_SAMPLERS_LOCK:
-        sampler = _VI_SAMPLERS.get(key)
-        if sampler is not None and (model in sampler["models"] or equal_computations(
-                recorded, sampler["recorded"], in_xs=model.value_vars,
-                in_ys=sampler["value_vars"])):
-            sampler["models"].add(model)  # checked once per model
-            _VI_SAMPLERS.move_to_end(key)
-            return sampler
-    value_names = [name for ordering in approx.collect("ordering") for name in ordering]
-    size = pt.iscalar("n_draws")
-    sampled = approx.set_size_and_deterministic([approx.rslice(n) for n in value_names],
-                                                size, 0)
-    by_name = dict(zip(value_names, sampled))
-    # each recorded variable is a graph of one draw's free variables: vectorised over
-    # the draws (the leading axis of the sampled values)
-    outs = vectorize_graph(recorded, replace={v: by_name[v.name] for v in model.value_vars})
-    # private parameters and generators: the cached sampler never touches the state of
-    # the approximation it was built from
-    private = {p: pytensor.shared(np.array(p.get_value()), name=p.name, shape=p.type.shape)
-               for p in approx.params}
-    private.update({r: pytensor.shared(copy.deepcopy(r.get_value()), name=r.name)
-                    for r in find_rng_nodes(outs)})
-    outs = graph_replace(outs, private, strict=False)
-    sampler = {"names": names, "params": [private[p] for p in approx.params],
-               "rngs": find_rng_nodes(outs),
-               "fn": pymc_compile([size], outs, mode=_sampler_mode()),
-               "recorded": recorded, "value_vars": list(model.value_vars),
-               "models": weakref.WeakSet([model]), "lock": threading.Lock()}
-    with _VI_SAMPLERS_LOCK:
-        _VI_SAMPLERS[key] = sampler
-        _VI_SAMPLERS.move_to_end(key)
-        while len(_VI_SAMPLERS) > _VI_SAMPLERS_MAX:
-            _VI_SAMPLERS.popitem(last=False)
-    return sampler
-
-
-_VI_SAMPLERS_LOCK = threading.Lock()

@@ -77,8 +77,16 @@ _METRIC_TEXT = {
                                  "(higher is better)"),
         "nll": ("log loss", "mean negative log-probability of the true class, in nats; "
                             "punishes confident mistakes (lower is better)"),
-        "brier": ("Brier score", "squared error of the probability vector, from 0 to 2 "
+        "brier": ("Brier score", "mean squared error of the predicted probabilities, as "
+                                 "scikit-learn's brier_score_loss computes it: with two "
+                                 "classes that of the second class's probability, from 0 "
+                                 "to 1; with more, summed over the classes, from 0 to 2 "
                                  "(lower is better)"),
+        "multiclass_brier": ("multi-class Brier score", "squared error of the predicted "
+                                                        "probabilities summed over all "
+                                                        "classes, from 0 to 2: twice the "
+                                                        "Brier score with two classes, the "
+                                                        "same with more (lower is better)"),
         "ece": ("ECE", f"expected calibration error: mean gap between confidence and "
                        f"accuracy over {_N_BINS} bins (lower is better; 0 = calibrated)"),
         "aurc": ("AURC", "area under the risk-coverage curve, points ranked by confidence "

@@ -13,11 +13,11 @@ matrix a Bayesian MLP needs. It is built on scikit-learn's ``ColumnTransformer``
   network cannot learn from a row number, and dates need features chosen by the user.
 
 Its fitted state is plain data (:meth:`TabularPreprocessor.get_state`: medians,
-means, scales, categories), which :func:`save_pipeline` writes into the same no-pickle
-model file as the network, so that loading a model never runs code.
+means, scales, categories), which :func:`pymc_bnn.pipeline.save_pipeline` writes into
+the same no-pickle model file as the network, so that loading a model never runs code.
 
-:func:`make_tabular_pipeline` puts a preprocessor in front of an estimator; the
-``pymc-bnn`` command line (:mod:`pymc_bnn.cli`) is a thin shell around it.
+:func:`pymc_bnn.pipeline.make_tabular_pipeline` puts a preprocessor in front of an
+estimator; the ``pymc-bnn`` command line (:mod:`pymc_bnn.cli`) is a thin shell around it.
 
 Examples
 --------
@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import re
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -51,9 +50,6 @@ __all__ = [
     "TabularPreprocessor",
     "infer_task",
     "leaking_columns",
-    "load_pipeline",
-    "make_tabular_pipeline",
-    "save_pipeline",
 ]
 
 NUMERIC, CATEGORICAL = "numeric", "categorical"
@@ -270,18 +266,40 @@ def _numeric(frame: pd.DataFrame, name) -> np.ndarray:
     bad = values.isna() & column.notna()
     if bad.any():
         row = bad.to_numpy().nonzero()[0][0]
-        raise ValueError(f"column {name!r} should hold numbers, but row {row} holds "
-                         f"{column.iloc[row]!r}.")
+        raise ValueError(f"column {name!r} should hold numbers, but row {row + 1} (counting "
+                         f"from 1) holds {column.iloc[row]!r}.")
     return values.to_numpy(dtype=np.float64)
 
 
-def _strings(column: pd.Series) -> np.ndarray:
-    """A categorical column as an object array of strings, missing values as NaN."""
+def _number_label(value) -> str:
+    """A number as a category: whole numbers without a decimal point, so that the code 2
+    is the same category read as ``2`` (an integer column) or ``2.0`` (a column with
+    missing values, read as floats)."""
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating) and np.isfinite(value) and value == int(value):
+        return str(int(value))
+    return str(value)
+
+
+def _strings(column: pd.Series, known=None) -> np.ndarray:
+    """A categorical column as an object array of strings, missing values as NaN.
+
+    Numbers (a column with a numeric dtype, made categorical by ``as_categorical`` or
+    ``categorical``) become :func:`_number_label` strings; a label in ``known`` (the
+    fitted categories) as ``str`` writes it is kept as it is (files saved before).
+    """
     values = column.astype(object).to_numpy()
     missing = pd.isna(values)
     out = np.empty(len(values), dtype=object)
     out[missing] = np.nan
-    out[~missing] = [str(v) for v in values[~missing]]
+    dtype = column.dtype
+    if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
+        known = set(known or ())
+        out[~missing] = [str(v) if str(v) in known else _number_label(v)
+                         for v in values[~missing]]
+    else:
+        out[~missing] = [str(v) for v in values[~missing]]
     return out
 
 
@@ -347,6 +365,12 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
         order, or are too tightly packed to be measurements) and columns with no values
         raise a ValueError that names the column. When either list is given, only the
         listed columns are used.
+    as_categorical : list of str, optional
+        Columns that are categories although they hold numbers (e.g. codes 1, 2, 3):
+        one-hot encoded (whole numbers as ``"1"``, ``"2"``, ..., whether read as
+        integers or as floats), with the checks of a text column (identifier-like, at
+        most ``max_categories`` values); the other columns are classified as above.
+        With ``numeric`` / ``categorical`` lists, they are added to ``categorical``.
     max_categories : int, default 50
         A categorical column with more distinct values is refused (one-hot encoding
         it would add that many inputs).
@@ -362,6 +386,9 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
     numeric_columns_, categorical_columns_ : list of str
     categories_ : dict of str -> list of str
         The known categories of each categorical column (values as strings).
+    ranges_ : dict of str -> (float, float)
+        The smallest and largest value of each numeric column in ``fit``'s data
+        (for :meth:`row_flags`).
     n_missing_ : dict of str -> int
         Missing values per input column in the data seen by ``fit`` (imputed).
     feature_names_in_ : ndarray of str
@@ -378,23 +405,38 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, *, numeric=None, categorical=None, max_categories: int = 50,
-                 keep=None):
+                 keep=None, as_categorical=None):
         self.numeric = numeric
         self.categorical = categorical
         self.max_categories = max_categories
         self.keep = keep
+        self.as_categorical = as_categorical
 
     # -------------------------------------------------------------------- fit
+    def _forced_categorical(self) -> list[str]:
+        """``as_categorical``, checked: a list of column names."""
+        value = self.as_categorical
+        if value is None:
+            return []
+        if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
+            raise ValueError(f"as_categorical must be a list of column names; got {value!r}.")
+        return [str(c) for c in value]
+
     def _kinds(self, frame: pd.DataFrame) -> tuple[list, list]:
+        forced = self._forced_categorical()
         if self.numeric is None and self.categorical is None:
             keep = {str(c) for c in self.keep or []}
-            self._check_columns(frame, sorted(keep))
-            kinds = {c: _column_kind(c, frame[c], self.max_categories, str(c) in keep)
+            self._check_columns(frame, sorted(keep | set(forced)))
+            kinds = {c: _column_kind(c, (pd.Series(_strings(frame[c]), index=frame.index,
+                                                   dtype=object)
+                                         if str(c) in forced else frame[c]),
+                                     self.max_categories, str(c) in keep)
                      for c in frame.columns}
             return ([c for c, k in kinds.items() if k == NUMERIC],
                     [c for c, k in kinds.items() if k == CATEGORICAL])
         numeric = [str(c) for c in self.numeric or []]
         categorical = [str(c) for c in self.categorical or []]
+        categorical += [c for c in forced if c not in categorical]
         both = sorted(set(numeric) & set(categorical))
         if both:
             raise ValueError(f"columns {both} are listed as both numeric and categorical.")
@@ -442,8 +484,14 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
         self.numeric_columns_ = [str(c) for c in numeric]
         self.categorical_columns_ = [str(c) for c in categorical]
         self.n_missing_ = {str(c): int(frame[c].isna().sum()) for c in numeric + categorical}
-        self.column_transformer_ = _column_transformer(numeric, categorical).fit(
-            self._cast(frame))
+        cast = self._cast(frame)
+        self.column_transformer_ = _column_transformer(numeric, categorical).fit(cast)
+        self.ranges_ = {}
+        for c in self.numeric_columns_:
+            seen = cast[c].to_numpy(dtype=np.float64)
+            seen = seen[~np.isnan(seen)]
+            if seen.size:
+                self.ranges_[c] = (float(seen.min()), float(seen.max()))
         if categorical:
             encoder = self.column_transformer_.named_transformers_[CATEGORICAL]["onehot"]
             self.categories_ = {str(c): [str(v) for v in cats]
@@ -463,12 +511,12 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
                              + (" that the model needs." if hasattr(self, "n_features_in_")
                                 else "."))
 
-    def _cast(self, frame: pd.DataFrame) -> pd.DataFrame:
+    def _cast(self, frame: pd.DataFrame, categories=None) -> pd.DataFrame:
         """The used columns with clean types: float64 numbers (ValueError naming a column
-        with text in it), strings or NaN."""
+        with text in it), strings or NaN (``categories``: the fitted ones, if fitted)."""
         numeric, categorical = self.numeric_columns_, self.categorical_columns_
         out = {c: _numeric(frame, c) for c in numeric}
-        out.update({c: _strings(frame[c]) for c in categorical})
+        out.update({c: _strings(frame[c], (categories or {}).get(c)) for c in categorical})
         return pd.DataFrame(out, index=frame.index, columns=list(numeric) + list(categorical))
 
     def transform(self, X) -> np.ndarray:
@@ -487,7 +535,8 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         frame = _as_frame(X)
         self._check_columns(frame, self.feature_names_in_)
-        return np.asarray(self.column_transformer_.transform(self._cast(frame)), dtype=np.float64)
+        return np.asarray(self.column_transformer_.transform(self._cast(frame, self.categories_)),
+                          dtype=np.float64)
 
     def get_feature_names_out(self, input_features=None) -> np.ndarray:
         """Names of the encoded features: ``column`` (numeric), ``column=category``.
@@ -514,12 +563,65 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
         self._check_columns(frame, self.categorical_columns_)
         out = {}
         for column in self.categorical_columns_:
-            values = _strings(frame[column])
+            values = _strings(frame[column], self.categories_[column])
             known = set(self.categories_[column])
             unseen = sorted({v for v in values[~pd.isna(values)] if v not in known})
             if unseen:
                 out[column] = unseen
         return out
+
+    #: A value is outside the training range when it is beyond the smallest or largest
+    #: value seen in ``fit`` by more than this fraction of their difference: a margin,
+    #: so that the test rows just past the extremes that any new sample has (about 2 in
+    #: n + 1 rows of the same distribution) are not flagged.
+    RANGE_MARGIN = 0.1
+
+    def row_flags(self, X) -> pd.DataFrame:
+        """Per row, the columns whose values the training data did not cover.
+
+        Parameters
+        ----------
+        X : pandas DataFrame with the columns seen in ``fit``
+
+        Returns
+        -------
+        pandas DataFrame with ``X``'s index and two text columns, ``""`` where nothing
+        is flagged: ``unseen_categories`` (the categorical columns holding a category
+        ``fit`` never saw, which the network sees as none of the known ones) and
+        ``outside_training_range`` (the numeric columns whose value is beyond the
+        training range by more than :attr:`RANGE_MARGIN` of its width: the network
+        extrapolates there, and its uncertainty may not show it). Column names are
+        joined by ``", "``.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> pre = TabularPreprocessor().fit(pd.DataFrame({"x": [0.0, 1.0, 2.0],
+        ...                                               "c": ["a", "b", "a"]}))
+        >>> pre.row_flags(pd.DataFrame({"x": [1.0, 9.0], "c": ["z", "a"]})).values.tolist()
+        [['c', ''], ['', 'x']]
+        """
+        check_is_fitted(self)
+        frame = _as_frame(X)
+        self._check_columns(frame, self.feature_names_in_)
+        n = frame.shape[0]
+        unseen = [[] for _ in range(n)]
+        outside = [[] for _ in range(n)]
+        for column in self.categorical_columns_:
+            values = _strings(frame[column], self.categories_[column])
+            known = set(self.categories_[column])
+            for row in np.flatnonzero([not pd.isna(v) and v not in known for v in values]):
+                unseen[row].append(column)
+        for column, (low, high) in getattr(self, "ranges_", {}).items():
+            values = _numeric(frame, column)
+            margin = self.RANGE_MARGIN * (high - low)
+            with np.errstate(invalid="ignore"):
+                beyond = (values < low - margin) | (values > high + margin)
+            for row in np.flatnonzero(beyond):
+                outside[row].append(column)
+        return pd.DataFrame({"unseen_categories": [", ".join(c) for c in unseen],
+                             "outside_training_range": [", ".join(c) for c in outside]},
+                            index=frame.index)
 
     def count_missing(self, X) -> dict[str, int]:
         """Missing values per used column of ``X`` (they will be imputed)."""
@@ -534,7 +636,7 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        dict with ``numeric`` (a list of ``{name, median, mean, scale}``),
+        dict with ``numeric`` (a list of ``{name, median, mean, scale, min, max}``),
         ``categorical`` (a list of ``{name, mode, categories}``), ``n_missing``,
         ``max_categories`` and ``version``.
         """
@@ -547,6 +649,8 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
             for i, name in enumerate(self.numeric_columns_):
                 numeric.append({"name": name, "median": float(imputer.statistics_[i]),
                                 "mean": float(scaler.mean_[i]), "scale": float(scaler.scale_[i])})
+                if name in getattr(self, "ranges_", {}):  # (files before it lack it)
+                    numeric[-1]["min"], numeric[-1]["max"] = self.ranges_[name]
         if self.categorical_columns_:
             imputer = ct.named_transformers_[CATEGORICAL]["impute"]
             for i, name in enumerate(self.categorical_columns_):
@@ -597,6 +701,8 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
                     pd.DataFrame([modes], columns=cat_names, dtype=object))
             pre.column_transformer_ = ct
             pre.categories_ = dict(zip(cat_names, categories))
+            pre.ranges_ = {str(c["name"]): (float(c["min"]), float(c["max"]))
+                           for c in numeric if "min" in c and "max" in c}
             pre.n_missing_ = {str(k): int(v) for k, v in state["n_missing"].items()}
             pre.feature_names_in_ = np.array(num_names + cat_names, dtype=object)
             pre.n_features_in_ = len(pre.feature_names_in_)
@@ -608,94 +714,15 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
         return pre
 
 
-def make_tabular_pipeline(estimator, **preprocessor_params) -> Pipeline:
-    """A scikit-learn Pipeline: :class:`TabularPreprocessor`, then ``estimator``.
-
-    Parameters
-    ----------
-    estimator : BayesianMLPClassifier or BayesianMLPRegressor
-    **preprocessor_params
-        Passed to :class:`TabularPreprocessor` (``numeric``, ``categorical``,
-        ``max_categories``, ``keep``).
-
-    Returns
-    -------
-    sklearn.pipeline.Pipeline with steps ``"preprocess"`` and ``"model"``; save it with
-    :func:`save_pipeline`.
-
-    Examples
-    --------
-    >>> from pymc_bnn import BayesianMLPClassifier
-    >>> pipe = make_tabular_pipeline(BayesianMLPClassifier(random_state=0))
-    >>> [name for name, _ in pipe.steps]
-    ['preprocess', 'model']
-    """
-    return Pipeline([("preprocess", TabularPreprocessor(**preprocessor_params)),
-                     ("model", estimator)])
+#: Moved to :mod:`pymc_bnn.pipeline`; still importable from here.
+_MOVED = ("BayesianPipeline", "load_pipeline", "make_tabular_pipeline", "save_pipeline")
 
 
-def _pipeline_parts(pipeline):
-    from pymc_bnn.estimator import _BayesianMLP
+def __getattr__(name: str):
+    """The pipeline helpers that moved to :mod:`pymc_bnn.pipeline` (which builds on
+    this module), for code that imports them from here."""
+    if name in _MOVED:
+        import importlib
 
-    steps = getattr(pipeline, "steps", None)
-    if (steps is None or len(steps) != 2 or not isinstance(steps[0][1], TabularPreprocessor)
-            or not isinstance(steps[1][1], _BayesianMLP)):
-        raise TypeError("save_pipeline takes a Pipeline of a TabularPreprocessor and a "
-                        "BayesianMLPClassifier or BayesianMLPRegressor "
-                        "(see make_tabular_pipeline).")
-    return steps[0][1], steps[1][1]
-
-
-def save_pipeline(pipeline: Pipeline, path, *, info: dict | None = None) -> Path:
-    """Write a fitted tabular pipeline to one netCDF-4 model file (no pickle).
-
-    The network is stored as by ``estimator.save``; the preprocessing state
-    (:meth:`TabularPreprocessor.get_state`) and ``info`` (a JSON-able dict, e.g. how
-    the model was made) go into the file's JSON metadata.
-
-    Returns
-    -------
-    pathlib.Path
-    """
-    from pymc_bnn import persistence
-
-    pre, est = _pipeline_parts(pipeline)
-    check_is_fitted(pre)
-    return persistence.save(est, path, extra={"preprocessing": pre.get_state(),
-                                              "info": dict(info or {})})
-
-
-def load_pipeline(path) -> Pipeline:
-    """Read a pipeline written by :func:`save_pipeline` (reads arrays and JSON only).
-
-    Returns
-    -------
-    sklearn.pipeline.Pipeline
-        Steps ``"preprocess"`` (fitted :class:`TabularPreprocessor`) and ``"model"``.
-        The ``info`` saved with it is in
-        ``pymc_bnn.persistence.read_metadata(path)["extra"]["info"]``.
-
-    Raises
-    ------
-    FileNotFoundError, ValueError
-        If the file is missing, damaged, not a pymc_bnn model file, or holds an
-        estimator saved without preprocessing.
-    """
-    from pymc_bnn import persistence
-    from pymc_bnn.estimator import BayesianMLPClassifier, BayesianMLPRegressor
-
-    est, extra = persistence.load_any(path, (BayesianMLPClassifier, BayesianMLPRegressor))
-    if "preprocessing" not in extra:
-        raise ValueError(f"{path} holds a {type(est).__name__} saved without preprocessing "
-                         "(by its save method); load it with "
-                         f"{type(est).__name__}.load, or save a tabular pipeline with "
-                         "pymc_bnn.tabular.save_pipeline.")
-    try:
-        pre = TabularPreprocessor.from_state(extra["preprocessing"])
-    except ValueError as err:
-        raise ValueError(f"{path} is a damaged pymc_bnn model file: {err}") from None
-    if pre.get_feature_names_out().shape[0] != est.n_features_in_:
-        raise ValueError(f"{path} is a damaged pymc_bnn model file: the preprocessing makes "
-                         f"{pre.get_feature_names_out().shape[0]} features, the network "
-                         f"takes {est.n_features_in_}.")
-    return Pipeline([("preprocess", pre), ("model", est)])
+        return getattr(importlib.import_module("pymc_bnn.pipeline"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,7 +14,7 @@ the mean scaled by ``sqrt(T)``, common random numbers across ``T``), and the
 held-out negative log predictive density of every ``T`` is summed over folds. The
 ``T`` with the smallest held-out NLL is used for the final fit's predictions. This
 is a plain function of a "fit on these rows" callback, so it serves both
-estimators; ``docs/calibration.md`` holds the evidence for it.
+estimators; ``docs/experiments/calibration-log.md`` holds the evidence for it.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from pymc_bnn.inference import fit_concurrently
-from pymc_bnn.predictive import (PosteriorPredictive, _static_shapes, mean_proba_nll, mixture_nll,
+from pymc_bnn.forward_graphs import static_shapes
+from pymc_bnn.predictive import (PosteriorPredictive, mean_proba_nll, mixture_nll,
                                  posterior_predictive)
 
 __all__ = ["TEMPERATURES", "TemperatureSelection", "choose_temperature",
@@ -214,7 +215,7 @@ def _score_batches(spec, n_temperatures: int) -> list[range]:
     :data:`SCORE_BATCH_BYTES`. Elsewhere a chunk's rows shrink as its draws grow, so
     batching would only trade rows for draws: one temperature at a time.
     """
-    if _static_shapes(spec) is None:
+    if static_shapes(spec) is None:
         return [range(i, i + 1) for i in range(n_temperatures)]
     per_draw = 8 * sum(a * b + b for a, b in spec.layer_shapes)
     most = max(1, SCORE_BATCH_BYTES // (SCORE_DRAWS * per_draw))

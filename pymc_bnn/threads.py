@@ -1,10 +1,10 @@
 """How many threads the package may use: :func:`default_threads`.
 
-The concurrent fits (:func:`pymc_bnn.inference.fit_concurrently`, which re-exports
-this module's names) and the parallel NUTS chains
-(:func:`pymc_bnn._compiled_nuts.sample_nutpie`) both take their default from here. A
-module of its own, importing nothing of the package, so that neither of them imports
-the other for it.
+The concurrent fits (:func:`pymc_bnn.inference.fit_concurrently`; the package
+``pymc_bnn.inference`` re-exports this module's names) and the parallel NUTS chains
+(:func:`pymc_bnn.inference.compiled_nuts.sample_nutpie`) both take their default from
+here. A module of its own, importing nothing of the package, so that neither of them
+imports the other for it.
 """
 
 from __future__ import annotations

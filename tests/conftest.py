@@ -35,7 +35,7 @@ import pytest  # noqa: E402
 matplotlib.use("Agg")
 
 from pymc_bnn import BayesianMLPClassifier  # noqa: E402
-from pymc_bnn.cli import moons_split  # noqa: E402
+from pymc_bnn.datasets import moons_split  # noqa: E402
 
 SEED = 0
 

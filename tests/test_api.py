@@ -6,12 +6,14 @@ def test_public_api_is_pinned():
     assert sorted(pymc_bnn.__all__) == [
         "BayesianMLPClassifier",
         "BayesianMLPRegressor",
+        "BayesianPipeline",
         "NetworkSpec",
         "Posterior",
         "PosteriorPredictive",
         "build_model",
         "fit",
         "forward",
+        "make_tabular_pipeline",
         "network_spec",
         "posterior_predictive",
         "sample_more",
@@ -22,9 +24,11 @@ def test_public_api_is_pinned():
 
 
 def test_lazy_names_resolve_to_their_modules():
-    from pymc_bnn import estimator, inference, metrics, tabular
+    from pymc_bnn import estimator, inference, metrics, pipeline, tabular
 
     assert pymc_bnn.BayesianMLPClassifier is estimator.BayesianMLPClassifier
+    assert pymc_bnn.BayesianPipeline is pipeline.BayesianPipeline
+    assert tabular.make_tabular_pipeline is pipeline.make_tabular_pipeline  # moved
     assert pymc_bnn.fit is inference.fit
     assert pymc_bnn.metrics is metrics and pymc_bnn.tabular is tabular
     assert set(pymc_bnn.__all__) <= set(dir(pymc_bnn))
@@ -45,37 +49,87 @@ def test_import_does_not_import_pymc():
     assert out == ["False", "False"]
 
 
-def test_no_import_circles_among_the_modules():
-    """Imports point one way (``shared/DESIGN.md``'s pipeline): no module imports, at
-    the top or inside a function, a module that imports it back, directly or through
-    others. (Imports of the package itself are left out: its ``__init__`` imports
-    lazily.)"""
-    import ast
-    import graphlib
+def _package_modules() -> dict[str, "Path"]:
+    """The package's modules by dotted name (``inference`` for a subpackage's
+    ``__init__``, ``inference.vi``), the package's own ``__init__`` left out."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1] / "pymc_bnn"
-    modules = {p.stem for p in root.glob("*.py") if p.stem != "__init__"}
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if parts:
+            found[".".join(parts)] = path
+    return found
+
+
+def _imports(name: str, path, modules) -> list[tuple[str, str | None]]:
+    """(module imported, name taken from it or None) of every import statement of a
+    package module, at the top or inside a function; relative imports resolved."""
+    import ast
+
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                base = base[:len(base) - (node.level - 1)]
+                source = ".".join([*base, *([node.module] if node.module else [])])
+            elif node.module and node.module.split(".")[0] == "pymc_bnn":
+                source = node.module[len("pymc_bnn."):] if "." in node.module else ""
+            else:
+                continue
+            for alias in node.names:
+                sub = f"{source}.{alias.name}" if source else alias.name
+                if sub in modules:
+                    out.append((sub, None))
+                elif source:
+                    out.append((source, alias.name))
+        elif isinstance(node, ast.Import):
+            out += [(a.name[len("pymc_bnn."):], None) for a in node.names
+                    if a.name.startswith("pymc_bnn.")]
+    return out
+
+
+def test_no_import_circles_among_the_modules():
+    """Imports point one way (``docs/design.md``'s pipeline): no module imports, at
+    the top or inside a function, a module that imports it back, directly or through
+    others. (Imports of the package itself are left out: its ``__init__`` imports
+    lazily; a subpackage's ``__init__`` may re-export its own modules.)"""
+    import graphlib
+
+    modules = _package_modules()
     graph = {}
-    for name in modules:
-        deps = set()
-        for node in ast.walk(ast.parse((root / f"{name}.py").read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                parts = node.module.split(".")
-                if parts[0] != "pymc_bnn":
-                    continue
-                if len(parts) > 1:
-                    deps.add(parts[1])
-                else:  # from pymc_bnn import persistence
-                    deps |= {a.name for a in node.names if a.name in modules}
-            elif isinstance(node, ast.Import):
-                deps |= {a.name.split(".")[1] for a in node.names
-                         if a.name.startswith("pymc_bnn.")}
-        graph[name] = deps & modules - {name}
+    for name, path in modules.items():
+        deps = {m for m, _ in _imports(name, path, modules)}
+        if path.name == "__init__.py":  # a subpackage re-exporting its modules
+            deps = {d for d in deps if not d.startswith(name + ".")}
+        graph[name] = deps & set(modules) - {name}
     try:
         list(graphlib.TopologicalSorter(graph).static_order())
     except graphlib.CycleError as exc:
         pytest.fail(f"import circle: {' -> '.join(exc.args[1])}")
+
+
+def test_no_module_imports_another_modules_private_names():
+    """What a module shares is public: no ``from pymc_bnn.x import _name`` (at the top
+    or in a function) between the package's modules."""
+    modules = _package_modules()
+    found = [f"{name} imports {source}.{taken}"
+             for name, path in modules.items()
+             for source, taken in _imports(name, path, modules)
+             if taken and taken.startswith("_") and not taken.startswith("__")
+             and source != name]
+    assert not found, found
+
+
+def test_no_module_is_over_800_lines():
+    """A module a maintainer can read: none of the package's modules over 800 lines."""
+    long = {name: n for name, path in _package_modules().items()
+            if (n := len(path.read_text().splitlines())) > 800}
+    assert not long, long
 
 
 def test_public_warnings_live_in_exceptions():

@@ -1,6 +1,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from pymc_bnn.cli import demo, main
 
 
@@ -37,3 +39,73 @@ def test_parquet_without_pyarrow_names_the_extra(tmp_path, monkeypatch, capsys):
                      str(tmp_path / "m.nc")]) == 2
     err = capsys.readouterr().err
     assert "pip install 'pymc_bnn[parquet]'" in err and not (tmp_path / "m.nc").exists()
+
+
+def test_version_prints_the_package_version(capsys):
+    import pymc_bnn
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"pymc-bnn {pymc_bnn.__version__}"
+
+
+def test_version_and_help_start_without_pandas_scikit_learn_or_pymc():
+    """What is imported lazily stays so: ``--version`` and ``--help`` (and every bad
+    option) answer without the data stack."""
+    code = ("import sys; from pymc_bnn.cli import main; status = main(['--version']); "
+            "print(status, sorted(m for m in ('pandas', 'sklearn', 'pymc', 'pytensor') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out[-1] == "0 []"
+
+
+def test_moons_split_lives_in_datasets_and_is_still_importable_from_cli():
+    from pymc_bnn import cli, datasets
+
+    assert cli.moons_split is datasets.moons_split
+    X_train, X_test, y_train, y_test = datasets.moons_split(n_samples=40)
+    assert X_train.shape == (20, 2) and y_test.shape == (20,)
+
+
+def test_evaluate_help_says_what_brier_is(capsys):
+    assert main(["evaluate", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "brier is scikit-learn's brier_score_loss" in out
+
+
+@pytest.mark.parametrize("value, shown", [
+    (18470.26, "18,470"), (1234567.0, "1,235,000"), (999.96, "1,000"), (184.66, "184.7"),
+    (12.3456, "12.35"), (0.947368, "0.9474"), (0.0333449, "0.03334"), (-0.5, "-0.5000"),
+    (0.0, "0"), (1.5e-7, "1.500e-07"), (float("nan"), "nan"), (120, "120"),
+    (12000, "12,000"),
+])
+def test_scores_are_printed_in_plain_notation(value, shown):
+    """Four significant digits, no e-notation for a score like an RMSE of 18,470."""
+    from pymc_bnn.cli_tables import format_number, format_scores
+
+    assert format_number(value) == shown
+    assert format_number(50.0, trim=True) == "50" and format_number(1.5, trim=True) == "1.5"
+    table = format_scores({"n": 120, "rmse": 18470.26, "coverage": 0.9474},
+                          {"coverage": "coverage of the 90% interval"})
+    assert table.splitlines() == ["  n                             120",
+                                  "  rmse                          18,470",
+                                  "  coverage of the 90% interval  0.9474"]
+
+
+@pytest.mark.parametrize("sep", [",", ";", "\t", "|"])
+def test_the_separator_of_a_text_table_is_sniffed(tmp_path, sep):
+    from pymc_bnn.cli_tables import read_table, sniff_separator
+    from pymc_bnn.datasets import make_customers
+
+    frame = make_customers(30, random_state=0)
+    for name in ("t.csv", "t.tsv", "t.csv.gz"):
+        frame.to_csv(tmp_path / name, sep=sep, index=False)
+        assert sniff_separator(tmp_path / name, ",") == sep
+        assert read_table(tmp_path / name).shape == frame.shape
+    # a European export: semicolons between fields, commas in numbers
+    frame.to_csv(tmp_path / "eu.csv", sep=";", decimal=",", index=False)
+    assert sniff_separator(tmp_path / "eu.csv", ",") == ";"
+    (tmp_path / "one.csv").write_text("x\n1\n2\n")
+    assert sniff_separator(tmp_path / "one.csv", ",") == ","
+    (tmp_path / "binary.csv").write_bytes(bytes(range(256)) * 8)
+    assert sniff_separator(tmp_path / "binary.csv", ",") == ","

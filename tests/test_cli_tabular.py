@@ -73,6 +73,7 @@ def work(tmp_path_factory):
                                                                      index=False)
     new = make_customers(120, task="classification", random_state=2)
     new.loc[new.index[:4], "region"] = "atlantis"  # unseen category
+    new.loc[new.index[5], "income"] = 50 * new["income"].max()  # far outside training
     new.to_csv(d / "churn_new.csv", index=False)
     make_customers(300, task="multiclass", random_state=1).to_parquet(d / "plans.parquet")
     make_customers(120, task="multiclass", random_state=2).to_parquet(d / "plans_new.parquet")
@@ -121,7 +122,8 @@ def test_predict_binary_csv_matches_the_python_pipeline(churn_model, work):
         cwd=work)
     pred = pd.read_csv(work / "pred.csv")
     assert list(pred.columns) == ["customer_id", "prediction", "proba_no", "proba_yes",
-                                  "entropy", "mutual_info"]
+                                  "entropy", "mutual_info", "unseen_categories",
+                                  "outside_training_range"]
     new = pd.read_csv(work / "churn_new.csv")
     assert pred["customer_id"].tolist() == new["customer_id"].tolist()
     pipe = tabular.load_pipeline(churn_model[0])
@@ -134,16 +136,21 @@ def test_predict_binary_csv_matches_the_python_pipeline(churn_model, work):
 def test_predict_notes_unseen_categories_and_keeps_all_columns(churn_model, work):
     proc = run("predict", "churn.nc", "churn_new.csv", "-o", "all.csv", cwd=work)
     assert "'region' has categories not seen in training ('atlantis')" in proc.stderr
-    out = pd.read_csv(work / "all.csv")
+    assert "1 row is outside the training range" in proc.stderr
+    out = pd.read_csv(work / "all.csv", keep_default_na=False)
     new = pd.read_csv(work / "churn_new.csv")
     assert list(out.columns[: new.shape[1]]) == list(new.columns)
     assert np.isfinite(out[["proba_no", "proba_yes"]].to_numpy()).all()
+    # each such row is flagged, and no other
+    assert out["unseen_categories"].tolist() == ["region"] * 4 + [""] * (len(new) - 4)
+    assert out["outside_training_range"].tolist() == [""] * 5 + ["income"] + [""] * (len(new) - 6)
 
 
 def test_evaluate_json_and_table(churn_model, work):
     scores = json.loads(run("evaluate", "churn.nc", "churn_new.csv", "--json",
                             cwd=work).stdout)
-    assert list(scores) == ["n", "accuracy", "nll", "brier", "ece", "aurc"]
+    assert list(scores) == ["n", "accuracy", "nll", "brier", "multiclass_brier", "ece",
+                            "aurc"]
     assert scores["n"] == 120 and 0.55 < scores["accuracy"] <= 1
     table = run("evaluate", "churn.nc", "churn_new.csv", cwd=work).stdout
     assert "accuracy" in table and f"{scores['nll']:.4g}" in table
@@ -169,12 +176,15 @@ def test_info_names_columns_settings_and_versions(churn_model, work):
 
 
 def test_three_classes_from_parquet_to_parquet(plans_model, work):
-    # --prior-sigma evidence: two scales (one hidden layer + output), printed and kept
-    printed = [line for line in plans_model[1].stdout.splitlines()
-               if line.startswith("prior sd per layer (evidence): ")]
-    assert len(printed) == 1 and len(printed[0].split(": ")[1].split(", ")) == 2
+    # --prior-sigma evidence: two scales (one hidden layer + output), said in words by
+    # fit and kept as numbers for info
+    out = plans_model[1].stdout
+    (said,) = [line for line in out.splitlines() if line.startswith("weights: ")]
+    assert "(input layer)" in said and "(output)" in said
+    assert "uncertainty: the fitted posterior's spread as it is (temperature 1, as set)" in out
     info = run("info", "plans.nc", cwd=work).stdout
-    assert printed[0] in info and "prior_sigma=evidence" in info
+    (numbers,) = [line for line in info.splitlines() if "prior sd per layer (evidence): " in line]
+    assert len(numbers.split(": ")[1].split(", ")) == 2 and "prior_sigma=evidence" in info
     run("predict", "plans.nc", "plans_new.parquet", "-o", "plans_pred.parquet", cwd=work)
     pred = pd.read_parquet(work / "plans_pred.parquet")
     proba = pred[["proba_basic", "proba_premium", "proba_standard"]].to_numpy()
@@ -226,6 +236,54 @@ def test_keep_an_identifier_and_the_leak_is_noted(work):
     assert "--drop it" in proc.stderr
 
 
+def test_semicolon_table_is_read_by_its_separator(churn_model, work):
+    """A semicolon-separated .csv (a spreadsheet's export in many locales) is sniffed,
+    with a note, and predicted as the comma-separated one; --sep says so, no note."""
+    pd.read_csv(work / "churn_new.csv").to_csv(work / "semi_new.csv", sep=";", index=False)
+    proc = run("predict", "churn.nc", "semi_new.csv", "--id", "customer_id", "-o",
+               "semi_pred.csv", cwd=work)
+    assert "semi_new.csv is semicolon-separated" in proc.stderr
+    run("predict", "churn.nc", "churn_new.csv", "--id", "customer_id", "-o", "comma_pred.csv",
+        cwd=work)
+    pd.testing.assert_frame_equal(pd.read_csv(work / "semi_pred.csv"),
+                                  pd.read_csv(work / "comma_pred.csv"))
+    proc = run("evaluate", "churn.nc", "semi_new.csv", "--sep", ";", cwd=work)
+    assert "semicolon" not in proc.stderr and "accuracy" in proc.stdout
+
+
+def test_evaluate_names_the_interval_of_its_coverage(spend_model, work):
+    out = run("evaluate", "spend.nc", "spend_new.csv", "--interval", "0.8", cwd=work).stdout
+    assert "coverage of the 80% interval" in out
+    assert "e+" not in out and "e-" not in out  # plain notation
+
+
+def test_categorical_codes_are_categories_in_fit_the_file_and_predict(work):
+    """--categorical: integer codes 1..4 are one-hot encoded in fit, kept in the model
+    file, and read the same in predict, where the column holds integers (in training,
+    with missing values, floats)."""
+    from pymc_bnn import tabular
+
+    codes = {"north": 1, "south": 2, "east": 3, "west": 4}
+    train = make_customers(150, random_state=7).drop(columns=["customer_id"])
+    train["region"] = train["region"].map(codes)
+    train.to_csv(work / "codes.csv", index=False)
+    proc = run("fit", "codes.csv", "-t", "churned", "-o", "codes.nc", *SMALL[:-2],
+               "--prior-sigma", "1", "--categorical", "region", cwd=work)
+    assert "fit 150 rows x 13 features (from 7 columns)" in proc.stdout
+    info = run("info", "codes.nc", cwd=work).stdout
+    assert "categorical region (--categorical): 1, 2, 3, 4" in info
+    new = make_customers(40, random_state=8).drop(columns=["customer_id"])
+    new["region"] = new["region"].map(codes).fillna(2).astype(int)
+    new.to_csv(work / "codes_new.csv", index=False)
+    proc = run("predict", "codes.nc", "codes_new.csv", "-o", "codes_pred.csv", cwd=work)
+    assert "not seen in training" not in proc.stderr
+    pipe = tabular.load_pipeline(work / "codes.nc")
+    assert "region" in pipe.named_steps["preprocess"].categorical_columns_
+    pred = pd.read_csv(work / "codes_pred.csv")
+    np.testing.assert_allclose(pred[["proba_no", "proba_yes"]].to_numpy(),
+                               pipe.predict_proba(new), rtol=1e-12)
+
+
 # -------------------------------------------------------------------- bad input
 def _bad_files(d: Path) -> None:
     (d / "empty.csv").write_text("")
@@ -240,6 +298,11 @@ def _bad_files(d: Path) -> None:
     base.assign(age=["old"] + base["age"].tolist()[1:]).to_csv(d / "text_age.csv",
                                                                  index=False)
     base.assign(churned="maybe").to_csv(d / "new_label.csv", index=False)
+    # the third row's age is text; the first row has no target (left out of the scores)
+    base.assign(age=base["age"].tolist()[:2] + ["old"] + base["age"].tolist()[3:],
+                churned=[None] + base["churned"].tolist()[1:]).to_csv(
+        d / "text_age_row3.csv", index=False)
+    base.to_csv(d / "semi.csv", sep=";", index=False)
     base.to_csv(d / "ok.csv", index=False)
     base.to_csv(d / "ok.json", index=False)
     # a shuffled sample of row ids 1..80: not consecutive, not in row order
@@ -296,6 +359,39 @@ BAD = {
     "missing model": (["evaluate", "none.nc", "ok.csv"], "no such model file: none.nc"),
     "unknown label": (["evaluate", "MODEL", "new_label.csv"],
                       "labels the model was not fit on: maybe"),
+    # the papercuts users reported
+    "semicolon file read with commas": (
+        ["fit", "semi.csv", "-t", "churned", "-o", "m.nc", "--sep", ","],
+        "semi.csv has no column 'churned' \\(its columns: age;income;.*\\); the file looks "
+        "semicolon-separated: pass --sep ';'"),
+    "two-character --sep": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--sep", ";;"],
+                            "--sep must be one character"),
+    "swapped model and data": (["predict", "ok.csv", "MODEL", "-o", "p.csv"],
+                               "ok.csv is a table and .*model.nc a model file: did you swap "
+                               "MODEL and DATA\\?"),
+    "swapped model and data to evaluate": (["evaluate", "ok.csv", "MODEL"],
+                                           "did you swap MODEL and DATA\\?"),
+    "a table as the model to predict": (["predict", "ok.csv", "ok.csv", "-o", "p.csv"],
+                                        "ok.csv is a table, not a model file"),
+    "empty --hidden entry": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--hidden",
+                              "5,,5"], "--hidden must be .*'5,,5' \\(an empty entry\\)"),
+    "zero --hidden entry": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--hidden", "5,0"],
+                            "'0' is not a positive whole number"),
+    "classes of a continuous target": (
+        ["fit", "ok.csv", "-t", "income", "-o", "m.nc", "--task", "classification"],
+        "classification target 'income' holds numbers that are not whole.*row \\d+ "
+        "\\(counting from 1 after the header\\) holds .*--task regression"),
+    "more classes than the rows can teach": (
+        ["fit", "ok.csv", "-t", "tenure_months", "-o", "m.nc", "--task", "classification"],
+        "'tenure_months' has \\d+ distinct values in 60 rows, too many classes to learn.*"
+        "--task regression"),
+    "--categorical target": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--categorical",
+                              "churned"], "--categorical 'churned': not a feature"),
+    "--categorical absent": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--categorical",
+                              "nope"], "ok.csv has no column 'nope'"),
+    "rows counted from 1": (["evaluate", "MODEL", "text_age_row3.csv"],
+                            "column 'age' should hold numbers, but row 3 \\(counting from 1 "
+                            "after the header\\) holds 'old'"),
 }
 
 
@@ -327,7 +423,7 @@ def _check_one_line_error(status, stderr, message):
 @pytest.mark.parametrize("case", list(BAD))
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(case, bad_dir):
     """In this process, through ``cli.main`` (``run``): a process per case would cost
-    ~1 s of interpreter and imports each, 24 times. The console script itself is run on
+    ~1 s of interpreter and imports each, 38 times. The console script itself is run on
     two of the cases below."""
     args, message = _bad_args(case, bad_dir)
     before = sorted(p.name for p in bad_dir.rglob("*"))

@@ -1,12 +1,12 @@
-"""nutpie models compiled once per structure (pymc_bnn._compiled_nuts): the cached path
-gives pm.sample's draws, bit for bit, and a later fit of the structure compiles nothing."""
+"""nutpie models compiled once per structure (pymc_bnn.inference.compiled_nuts): the cached
+path gives pm.sample's draws, bit for bit, and a later fit of the structure compiles nothing."""
 
 import numpy as np
 import pymc as pm
 import pytest
 
 import pymc_bnn
-from pymc_bnn._compiled_nuts import NutpieModels, _Name, _signature, sample_nutpie
+from pymc_bnn.inference.compiled_nuts import NutpieModels, _Name, _signature, sample_nutpie
 
 pytest.importorskip("nutpie", reason="install the 'nutpie' extra")
 

@@ -461,7 +461,7 @@ if __name__ == "__main__":
             fitted = clf(3000).fit(*data())
             peak = rss("VmHWM:")
             test = dask.compute(*[a[:20000] for a in data()])
-        from pymc_bnn._compiled_vi import RUNNERS
+        from pymc_bnn.inference.runner_cache import RUNNERS
         print(before, peak, fitted.score(*test), RUNNERS.hits)
 """
 

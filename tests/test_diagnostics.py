@@ -11,6 +11,7 @@ import xarray as xr
 from sklearn.exceptions import ConvergenceWarning
 
 import pymc_bnn.inference as I
+import pymc_bnn.inference.diagnostics as D
 from pymc_bnn import BayesianMLPClassifier, NetworkSpec, build_model, fit
 from pymc_bnn.exceptions import SamplingWarning
 from pymc_bnn.inference import Posterior, diagnose
@@ -246,14 +247,14 @@ def test_nuts_warning_logic_on_synthetic_draws():
     assert good["max_rhat"] < 1.01 and good["min_ess_bulk"] > 200
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        I._warn_diagnostics(good, stacklevel=1)  # silent
+        D.warn_diagnostics(good, stacklevel=1)  # silent
 
     bad = diagnose(_synthetic_nuts([0.0, 3.0], 7), X=X)
     assert bad["converged"] is False and bad["n_divergences"] == 7
     assert bad["max_rhat"] > 1.5 and bad["n_points"] == 50
     with pytest.warns(SamplingWarning, match=r"7 divergent transitions in 1,000 draws.*"
                       r"R-hat up to \d\.\d{3} \(> 1\.01\).*target_accept.*sample_more"):
-        I._warn_diagnostics(bad, stacklevel=1)
+        D.warn_diagnostics(bad, stacklevel=1)
     assert issubclass(SamplingWarning, ConvergenceWarning)
 
     # without points only the divergences are checked
@@ -277,7 +278,7 @@ def test_predictive_quantities_of_other_heads(kind):
     tree = xr.DataTree.from_dict({"/posterior": xr.Dataset(data)})
     post = Posterior(method="nuts", spec=spec, seed=0, idata=tree)
     X = rng.normal(size=(5, 2))
-    values, quantity = I._network_outputs(post, X, None)
+    values, quantity = D._network_outputs(post, X, None)
     out = np.einsum("pf,cdfo->cdpo", X, w0) + b0[:, :, None, :]
     if k == 3:
         assert quantity == "centred_logit"

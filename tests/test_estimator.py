@@ -12,7 +12,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 
-import pymc_bnn.estimator as E
+import pymc_bnn.base as B
 from pymc_bnn.estimator import InputScaleWarning
 from pymc_bnn import BayesianMLPClassifier
 
@@ -38,23 +38,23 @@ def test_auto_batch_size_minibatches_large_tables_only(tiny, monkeypatch):
     size beyond, for the kept fit and the temperature's fold fits alike (decided on
     all the rows); an int is capped at the rows, None is full batches."""
     X, y = tiny  # 40 rows
-    monkeypatch.setattr(E, "AUTO_BATCH_SIZE", 16)
+    monkeypatch.setattr(B, "AUTO_BATCH_SIZE", 16)
     assert fast()._batch_rows(16) is None and fast()._batch_rows(17) == 16
     assert fast(batch_size=None)._batch_rows(10**6) is None
     assert fast(batch_size=64)._batch_rows(40) == 40
     batches = []
-    real = E._BayesianMLP._fit_network
+    real = B.BayesianMLPBase._fit_network
 
     def spy(self, *args, batch_size=None, **kwargs):
         batches.append(batch_size)
         return real(self, *args, batch_size=batch_size, **kwargs)
 
-    monkeypatch.setattr(E._BayesianMLP, "_fit_network", spy)
+    monkeypatch.setattr(B.BayesianMLPBase, "_fit_network", spy)
     clf = fast(n_iter=300, posterior_temperature="auto").fit(X, y)
     assert clf.get_params()["batch_size"] == "auto"
     assert batches == [16] * 4 and clf.posterior_.spec.batch_size == 16
     batches.clear()
-    monkeypatch.setattr(E, "AUTO_BATCH_SIZE", 40)
+    monkeypatch.setattr(B, "AUTO_BATCH_SIZE", 40)
     assert fast(n_iter=300).fit(X, y).posterior_.spec.batch_size is None
     assert batches == [None]
 
@@ -193,7 +193,7 @@ def test_wrong_n_features_at_predict(fast_clf):
 def test_sparse_input_is_densified_and_limited(tiny, fast_clf, monkeypatch):
     X, y = tiny
     np.testing.assert_array_equal(fast_clf.predict_proba(sp.csr_matrix(X)), fast_clf.predict_proba(X))
-    monkeypatch.setattr(E, "MAX_DENSE_CELLS", 10)
+    monkeypatch.setattr(B, "MAX_DENSE_CELLS", 10)
     with pytest.raises(ValueError, match="too large to densify"):
         fast_clf.predict(sp.csr_matrix(X))
 
@@ -373,14 +373,14 @@ def test_pickle_round_trip(fast_clf, tiny):
 def _spy_fits(monkeypatch):
     """Record every network fit of the estimator: (init seed, rows, posterior)."""
     calls = []
-    real = E._BayesianMLP._fit_network
+    real = B.BayesianMLPBase._fit_network
 
     def spy(self, X, y_model, target_kwargs, fit_seed, init_seed, **kw):
         posterior = real(self, X, y_model, target_kwargs, fit_seed, init_seed, **kw)
         calls.append((init_seed, len(X), posterior))
         return posterior
 
-    monkeypatch.setattr(E._BayesianMLP, "_fit_network", spy)
+    monkeypatch.setattr(B.BayesianMLPBase, "_fit_network", spy)
     return calls
 
 
@@ -391,7 +391,7 @@ def test_n_init_keeps_the_start_with_the_lowest_final_loss(tiny, fast_clf, monke
     assert len(calls) == 3  # posterior_temperature=1.0: the kept fit only, from 3 starts
     seeds = [c[0] for c in calls]
     assert seeds[0] == clf._seeds()["init"] and len(set(seeds)) == 3
-    finals = [E._final_loss(c[2]) for c in calls]
+    finals = [B._final_loss(c[2]) for c in calls]
     np.testing.assert_array_equal(clf.start_losses_, finals)
     best = int(np.argmin(finals))
     assert clf.posterior_ is calls[best][2]

@@ -4,14 +4,16 @@ import arviz as az
 import numpy as np
 import pytest
 
+import pymc_bnn.forward_graphs as FG
 import pymc_bnn.inference as I
+from pymc_bnn.inference import fitting, nuts
 import pymc_bnn.predictive as P
 from pymc_bnn import (BayesianMLPClassifier, BayesianMLPRegressor, NetworkSpec, build_model,
                       fit, network_spec)
 from pymc_bnn.datasets import make_rotated_moons
 from reference import numpy_forward_proba
 
-ATOL = 2e-6 if P._backend()[1] == "float32" else 1e-12
+ATOL = 2e-6 if FG.backend()[1] == "float32" else 1e-12
 
 
 @pytest.fixture(scope="module")
@@ -296,13 +298,13 @@ def test_estimator_with_gamma_precision_prior(moons):
 def test_nuts_warm_start_from_advi_draws(tiny, monkeypatch):
     X, y = tiny
     seen = {}
-    real = I._sample_nuts
+    real = fitting.sample_nuts
 
     def spy(model, sampler, **kwargs):
         seen.update(kwargs)
         return real(model, sampler, **kwargs)
 
-    monkeypatch.setattr(I, "_sample_nuts", spy)
+    monkeypatch.setattr(fitting, "sample_nuts", spy)  # the name fit() calls
     model = build_model(X, y, hidden_layer_sizes=(2,), random_state=0)
     post = fit(model, method="nuts", draws=100, tune=200, chains=2, nuts_init="advi",
                init_n_iter=500, random_seed=0)
@@ -327,7 +329,7 @@ def test_sample_more_continues_the_chains(tiny, sampler):
     model = build_model(X, y, hidden_layer_sizes=(2,), random_state=0)
     post = fit(model, method="nuts", draws=100, tune=300, chains=2, nuts_sampler=sampler,
                random_seed=0)
-    plan = I._resume_plan(post)
+    plan = nuts._resume_plan(post)
     old = post.idata
     more = I.sample_more(post, 60, random_seed=1)
     new = more.idata

@@ -6,6 +6,7 @@ import pymc as pm
 import pytest
 
 import pymc_bnn.inference as I
+from pymc_bnn.inference import concurrency, nuts, vi
 from pymc_bnn import build_model, fit, posterior_predictive
 from pymc_bnn.inference import NUTS_SAMPLERS, NUTS_SAMPLERS_HIERARCHICAL, default_nuts_sampler
 
@@ -110,7 +111,7 @@ def test_missing_nuts_backend_names_the_extra_that_installs_it(monkeypatch):
                         lambda name, *a: None if name in ("nutpie", "numpyro") else real(name, *a))
     for name, extra in (("nutpie", "pymc_bnn[nutpie]"), ("numpyro", "pymc_bnn[jax]")):
         with pytest.raises(ImportError, match=re.escape(extra)):
-            I._check_nuts_sampler(name)
+            nuts.check_nuts_sampler(name)
 
 
 # 30 draws of one chain cannot reach an ESS of 100 per chain: about the backend only
@@ -206,16 +207,16 @@ def test_scan_engine_reaches_pm_fit_optimum(moons, batch_size):
 
 @jax_only
 def test_scan_engine_is_really_taken_in_chunks(tiny, monkeypatch):
-    from pymc_bnn import _compiled_vi
+    from pymc_bnn.inference import compiled_vi
 
     calls = []
-    run = _compiled_vi.ScanADVI.run
+    run = compiled_vi.ScanADVI.run
 
     def spy(self, n_steps, rng):
         calls.append((n_steps, self.minibatch))
         return run(self, n_steps, rng)
 
-    monkeypatch.setattr(_compiled_vi.ScanADVI, "run", spy)
+    monkeypatch.setattr(compiled_vi.ScanADVI, "run", spy)
     X, y = tiny
     post = fit(build_model(X, y, hidden_layer_sizes=(3,), batch_size=8, random_state=0),
                n_iter=2500, random_seed=0)
@@ -240,16 +241,16 @@ def test_minibatch_step_size_is_set_per_compiled_call(tiny, monkeypatch):
     """On a minibatch model each compiled call runs at the schedule's step size of its
     middle step, from the minibatch default (0.03); a full-batch fit keeps the
     constant 0.01 of every call."""
-    from pymc_bnn import _compiled_vi
+    from pymc_bnn.inference import compiled_vi
 
     seen = []
-    run = _compiled_vi.ScanADVI.run
+    run = compiled_vi.ScanADVI.run
 
     def spy(self, n_steps, rng):
         seen.append(float(self.learning_rate.get_value()))
         return run(self, n_steps, rng)
 
-    monkeypatch.setattr(_compiled_vi.ScanADVI, "run", spy)
+    monkeypatch.setattr(compiled_vi.ScanADVI, "run", spy)
     X, y = tiny
     fit(build_model(X, y, hidden_layer_sizes=(3,), batch_size=8, random_state=0),
         n_iter=4000, random_seed=0)
@@ -266,8 +267,8 @@ def test_minibatch_step_size_is_scheduled_on_the_pymc_engine_too(tiny, monkeypat
     """pm.fit's path sets the same schedule step by step (a callback on the shared
     step size of its Adam)."""
     steps = []
-    real = I.minibatch_learning_rate
-    monkeypatch.setattr(I, "minibatch_learning_rate",
+    real = vi.minibatch_learning_rate
+    monkeypatch.setattr(vi, "minibatch_learning_rate",
                         lambda lr, s, n: steps.append((lr, s, n)) or real(lr, s, n))
     X, y = tiny
     post = fit(build_model(X, y, hidden_layer_sizes=(3,), batch_size=8, random_state=0),
@@ -301,7 +302,7 @@ def test_engine_option_is_validated(tiny):
 
 # ------------------------------- compiled engine: minibatch rows gathered outside
 def _scan_runner(model, **kw):
-    from pymc_bnn._compiled_vi import ScanADVI
+    from pymc_bnn.inference.compiled_vi import ScanADVI
 
     with model:
         return ScanADVI(pm.ADVI(random_seed=0), learning_rate=0.01, mode="JAX", **kw)
@@ -358,7 +359,8 @@ def test_device_gather_equals_the_host_gather_and_is_taken(tiny, monkeypatch):
     """Rows gathered inside the scan from the data held on the device (the default on a
     GPU): the scan reads an index input and the data containers, not rows, and the
     indices are the host gather's, so the fit is the same bit for bit."""
-    import pymc_bnn._compiled_vi as V
+    import pymc_bnn.inference.compiled_vi as V
+    from pymc_bnn.inference.runner_cache import RUNNERS
 
     X, y = tiny
 
@@ -385,7 +387,7 @@ def test_device_gather_equals_the_host_gather_and_is_taken(tiny, monkeypatch):
     fits = {}
     for gather in (False, True):
         monkeypatch.setattr(V, "DEVICE_GATHER", gather)
-        V.RUNNERS.clear()
+        RUNNERS.clear()
         fits[gather] = fit(model(), n_iter=2000, random_seed=3, warn=False)
     assert taken == [False, False, True, True]
     np.testing.assert_array_equal(fits[True].loss, fits[False].loss)
@@ -402,7 +404,8 @@ def test_device_noise_is_seeded_taken_and_fits_like_host_noise(tiny, monkeypatch
     standard error on this problem)."""
     import jax
 
-    import pymc_bnn._compiled_vi as V
+    import pymc_bnn.inference.compiled_vi as V
+    from pymc_bnn.inference.runner_cache import RUNNERS
 
     X, y = tiny
     kinds = []
@@ -416,7 +419,7 @@ def test_device_noise_is_seeded_taken_and_fits_like_host_noise(tiny, monkeypatch
 
     def fits(noise, seed):
         monkeypatch.setattr(V, "DEVICE_NOISE", noise)
-        V.RUNNERS.clear()
+        RUNNERS.clear()
         model = build_model(X, y, hidden_layer_sizes=(3,), batch_size=8, random_state=0)
         return fit(model, n_iter=4000, random_seed=seed, warn=False)
 
@@ -435,7 +438,7 @@ def test_device_steps_follow_the_platform_and_the_settings(monkeypatch):
     """On a CPU both steps stay on the host (measured faster there; fits unchanged), on
     an accelerator both go to the device; the settings override either way, and a
     backend other than JAX never runs them."""
-    import pymc_bnn._compiled_vi as V
+    import pymc_bnn.inference.compiled_vi as V
 
     monkeypatch.setattr(V._jax_device, "platform", lambda: "cpu")
     assert V.device_steps("JAX") == (False, False)
@@ -454,11 +457,12 @@ def test_device_steps_follow_the_platform_and_the_settings(monkeypatch):
 def test_a_streamed_fit_gathers_on_the_host_whatever_the_setting(tiny, monkeypatch):
     """Rows that come from a row_source (streamed data) are gathered on the host: the
     runner of such a fit is compiled without the device gather."""
-    import pymc_bnn._compiled_vi as V
+    import pymc_bnn.inference.compiled_vi as V
+    from pymc_bnn.inference.runner_cache import RunnerCache
 
     X, y = tiny
     monkeypatch.setattr(V, "DEVICE_GATHER", True)
-    cache = V.RunnerCache(disk=False)
+    cache = RunnerCache(disk=False)
     model = build_model(X, y, hidden_layer_sizes=(3,), batch_size=8, random_state=0)
     with model:
         inference = pm.ADVI(random_seed=0)
@@ -476,24 +480,25 @@ def test_wide_inputs_take_fewer_steps_per_call_and_give_the_same_fit(tiny, monke
     instead (measured on 3,000 inputs into 32 units: a default fit's buffers grew the
     process to 6.8 GB). The bound is shrunk here, so that the tiny model is 'wide'.
     Full batch: the same noise in shorter calls, so the same fit, bit for bit."""
-    from pymc_bnn._compiled_vi import RUNNERS, ScanADVI
+    from pymc_bnn.inference.compiled_vi import ScanADVI
+    from pymc_bnn.inference.runner_cache import RUNNERS
 
     X, y = tiny
-    default_bytes = I.SCAN_CALL_BYTES
+    default_bytes = vi.SCAN_CALL_BYTES
     mb = _scan_runner(build_model(X, y, hidden_layer_sizes=(3,), batch_size=8,
                                   random_state=0))
     rows = [c.get_value()[:1].nbytes for c in mb._containers]  # X's 2 floats, y's code
     per_step = mb.ddim * 8 + 8 * sum(rows)
     assert len(rows) == 2 and rows[0] == 16
     assert mb.input_bytes_per_step() == per_step
-    assert I._steps_per_call(mb) == I.SCAN_CHUNK
-    monkeypatch.setattr(I, "SCAN_CALL_BYTES", 130 * per_step)
-    assert I._steps_per_call(mb) == 125          # largest divisor of 1000 below 130
-    monkeypatch.setattr(I, "SCAN_CALL_BYTES", per_step // 2)
-    assert I._steps_per_call(mb) == 1
+    assert vi._steps_per_call(mb) == vi.SCAN_CHUNK
+    monkeypatch.setattr(vi, "SCAN_CALL_BYTES", 130 * per_step)
+    assert vi._steps_per_call(mb) == 125          # largest divisor of 1000 below 130
+    monkeypatch.setattr(vi, "SCAN_CALL_BYTES", per_step // 2)
+    assert vi._steps_per_call(mb) == 1
 
     def run(call_bytes):
-        monkeypatch.setattr(I, "SCAN_CALL_BYTES", call_bytes)
+        monkeypatch.setattr(vi, "SCAN_CALL_BYTES", call_bytes)
         RUNNERS.clear()
         calls = []
         model = build_model(X, y, hidden_layer_sizes=(3,), random_state=0)
@@ -545,7 +550,7 @@ def test_runner_is_reused_and_equals_a_fresh_compile(tiny, change):
     scale, learning rate, seed and a minibatch model's ``total_size`` (its number of
     rows, or the rows a streamed fit stands for) are inputs of the cached function, not
     constants."""
-    from pymc_bnn._compiled_vi import RUNNERS
+    from pymc_bnn.inference.runner_cache import RUNNERS
 
     X, y = tiny
     change = dict(change)
@@ -581,7 +586,7 @@ def test_runner_is_not_reused_across_structures(tiny, other):
     """What changes the model (sizes, activation, batch size, prior family, number of
     classes, likelihood) misses the cache: a runner is reused only when the model's
     random-variable graphs (the log density's definition) are equal."""
-    from pymc_bnn._compiled_vi import RUNNERS
+    from pymc_bnn.inference.runner_cache import RUNNERS
 
     X, y = tiny
     RUNNERS.clear()  # none of another structure left by an earlier test
@@ -593,7 +598,7 @@ def test_runner_is_not_reused_across_structures(tiny, other):
 
 @jax_only
 def test_runner_cache_is_bounded_holds_no_data_and_never_shares_a_runner(tiny):
-    from pymc_bnn._compiled_vi import RunnerCache
+    from pymc_bnn.inference.runner_cache import RunnerCache
 
     X, y = tiny
     cache = RunnerCache(maxsize=2)
@@ -663,7 +668,7 @@ def test_progress_bar_shows_steps_and_changes_nothing(tiny, capsys, monkeypatch)
 def test_neal_hyperprior_change_reuses_the_runner(tiny):
     """The Gamma hyperprior's shape and rate are inputs too: a hyperprior study reuses
     one compiled runner, with exactly what a fresh compile gives."""
-    from pymc_bnn._compiled_vi import RUNNERS
+    from pymc_bnn.inference.runner_cache import RUNNERS
 
     X, y = tiny
     neal = {"prior": "gamma_precision"}
@@ -683,7 +688,8 @@ def test_neal_hyperprior_change_reuses_the_runner(tiny):
 def test_cloned_runner_equals_the_original_and_leaves_it_alone(tiny):
     """A runner cloned while its original is in use (a second thread fitting the same
     structure) computes exactly what the original computes, on state of its own."""
-    from pymc_bnn._compiled_vi import RunnerCache, _jitted_program  # noqa: F401
+    from pymc_bnn.inference.compiled_vi import _jitted_program
+    from pymc_bnn.inference.runner_cache import RunnerCache
 
     X, y = tiny
     cache = RunnerCache()
@@ -714,7 +720,7 @@ def test_cloned_runner_equals_the_original_and_leaves_it_alone(tiny):
 def test_a_runner_is_cloned_mid_run(tiny):
     """A busy runner holds JAX arrays between its compiled calls (until
     ``materialize``); a clone taken then is still a runner of the same types."""
-    from pymc_bnn._compiled_vi import RunnerCache
+    from pymc_bnn.inference.runner_cache import RunnerCache
 
     X, y = tiny
     cache = RunnerCache()
@@ -743,7 +749,7 @@ def test_fit_concurrently_runs_tasks_at_the_same_time_in_order():
 
     def task(i):
         threads.append(threading.get_ident())
-        with I._GRAPH_LOCK.released():
+        with concurrency.GRAPH_LOCK.released():
             barrier.wait()  # raises BrokenBarrierError unless both run at once
         return i
 

@@ -23,6 +23,7 @@ from pymc_bnn.metrics import (
     expected_calibration_error,
     gaussian_nll,
     interval_coverage,
+    multiclass_brier,
     mutual_information,
     negative_log_likelihood,
     ood_auroc,
@@ -48,8 +49,8 @@ def test_metrics_is_a_public_submodule_not_in_the_top_level_all():
     assert sorted(metrics.__all__) == [
         "brier_score", "classification_summary", "crps_ensemble", "crps_gaussian",
         "ece_consistency", "expected_calibration_error", "gaussian_nll", "interval_coverage",
-        "mutual_information", "negative_log_likelihood", "ood_auroc", "predictive_entropy",
-        "regression_summary", "reliability_curve", "risk_coverage_curve",
+        "multiclass_brier", "mutual_information", "negative_log_likelihood", "ood_auroc",
+        "predictive_entropy", "regression_summary", "reliability_curve", "risk_coverage_curve",
     ]
     assert not set(metrics.__all__) & set(pymc_bnn.__all__)
     for name in metrics.__all__:
@@ -196,21 +197,56 @@ def test_plotting_calibration_table_is_reliability_curve_with_10_bins():
 
 
 # ----------------------------------------------------------------- proper scores
-def test_brier_score_by_hand():
+def test_brier_scores_by_hand():
     proba = np.array([[0.7, 0.2, 0.1], [0.2, 0.3, 0.5]])
     # row 0 (y = 0): .3^2 + .2^2 + .1^2 = .14; row 1 (y = 2): .2^2 + .3^2 + .5^2 = .38
-    assert brier_score([0, 2], proba, classes=[0, 1, 2]) == pytest.approx((0.14 + 0.38) / 2)
-    assert brier_score([0, 1], [[1.0, 0.0], [0.0, 1.0]]) == 0.0
-    assert brier_score([0, 1], [[0.0, 1.0], [1.0, 0.0]]) == 2.0
+    for score in (brier_score, multiclass_brier):  # 3 classes: the same sum
+        assert score([0, 2], proba, classes=[0, 1, 2]) == pytest.approx((0.14 + 0.38) / 2)
+        assert score([0, 1], [[1.0, 0.0], [0.0, 1.0]]) == 0.0
+    # binary: mean((p - y)^2) of the second class, in [0, 1]; summed over classes, [0, 2]
+    assert brier_score([0, 1], [[0.0, 1.0], [1.0, 0.0]]) == 1.0
+    assert multiclass_brier([0, 1], [[0.0, 1.0], [1.0, 0.0]]) == 2.0
+    assert brier_score([0, 1], [0.2, 0.6]) == pytest.approx((0.2**2 + 0.4**2) / 2)
 
 
-def test_binary_brier_score_is_twice_sklearns_brier_score_loss():
+def test_binary_brier_score_is_sklearns_brier_score_loss_and_multiclass_brier_twice_it():
+    """The user-reported issue: on binary predictions ``brier_score`` gave twice
+    ``sklearn.metrics.brier_score_loss`` (0.3075 where scikit-learn says 0.1537)."""
     rng = np.random.default_rng(3)
     p1 = rng.random(40)
-    y = np.where(rng.random(40) < 0.5, "no", "yes")
-    ours = brier_score(y, p1)  # 1-D: P(second class) = P("yes")
-    assert ours == pytest.approx(2 * brier_score_loss(y == "yes", p1))
-    assert ours == pytest.approx(brier_score(y, np.column_stack([1 - p1, p1])))
+    y01 = (rng.random(40) < 0.5).astype(int)
+    y_str = np.where(y01 == 1, "yes", "no")
+    expected = brier_score_loss(y01, p1)
+    assert expected == pytest.approx(np.mean((p1 - y01) ** 2))
+    for y in (y01, y_str, list(y_str)):  # 1-D proba: P(second class) = P(1) = P("yes")
+        assert brier_score(y, p1) == pytest.approx(expected, rel=1e-12)
+        assert brier_score(y, np.column_stack([1 - p1, p1])) == pytest.approx(expected)
+        assert multiclass_brier(y, p1) == pytest.approx(2 * expected, rel=1e-12)
+    assert brier_score_loss(y_str, p1, pos_label="yes") == pytest.approx(expected)
+    # classes in another order: the columns follow it, the positive class is classes[1]
+    assert brier_score(y_str, 1 - p1, classes=["yes", "no"]) == pytest.approx(expected)
+    assert brier_score(y_str, p1, classes=["no", "yes"]) == pytest.approx(
+        brier_score_loss(y_str, np.column_stack([1 - p1, p1]), labels=["no", "yes"]))
+
+
+def test_multiclass_brier_scores_follow_sklearn():
+    """scikit-learn >= 1.7 scores multi-class input: ``scale_by_half="auto"`` (its
+    default) halves only binary scores, ``scale_by_half=False`` never does."""
+    rng = np.random.default_rng(4)
+    labels = np.array(["a", "b", "c", "d"])
+    proba = rng.dirichlet(np.ones(4), size=30)
+    y = labels[rng.integers(0, 4, size=30)]
+    assert brier_score(y, proba, classes=labels) == pytest.approx(
+        brier_score_loss(y, proba, labels=labels), rel=1e-12)
+    assert multiclass_brier(y, proba, classes=labels) == pytest.approx(
+        brier_score_loss(y, proba, labels=labels, scale_by_half=False), rel=1e-12)
+    # binary 2-column input, against sklearn's two conventions
+    y2 = labels[rng.integers(0, 2, size=30)]
+    p2 = rng.dirichlet(np.ones(2), size=30)
+    assert brier_score(y2, p2, classes=labels[:2]) == pytest.approx(
+        brier_score_loss(y2, p2, labels=labels[:2]), rel=1e-12)
+    assert multiclass_brier(y2, p2, classes=labels[:2]) == pytest.approx(
+        brier_score_loss(y2, p2, labels=labels[:2], scale_by_half=False), rel=1e-12)
 
 
 def test_negative_log_likelihood_by_hand_and_against_sklearn():
@@ -377,6 +413,8 @@ def test_crps_ensemble_of_normal_draws_approaches_crps_gaussian():
         (lambda: expected_calibration_error(Y4, P4[:, :1]), r"at least 2.*\(4, 1\)"),
         (lambda: expected_calibration_error(Y4, P4, classes=[0, 1, 1]), "distinct labels"),
         (lambda: brier_score(Y4, P4, classes=[0, 1, 7]), r"labels not in classes \[0, 1, 7\]"),
+        (lambda: multiclass_brier(Y4, np.full((4, 2), 0.5)),
+         r"proba has 2 columns but there are 3"),
         (lambda: negative_log_likelihood([0, 1], [0.5, 1.5]), r"\[0, 1\]"),
         (lambda: risk_coverage_curve(Y4, P4, uncertainty=[0.1, 0.2]),
          r"uncertainty must have shape \(4,\).*\(2,\)"),
@@ -431,6 +469,7 @@ def test_inputs_are_not_modified():
     plotting.calibration_table(y, proba)
     negative_log_likelihood(y, proba)
     brier_score(y, proba)
+    multiclass_brier(y, proba)
     risk_coverage_curve(y, proba)
     risk_coverage_curve(y, proba, uncertainty=u)
     ood_auroc(u, sd)
@@ -447,13 +486,14 @@ def test_inputs_are_not_modified():
 # -------------------------------------------------------------------- summaries
 def test_classification_summary_by_hand_multiclass():
     s = classification_summary(Y4, P4, n_bins=2)
-    assert list(s) == ["n", "accuracy", "nll", "brier", "ece", "aurc"]
+    assert list(s) == ["n", "accuracy", "nll", "brier", "multiclass_brier", "ece", "aurc"]
     assert s["n"] == 4 and type(s["n"]) is int
     assert all(type(v) is float for k, v in s.items() if k != "n")
     assert s["accuracy"] == 0.5  # rows 0 and 2 right (see P4)
     assert s["nll"] == pytest.approx(-np.log([0.40, 0.35, 0.80, 0.20]).mean())
     # sum_k (p_k - onehot_k)^2 per row: .54, .665, .06, 1.04
     assert s["brier"] == pytest.approx((0.54 + 0.665 + 0.06 + 1.04) / 4)
+    assert s["multiclass_brier"] == s["brier"]  # 3 classes: scikit-learn sums too
     # bin 0: conf .425, acc .5; bin 1: conf .7, acc .5
     assert s["ece"] == pytest.approx(0.5 * 0.075 + 0.5 * 0.2)
     # ranked by 1 - max p (.2, .4, .55, .6): right, wrong, wrong, right
@@ -466,7 +506,9 @@ def test_classification_summary_by_hand_binary_with_string_classes():
     s = classification_summary(y, p1, classes=["no", "yes"], n_bins=2)
     assert s["n"] == 4 and s["accuracy"] == 0.75
     assert s["nll"] == pytest.approx(-np.log([0.9, 0.8, 0.4, 0.7]).mean())
-    assert s["brier"] == pytest.approx(2 * np.mean([0.01, 0.04, 0.36, 0.09]))
+    assert s["brier"] == pytest.approx(np.mean([0.01, 0.04, 0.36, 0.09]))  # sklearn's
+    assert s["brier"] == pytest.approx(brier_score_loss(y, p1, pos_label="yes"))
+    assert s["multiclass_brier"] == pytest.approx(2 * s["brier"])
     assert s["ece"] == pytest.approx(0.0)  # one bin: confidence .75, accuracy .75
     assert s["aurc"] == pytest.approx(0.25 / 4)  # the error is the least certain point
     # the default 15 bins are those of expected_calibration_error

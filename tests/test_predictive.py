@@ -3,13 +3,15 @@ import numpy as np
 import pytensor
 import pytest
 
+import pymc_bnn.forward_graphs as FG
+import pymc_bnn.posterior_draws as D
 import pymc_bnn.predictive as P
 from pymc_bnn import NetworkSpec, posterior_predictive, summarize_proba
 from reference import numpy_forward_proba
 
 #: The predictive runs in float32 on JAX when jax is installed (else float64 NUMBA):
 #: probabilities then carry ~1e-7 absolute rounding error.
-ATOL = 2e-6 if P._backend()[1] == "float32" else 1e-12
+ATOL = 2e-6 if FG.backend()[1] == "float32" else 1e-12
 
 
 def _spec(hidden=(4, 3), n_classes=2, n_features=2, activation="tanh"):
@@ -73,12 +75,12 @@ def test_vi_draws_match_pymc_sample_node(advi_clf, moons):
 
 @pytest.mark.parametrize("hidden, backend", [
     ((4, 3), None),  # unrolled
-    ((P.UNROLL_MAX + 1, 3), ("NUMBA", "float64")),  # matmuls (the wide path needs JAX)
+    ((FG.UNROLL_MAX + 1, 3), ("NUMBA", "float64")),  # matmuls (the wide path needs JAX)
 ])
 def test_large_inputs_are_processed_in_chunks(monkeypatch, hidden, backend):
     """The chunked path is really taken, and gives the same answer as one pass."""
-    if backend is not None:
-        monkeypatch.setattr(P, "_backend", lambda: backend)
+    if backend is not None:  # patched where PosteriorPredictive looks it up
+        monkeypatch.setattr(P, "backend", lambda: backend)
     spec = _spec(hidden=hidden)
     pred = P.from_idata(spec, _idata(spec))
     X = np.random.default_rng(2).normal(size=(1000, 2))
@@ -114,7 +116,7 @@ def test_wide_inputs_are_counted_once_per_row_not_per_draw(monkeypatch, backend)
     """A chunk's rows do not shrink with the number of features per draw: X is not
     broadcast over the draws. (3,000 features into 32 units: the old count gave 1 row
     per call, and a default fit's temperature scoring took 239 s instead of ~1 s.)"""
-    monkeypatch.setattr(P, "_backend", lambda: backend)
+    monkeypatch.setattr(P, "backend", lambda: backend)
     narrow = P.from_idata(_spec(hidden=(32,), n_features=20), _idata(_spec((32,), 2, 20)))
     wide = P.from_idata(_spec(hidden=(32,), n_features=3000),
                         _idata(_spec((32,), 2, 3000), n_chains=1, n_draws=4))
@@ -156,11 +158,11 @@ def test_fast_backend_is_taken_and_fallback_equals_numpy(monkeypatch):
     pred = P.from_idata(spec, _idata(spec))
     X = np.random.default_rng(5).normal(size=(16, 2))
     if importlib.util.find_spec("jax") is not None:
-        assert P._backend() == ("JAX", "float32")
-        f = P._compiled_forward(3, "tanh", True, *P._backend())
+        assert FG.backend() == ("JAX", "float32")
+        f = FG.compiled_forward(3, "tanh", True, *FG.backend())
         assert "JAX" in type(f.maker.linker).__name__
     # the NUMBA float64 fallback (no jax) agrees with NumPy to rounding
-    monkeypatch.setattr(P, "_backend", lambda: ("NUMBA", "float64"))
+    monkeypatch.setattr(P, "backend", lambda: ("NUMBA", "float64"))
     fallback = P.from_idata(spec, _idata(spec))
     np.testing.assert_allclose(fallback.sample_proba(X), numpy_forward_proba(X, pred.weights),
                                rtol=1e-10, atol=1e-13)
@@ -169,14 +171,14 @@ def test_fast_backend_is_taken_and_fallback_equals_numpy(monkeypatch):
 def test_compiled_function_is_reused_across_posteriors():
     """One compiled function per small network's shapes, whatever its draws; networks
     with a layer wider than UNROLL_MAX share one function of symbolic shapes."""
-    P._compiled_forward.cache_clear()
+    FG.compiled_forward.cache_clear()
     for seed in range(3):
         spec = _spec(hidden=(4, 3))
         P.from_idata(spec, _idata(spec, seed=seed, n_draws=10 + seed)).mean_proba(np.zeros((4, 2)))
-    info = P._compiled_forward.cache_info()
+    info = FG.compiled_forward.cache_info()
     assert info.misses == 1 and info.hits >= 2
-    wide = P.UNROLL_MAX + 1
-    compiled = P._compiled_wide if P._backend()[0] == "JAX" else P._compiled_forward
+    wide = FG.UNROLL_MAX + 1
+    compiled = FG.compiled_wide if FG.backend()[0] == "JAX" else FG.compiled_forward
     compiled.cache_clear()
     for seed in range(3):
         spec = _spec(hidden=(wide + seed, 3 + seed))
@@ -187,22 +189,22 @@ def test_compiled_function_is_reused_across_posteriors():
 
 @pytest.mark.parametrize("hidden, n_features, n_classes", [
     ((5, 5), 2, 2),  # every layer unrolled
-    ((P.UNROLL_MAX,), P.UNROLL_MAX, 3),  # at the bound: unrolled
-    ((P.UNROLL_MAX + 1, 3), 2, 2),  # one layer too wide: matmuls
-    ((4,), P.UNROLL_MAX + 1, 3),
+    ((FG.UNROLL_MAX,), FG.UNROLL_MAX, 3),  # at the bound: unrolled
+    ((FG.UNROLL_MAX + 1, 3), 2, 2),  # one layer too wide: matmuls
+    ((4,), FG.UNROLL_MAX + 1, 3),
 ])
 def test_unrolled_predictive_is_taken_for_small_networks_and_equals_numpy(
         hidden, n_features, n_classes):
     spec = _spec(hidden=hidden, n_features=n_features, n_classes=n_classes)
     pred = P.from_idata(spec, _idata(spec))
-    unrolled = max(a for a, _ in spec.layer_shapes) <= P.UNROLL_MAX
-    assert (P._static_shapes(spec) is not None) == unrolled
+    unrolled = max(a for a, _ in spec.layer_shapes) <= FG.UNROLL_MAX
+    assert (FG.static_shapes(spec) is not None) == unrolled
     X = np.random.default_rng(4).normal(size=(37, n_features))
     np.testing.assert_allclose(pred.sample_proba(X), numpy_forward_proba(X, pred.weights),
                                rtol=0, atol=ATOL)
-    f = P._compiled_forward(len(hidden) + 1, "tanh",
+    f = FG.compiled_forward(len(hidden) + 1, "tanh",
                             "bernoulli" if n_classes == 2 else "categorical",
-                            *P._backend(), False, P._static_shapes(spec))
+                            *FG.backend(), False, FG.static_shapes(spec))
     ops = {type(node.op).__name__ for node in f.maker.fgraph.toposort()}
     names = " ".join(sorted(ops)).lower()
     # the unrolled graph has no dot product left; the symbolic one has one per layer
@@ -216,11 +218,11 @@ def test_unrolled_predictive_equals_the_matmul_one(n_classes):
     spec = _spec(hidden=(5, 5), n_classes=n_classes)
     pred = P.from_idata(spec, _idata(spec, n_draws=40))
     X = np.random.default_rng(6).normal(size=(300, 2))
-    mode, dtype = P._backend()
+    mode, dtype = FG.backend()
     head = "bernoulli" if n_classes == 2 else "categorical"
     args = [X.astype(dtype)] + pred._inputs(dtype)
-    fused = P._compiled_forward(3, "tanh", head, mode, dtype, False, P._static_shapes(spec))(*args)
-    plain = np.asarray(P._compiled_forward(3, "tanh", head, mode, dtype, False, None)(*args))
+    fused = FG.compiled_forward(3, "tanh", head, mode, dtype, False, FG.static_shapes(spec))(*args)
+    plain = np.asarray(FG.compiled_forward(3, "tanh", head, mode, dtype, False, None)(*args))
     assert isinstance(fused, list) and len(fused) == n_classes
     np.testing.assert_allclose(np.stack(fused, axis=-1), plain, rtol=0, atol=ATOL)
     # and the estimator-facing summaries agree with the NumPy reference
@@ -231,7 +233,7 @@ def test_unrolled_predictive_equals_the_matmul_one(n_classes):
 
 def test_unroll_refuses_shapes_that_do_not_describe_the_network():
     with pytest.raises(ValueError, match="shapes"):
-        P._compiled_forward(3, "tanh", "bernoulli", "NUMBA", "float64", False, ((2, 5), (5, 1)))
+        FG.compiled_forward(3, "tanh", "bernoulli", "NUMBA", "float64", False, ((2, 5), (5, 1)))
 
 
 def test_summaries_match_their_definitions():
@@ -312,7 +314,7 @@ def test_vi_draws_equal_approx_sample_and_the_fast_path_is_taken(tiny, temperatu
                  n_iter=300, random_seed=s, warn=False) for n, s in ((40, 0), (30, 1))]
     slow = []
     for p in posts:
-        with P.tempered(p.approx, temperature) as approx:
+        with D.tempered(p.approx, temperature) as approx:
             slow.append(P.from_idata(p.spec, approx.sample(50, random_seed=5)))
 
     for p in posts:
@@ -325,7 +327,7 @@ def test_vi_draws_equal_approx_sample_and_the_fast_path_is_taken(tiny, temperatu
     # machine, ~100 MB per process) and no C thunks
     from pytensor.link.vm import VMLinker
 
-    linker = P._vi_sampler(posts[0].approx)["fn"].maker.linker
+    linker = D._vi_sampler(posts[0].approx)["fn"].maker.linker
     assert isinstance(linker, VMLinker) and not linker.use_cloop and not linker.c_thunks
 
 
@@ -366,13 +368,13 @@ def test_vi_draws_of_transformed_and_deterministic_weights_take_the_fast_path(
              for n, s in ((40, 0), (30, 1))]
     slow = []
     for post in posts:
-        assert P._fast_draws_apply(post)
-        with P.tempered(post.approx, temperature) as approx:
+        assert D.fast_draws_apply(post)
+        with D.tempered(post.approx, temperature) as approx:
             slow.append(approx.sample(30, random_seed=2))
     assert "w0_precision" in slow[0].posterior and "w0_precision_log__" not in slow[0].posterior
     for post, expected in zip(posts, slow):
         _refuse_approx_sample(monkeypatch, post)
-        fast = P.posterior_draws(post, n_draws=30, random_seed=2, temperature=temperature)
+        fast = D.posterior_draws(post, n_draws=30, random_seed=2, temperature=temperature)
         _assert_same_datatree(fast, expected)
         assert _weights_close(
             posterior_predictive(post, n_draws=30, random_seed=2, temperature=temperature),
@@ -394,8 +396,8 @@ def test_vi_draws_of_a_model_recording_data_use_approx_sample(tiny):
     with model:
         pm.Deterministic("w0_dot_x", (model["X"][0] @ model["w0"]).sum())
     post = fit(model, n_iter=300, random_seed=0, warn=False)
-    assert not P._fast_draws_apply(post)
-    idata = P.posterior_draws(post, n_draws=20, random_seed=2)
+    assert not D.fast_draws_apply(post)
+    idata = D.posterior_draws(post, n_draws=20, random_seed=2)
     assert "w0_dot_x" in idata.posterior
     expected = np.einsum("i,dij->d", X[0], idata.posterior["w0"].values[0])
     np.testing.assert_allclose(idata.posterior["w0_dot_x"].values[0], expected, rtol=1e-10)
@@ -415,15 +417,15 @@ def test_vi_idata_equals_approx_sample(tiny, temperature, monkeypatch):
     X, y = tiny
     post = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=300,
                random_seed=0, warn=False)
-    with P.tempered(post.approx, temperature) as approx:
+    with D.tempered(post.approx, temperature) as approx:
         slow = approx.sample(40, random_seed=3)
     _refuse_approx_sample(monkeypatch, post)
-    fast = P.posterior_draws(post, n_draws=40, random_seed=3, temperature=temperature)
+    fast = D.posterior_draws(post, n_draws=40, random_seed=3, temperature=temperature)
     _assert_same_datatree(fast, slow)
 
 
 # ------------------------------------------------------------- the wide predictive
-needs_jax = pytest.mark.skipif(P._backend()[0] != "JAX",
+needs_jax = pytest.mark.skipif(FG.backend()[0] != "JAX",
                                reason="the wide predictive runs on the JAX backend")
 
 
@@ -444,16 +446,16 @@ def _numpy_outputs(X, weights, activation="tanh"):
 @needs_jax
 @pytest.mark.parametrize("n_classes, activation", [(2, "tanh"), (4, "relu")])
 def test_wide_predictive_equals_numpy_loop_and_is_taken(monkeypatch, n_classes, activation):
-    """A network with a layer wider than UNROLL_MAX goes through _compiled_wide: per-draw
+    """A network with a layer wider than UNROLL_MAX goes through compiled_wide: per-draw
     probabilities for sample_proba, the mean over draws for mean_proba and the moments
     for summary, all reduced inside the compiled call, equal to a NumPy loop."""
-    spec = _spec(hidden=(P.UNROLL_MAX + 8, 5), n_classes=n_classes, n_features=20,
+    spec = _spec(hidden=(FG.UNROLL_MAX + 8, 5), n_classes=n_classes, n_features=20,
                  activation=activation)
     pred = P.from_idata(spec, _idata(spec))
     assert pred._wide
     reduced = []
-    real = P._compiled_wide
-    monkeypatch.setattr(P, "_compiled_wide", lambda *a: (reduced.append(a[-1]), real(*a))[1])
+    real = FG.compiled_wide
+    monkeypatch.setattr(P, "compiled_wide", lambda *a: (reduced.append(a[-1]), real(*a))[1])
     # inputs of a standardised table's scale for weights of N(0, 1) draws (larger
     # logits would only magnify float32 rounding)
     X = np.random.default_rng(7).normal(scale=0.25, size=(300, 20))
@@ -479,7 +481,7 @@ def test_wide_regression_predictive_equals_numpy_loop(heteroscedastic):
 
     from pymc_bnn.model import MIN_NOISE
 
-    spec = NetworkSpec(n_features=20, hidden_layer_sizes=(P.UNROLL_MAX + 3,), n_classes=0,
+    spec = NetworkSpec(n_features=20, hidden_layer_sizes=(FG.UNROLL_MAX + 3,), n_classes=0,
                        activation="tanh", prior_sigma=1.0, n_rows=10, batch_size=None,
                        likelihood="normal", heteroscedastic=heteroscedastic)
     idata = _idata(spec)
@@ -518,7 +520,7 @@ def test_wide_predictive_sends_its_weights_once_and_calls_the_program(monkeypatc
     monkeypatch.setattr(P._jax_device, "on_device",
                         lambda arrays: (sent.append(len(arrays)), real_put(arrays))[1])
     monkeypatch.setattr(P._jax_device, "jitted_program", program_spy)
-    spec = _spec(hidden=(P.UNROLL_MAX + 1,), n_classes=3, n_features=20)
+    spec = _spec(hidden=(FG.UNROLL_MAX + 1,), n_classes=3, n_features=20)
     pred = P.from_idata(spec, _idata(spec))
     X = np.random.default_rng(9).normal(size=(40, 20))
     for _ in range(3):
@@ -532,11 +534,11 @@ def test_wide_predictive_chunks_pad_short_inputs_and_agree(monkeypatch):
     """Large inputs go in chunks of ``_chunk_rows`` rows, a short last chunk padded to a
     power of two from WIDE_MIN_ROWS; the answer equals one pass, and a point's
     probabilities do not depend (beyond float32 rounding) on the other points."""
-    spec = _spec(hidden=(P.UNROLL_MAX + 4, 3), n_features=20)
+    spec = _spec(hidden=(FG.UNROLL_MAX + 4, 3), n_features=20)
     pred = P.from_idata(spec, _idata(spec))
     X = np.random.default_rng(10).normal(size=(1030, 20))
     whole = pred.sample_proba(X)
-    per_row = 3 * 4 * pred.n_draws * (P.UNROLL_MAX + 4) + 8 * 20
+    per_row = 3 * 4 * pred.n_draws * (FG.UNROLL_MAX + 4) + 8 * 20
     monkeypatch.setattr(P, "WIDE_CHUNK_BYTES", {"cpu": 100 * per_row, "gpu": 100 * per_row})
     sizes = []
     real = P._jax_device.jitted_program
@@ -549,5 +551,5 @@ def test_wide_predictive_chunks_pad_short_inputs_and_agree(monkeypatch):
     for lo, hi in [(0, 1), (5, 70), (999, 1030)]:
         np.testing.assert_allclose(pred.sample_proba(X[lo:hi]), whole[:, lo:hi],
                                    rtol=0, atol=ATOL)
-    assert [P._padded_rows(r, 1000) for r in (1, 64, 65, 600, 1000)] == [64, 64, 128, 1000, 1000]
-    assert P._padded_rows(3, 20) == 20
+    assert [FG.padded_rows(r, 1000) for r in (1, 64, 65, 600, 1000)] == [64, 64, 128, 1000, 1000]
+    assert FG.padded_rows(3, 20) == 20

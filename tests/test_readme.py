@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -36,7 +37,7 @@ def test_quick_start_runs_and_prints_its_accuracy():
     ns, printed = _run(code)
     (claimed,) = re.findall(r"print\(clf\.score\(X_test, y_test\)\)\s+# ([0-9.]+)", code)
     # the same seed gives the same fit on one machine; across processors the last
-    # digits of a fit may differ (docs/calibration.md), so a few test points may flip
+    # digits of a fit may differ (docs/experiments/calibration-log.md), so a few test points may flip
     assert abs(float(printed.split()[-1]) - float(claimed)) <= 0.01, (printed, claimed)
     n_test = len(ns["y_test"])
     assert ns["proba"].shape == (n_test, 2)
@@ -52,3 +53,24 @@ def test_quick_start_regression_block_runs():
     mean, std, lower, upper = (ns[k] for k in ("mean", "std", "lower", "upper"))
     assert mean.shape == std.shape == lower.shape == upper.shape == (5,)
     assert np.all(std > 0) and np.all(lower < mean) and np.all(mean < upper)
+
+
+@pytest.mark.slow  # a default fit of 800 rows
+def test_the_cli_sections_python_block_runs_on_the_example_tables(tmp_path, monkeypatch):
+    """The command-line section's Python equivalent runs on the tables ``pymc-bnn
+    example`` writes, and its pipeline gives the Bayesian methods through the
+    preprocessing, before and after saving."""
+    from pymc_bnn.datasets import make_customers
+
+    (code,) = _blocks("The command line on your own table")
+    make_customers(800, random_state=0).to_csv(tmp_path / "customers.csv", index=False)
+    make_customers(800, random_state=1).to_csv(tmp_path / "new_customers.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    ns, _ = _run(code)
+    u, same, pipe = ns["u"], ns["same"], ns["pipe"]
+    assert {"mean", "std", "entropy", "mutual_info"} <= set(u)
+    assert u["mean"].shape == (800, 2)
+    new = ns["pd"].read_csv("new_customers.csv")
+    np.testing.assert_array_equal(same.predict_uncertainty(new)["mean"], u["mean"])
+    assert same.sample_proba(new.iloc[:5]).shape[1:] == (5, 2)
+    assert pipe.log_predictive_density(new, new["churned"]).shape == (800,)

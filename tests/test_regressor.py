@@ -7,12 +7,13 @@ import pytest
 from scipy.optimize import brentq
 from scipy.special import ndtr
 
+import pymc_bnn.forward_graphs as FG
 import pymc_bnn.predictive as P
 from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor, build_model, fit
 from pymc_bnn.tempering import heldout_nll
 
 #: float32 predictive on JAX: ~1e-7 relative rounding of means and sds
-RTOL = 2e-5 if P._backend()[1] == "float32" else 1e-10
+RTOL = 2e-5 if FG.backend()[1] == "float32" else 1e-10
 
 
 def xsin(n=200, seed=0):
@@ -252,7 +253,7 @@ def test_same_seed_identical_and_inputs_untouched():
 
 
 def test_regressor_n_init_keeps_its_best_start():
-    """The regressor shares the classifier's starts (estimator._fit_from_starts)."""
+    """The regressor shares the classifier's starts (base.BayesianMLPBase._fit_from_starts)."""
     X, y = xsin(80)
     kw = dict(hidden_layer_sizes=(3,), n_iter=3000, n_draws=20, random_state=0,
               posterior_temperature=1.0)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 from scipy.special import ndtri
+from sklearn.metrics import brier_score_loss
 
 from pymc_bnn import metrics, plotting, report
 from pymc_bnn.report import write_report
@@ -91,7 +92,11 @@ def test_binary_classification_report(tmp_path, binary):
                       for f in ("reliability.png", "risk_coverage.png", "uncertainty.png")]
     saved = json.loads((out / "metrics.json").read_text())
     assert saved == metrics.classification_summary(y, p1)
-    assert list(saved) == ["n", "accuracy", "nll", "brier", "ece", "aurc"]
+    assert list(saved) == ["n", "accuracy", "nll", "brier", "multiclass_brier", "ece",
+                           "aurc"]
+    # the Brier score as scikit-learn's brier_score_loss computes it, and said so
+    assert saved["brier"] == pytest.approx(brier_score_loss(y, p1))
+    assert "brier_score_loss" in page
     # the table shows every metric to 4 significant digits, and the info table
     for value in saved.values():
         shown = str(value) if isinstance(value, int) else f"{value:.4g}"

@@ -1,4 +1,4 @@
-"""pymc_bnn.tabular: column preprocessing, its plain-data state, and tabular pipelines."""
+"""pymc_bnn.tabular: column preprocessing, its plain-data state, identifier and leakage checks."""
 
 import doctest
 
@@ -106,10 +106,38 @@ def test_bad_values_at_transform_name_the_column(customers):
     rows = _features(customers).iloc[:3].copy()
     rows["age"] = rows["age"].astype(object)
     rows.loc[rows.index[1], "age"] = "forty"
-    with pytest.raises(ValueError, match="column 'age'.*'forty'"):
+    with pytest.raises(ValueError,
+                       match=r"column 'age'.*row 2 \(counting from 1\) holds 'forty'"):
         pre.transform(rows)
     with pytest.raises(ValueError, match="lacks the columns 'plan', 'region'"):
         pre.transform(_features(customers).drop(columns=["plan", "region"]))
+
+
+def test_as_categorical_one_hot_encodes_numeric_codes(customers):
+    """Integer codes made categories: one input per code, the same code whether read as
+    integers or (a column with missing values) as floats, kept by the plain-data state;
+    the parameter is stored as given and checked in ``fit`` (scikit-learn's way)."""
+    frame = _features(customers).assign(segment=np.arange(200) % 3 + 1)
+    assert TabularPreprocessor().fit(frame).numeric_columns_[-1] == "segment"
+    pre = TabularPreprocessor(as_categorical=("segment",))
+    assert pre.get_params()["as_categorical"] == ("segment",)
+    pre.fit(frame)
+    assert "segment" not in pre.numeric_columns_
+    assert pre.categorical_columns_[-1] == "segment"
+    assert pre.categories_["segment"] == ["1", "2", "3"]
+    as_floats = frame.assign(segment=frame["segment"].astype(float))
+    as_floats.loc[as_floats.index[0], "segment"] = np.nan
+    Z = pre.transform(frame)
+    np.testing.assert_array_equal(pre.transform(as_floats)[1:], Z[1:])
+    assert pre.unseen_categories(as_floats) == {}
+    rebuilt = TabularPreprocessor.from_state(pre.get_state())
+    np.testing.assert_array_equal(rebuilt.transform(frame), Z)
+    with pytest.raises(ValueError, match="as_categorical must be a list of column names"):
+        TabularPreprocessor(as_categorical="segment").fit(frame)
+    with pytest.raises(ValueError, match="lacks the column 'nope'"):
+        TabularPreprocessor(as_categorical=["nope"]).fit(frame)
+    with pytest.raises(ValueError, match="column 'income'.*(identifier|distinct values)"):
+        TabularPreprocessor(as_categorical=["income"]).fit(frame)
 
 
 def test_state_is_plain_data_and_rebuilds_identically(customers):
@@ -141,38 +169,6 @@ def test_damaged_state_is_refused(customers):
 ])
 def test_infer_task(y, task):
     assert infer_task(y) == task
-
-
-def test_pipeline_saves_and_loads_with_identical_predictions(tmp_path, customers):
-    pipe = tabular.make_tabular_pipeline(BayesianMLPClassifier(
-        hidden_layer_sizes=(4,), n_iter=1500, n_draws=100, posterior_temperature=1.0,
-        random_state=SEED))
-    pipe.fit(_features(customers), customers["churned"])
-    path = tabular.save_pipeline(pipe, tmp_path / "m.nc", info={"target": "churned"})
-    loaded = tabular.load_pipeline(path)
-    rows = _features(customers).iloc[:40]
-    np.testing.assert_array_equal(loaded.predict_proba(rows), pipe.predict_proba(rows))
-    assert loaded.predict(rows).tolist() == pipe.predict(rows).tolist()
-    meta = persistence.read_metadata(path)
-    assert meta["extra"]["info"] == {"target": "churned"}
-    # a plain estimator file is refused with advice, not misread
-    plain = pipe.named_steps["model"].save(tmp_path / "plain.nc")
-    with pytest.raises(ValueError, match="saved without preprocessing"):
-        tabular.load_pipeline(plain)
-    # same seed, same predictions
-    again = tabular.make_tabular_pipeline(BayesianMLPClassifier(
-        hidden_layer_sizes=(4,), n_iter=1500, n_draws=100, posterior_temperature=1.0,
-        random_state=SEED)).fit(_features(customers), customers["churned"])
-    np.testing.assert_array_equal(again.predict_proba(rows), pipe.predict_proba(rows))
-
-
-def test_save_pipeline_refuses_other_pipelines(tmp_path):
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    with pytest.raises(TypeError, match="TabularPreprocessor"):
-        tabular.save_pipeline(make_pipeline(StandardScaler(), BayesianMLPRegressor()),
-                              tmp_path / "x.nc")
 
 
 @pytest.mark.parametrize("case", ["shuffled sample of ids", "ids in row order",
@@ -236,3 +232,25 @@ def test_a_column_that_alone_predicts_the_target_is_named():
         warnings.simplefilter("error", TargetLeakageWarning)
         TabularPreprocessor().fit(classes[["x"]], labels)
         TabularPreprocessor().fit(frame[["x", "noisy"]], y)
+
+
+def test_row_flags_name_unseen_categories_and_values_outside_the_training_range(customers):
+    features = _features(customers)
+    pre = TabularPreprocessor().fit(features)
+    new = features.iloc[:6].copy()
+    new.iloc[1, new.columns.get_loc("plan")] = "platinum"       # unseen
+    new.iloc[2, new.columns.get_loc("age")] = 500.0              # far above the range
+    low, high = pre.ranges_["income"]
+    new.iloc[3, new.columns.get_loc("income")] = high + 0.05 * (high - low)  # within margin
+    new.iloc[4, new.columns.get_loc("income")] = low - 0.2 * (high - low)    # beyond it
+    new.iloc[4, new.columns.get_loc("region")] = "atlantis"
+    flags = pre.row_flags(new)
+    assert flags.index.equals(new.index)
+    assert flags["unseen_categories"].tolist() == ["", "plan", "", "", "region", ""]
+    assert flags["outside_training_range"].tolist() == ["", "", "age", "", "income", ""]
+    # the training rows themselves are never flagged
+    assert (pre.row_flags(features) == "").all().all()
+    # the ranges are part of the saved state
+    again = TabularPreprocessor.from_state(pre.get_state())
+    assert again.ranges_ == pre.ranges_
+    assert again.row_flags(new).equals(flags)

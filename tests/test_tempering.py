@@ -5,7 +5,8 @@ import pytest
 from sklearn.model_selection import StratifiedKFold
 
 from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor, build_model, fit
-from pymc_bnn.predictive import posterior_draws, posterior_predictive, tempered
+from pymc_bnn.posterior_draws import posterior_draws, tempered
+from pymc_bnn.predictive import posterior_predictive
 from pymc_bnn.tempering import (SCORE_DRAWS, TEMPERATURES, cross_fit_temperature,
                                  heldout_nll, heldout_scores)
 
@@ -233,12 +234,12 @@ def test_too_few_rows_per_class_means_no_tempering():
 
 def test_nuts_rejects_a_temperature(tiny, monkeypatch):
     """Refused at the start of fit, before any sampling (nothing is fit)."""
-    import pymc_bnn.estimator as E
+    import pymc_bnn.base as B
 
     def no_fit(*args, **kwargs):
         raise AssertionError("a model was fit before the temperature was checked")
 
-    monkeypatch.setattr(E, "fit", no_fit)
+    monkeypatch.setattr(B, "fit", no_fit)
     X, y = tiny
     with pytest.raises(ValueError, match="applies to variational inference only"):
         BayesianMLPClassifier((), inference="nuts", posterior_temperature=0.5,
@@ -274,18 +275,18 @@ def test_cross_fitting_fits_run_concurrently_and_change_nothing(logistic_data, m
     exactly that of fitting them one after the other."""
     import threading
 
-    import pymc_bnn.estimator as E
+    import pymc_bnn.base as B
 
     X, y = logistic_data
     kw = dict(hidden_layer_sizes=(3,), n_iter=1500, random_state=0)
     threads = []
-    real_fit = E.fit
+    real_fit = B.fit
 
     def spy(*args, **kwargs):
         threads.append(threading.get_ident())
         return real_fit(*args, **kwargs)
 
-    monkeypatch.setattr(E, "fit", spy)
+    monkeypatch.setattr(B, "fit", spy)
     monkeypatch.setenv("PYMC_BNN_NUM_THREADS", "1")
     serial = BayesianMLPClassifier(**kw).fit(X, y)
     assert len(threads) == 4 and set(threads) == {threading.get_ident()}

@@ -32,7 +32,7 @@ import numpy as np
 from pytensor.graph.basic import Constant, equal_computations
 from pytensor.graph.traversal import ancestors
 
-from pymc_bnn._compiled_vi import _detached, _model_graph, _transform_key
+from pymc_bnn.inference.structure import detached, model_graph, transform_key
 from pymc_bnn.threads import default_threads
 
 __all__ = ["NUTPIE_MODELS", "NutpieModels", "sample_nutpie"]
@@ -40,7 +40,7 @@ __all__ = ["NUTPIE_MODELS", "NutpieModels", "sample_nutpie"]
 
 def _signature(model):
     """(coarse key, graph outputs, graph inputs) of what nutpie compiles and traces."""
-    outputs, inputs = _model_graph(model)
+    outputs, inputs = model_graph(model)
     outputs = [*outputs, *model.deterministics]
     inputs = list(dict.fromkeys([*inputs, *(v for v in ancestors(model.deterministics)
                                             if v.owner is None
@@ -51,7 +51,7 @@ def _signature(model):
         tuple(d.name for d in model.deterministics),
         tuple(str(v.type) for v in inputs),
         tuple(str(model.rvs_to_values[rv].type) for rv in model.free_RVs),
-        tuple(_transform_key(model.rvs_to_transforms.get(rv)) for rv in rvs),
+        tuple(transform_key(model.rvs_to_transforms.get(rv)) for rv in rvs),
         tuple((k, None if v is None else tuple(v)) for k, v in model.coords.items()),
         tuple(sorted((k, str(v)) for k, v in model.named_vars_to_dims.items())),
         bool(model.check_bounds),
@@ -148,7 +148,7 @@ class NutpieModels:
             compiled.with_data(**blank),
             shared_var_keys={_Name(v.name): k for v, k in shared.items()},
             logp_func=None, expand_func=None)
-        _, outputs, inputs = _detached(key, outputs, inputs)  # the graph, without data
+        _, outputs, inputs = detached(key, outputs, inputs)  # the graph, without data
         entry = _Entry(key=key, outputs=outputs, inputs=inputs, compiled=kept,
                        positions=positions, shape_bound=shape_bound)
         return entry, compiled

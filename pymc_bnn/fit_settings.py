@@ -1,0 +1,142 @@
+"""How the estimators' fit chooses its settings: the inference method
+(``inference="auto"``), settings refused with NUTS (a temperature, several starts), the
+prior scales (``prior_sigma="auto"`` / ``"evidence"``), the KL weights of the ELBO
+(``kl_weight="auto"``) and the posterior temperature (``posterior_temperature="auto"``,
+by cross-fitting).
+
+:class:`FitSettingsMixin` is a part of :class:`pymc_bnn.base.BayesianMLPBase`: its
+methods read the estimator's parameters and set its fitted attributes; the fit itself
+is orchestrated there.
+"""
+
+from __future__ import annotations
+
+from pymc_bnn.tempering import choose_temperature
+
+#: ``kl_weight="auto"`` (regressor): the candidate weights of the ELBO's KL term, chosen
+#: with the temperature by the cross-fitted held-out predictive density. Mean-field
+#: ADVI of a network with many more weights than rows prunes units to the prior and
+#: explains the misfit as noise; a smaller KL weight (a tempered, "cold" ELBO) lets
+#: the data shape the function where they can, and the held-out density says where
+#: that is (``docs/experiments/uci_regression.md``).
+KL_WEIGHTS = (1.0, 0.25, 0.0625)
+
+
+class FitSettingsMixin:
+    """The settings half of :class:`pymc_bnn.base.BayesianMLPBase` (see the module
+    docstring); not an estimator on its own."""
+
+    def _kl_weight_candidates(self) -> tuple[float, ...]:
+        """The KL weights to fit: ``(kl_weight,)``, or :data:`KL_WEIGHTS` for "auto"
+        (variational inference only; NUTS samples the posterior itself)."""
+        value = getattr(self, "kl_weight", 1.0)
+        if value != "auto":
+            return (float(value),)
+        return (1.0,) if self.inference_ == "nuts" else KL_WEIGHTS
+
+    def _check_n_init_for_inference(self) -> None:
+        """Refuse several starts with NUTS before anything is fit."""
+        if self.inference_ == "nuts" and self.n_init != 1:
+            raise ValueError(
+                f"n_init={self.n_init!r} applies to variational inference only; NUTS "
+                "runs its chains from starts of their own (see chains). Use n_init=1 with "
+                "inference='nuts'."
+            )
+
+    def _evidence_unavailable(self, *, streamed: bool, grouped: bool) -> str | None:
+        """Why the evidence cannot choose the prior scales of this fit (None: it can)."""
+        if self._y_numeric:
+            return "is available for classifiers only"
+        if self.prior != "normal":
+            return f"sets the scales of prior='normal', not prior={self.prior!r}"
+        if grouped:
+            return "is not available for hierarchical networks (groups=) yet"
+        return None
+
+    def _check_evidence_prior(self, *, streamed: bool, grouped: bool) -> bool:
+        """Whether the evidence chooses the prior scales: ``"evidence"`` (refused with a
+        clear error, before any fit, where unavailable) or ``"auto"`` where available."""
+        why = self._evidence_unavailable(streamed=streamed, grouped=grouped)
+        if self.prior_sigma == "evidence" and why:
+            raise ValueError(f"prior_sigma='evidence' {why}; pass a number instead "
+                             "(e.g. prior_sigma=1.0).")
+        # "auto" and NUTS: 1.0 (under the evidence's larger output scales NUTS diverged
+        # on moons, 18 divergent transitions of 1,000; its calibration was not measured)
+        return self.prior_sigma == "evidence" or (
+            self.prior_sigma == "auto" and why is None and self.inference_ != "nuts")
+
+    def _choose_prior_scales(self, use_evidence, X, y_model, target_kwargs, seed) -> None:
+        """Set ``prior_sigma_`` (and ``evidence_``): the evidence's scales, or the number
+        given (1.0 for ``"auto"`` where the evidence is unavailable)."""
+        self.evidence_ = None
+        if not use_evidence:
+            self.prior_sigma_ = 1.0 if self.prior_sigma == "auto" else float(self.prior_sigma)
+            return
+        from pymc_bnn.evidence import evidence_prior_scales
+
+        self.evidence_ = evidence_prior_scales(
+            X, y_model, hidden_layer_sizes=self.hidden_layer_sizes, activation=self.activation,
+            n_classes=target_kwargs["n_classes"], random_state=seed)
+        self.prior_sigma_ = self.evidence_.sigmas
+
+    #: Whether ``inference="auto"`` samples hierarchical networks with NUTS (the
+    #: classifier, measured in docs/experiments/calibration-log.md) or fits them by
+    #: ADVI (the regressor: not measured; under its default Neal prior NUTS diverged in
+    #: a small grouped fit).
+    _AUTO_NUTS_FOR_GROUPS = True
+
+    def _resolve_inference(self, *, grouped: bool) -> str:
+        """The inference method of this fit: ``inference``, or for ``"auto"`` NUTS on a
+        hierarchical network (``groups=``, all rows in memory; classifier only) unless a
+        setting that only variational inference uses is given (``n_iter``,
+        ``learning_rate``, ``batch_size``, a ``posterior_temperature`` other than
+        ``"auto"`` / 1, ``n_init`` > 1), and mean-field ADVI otherwise."""
+        if self.inference != "auto":
+            return self.inference
+        vi_settings = (self.n_iter is not None or self.learning_rate is not None
+                       or self.batch_size not in (None, "auto")
+                       or self.posterior_temperature not in ("auto", 1, 1.0)
+                       or self.n_init != 1)
+        use_nuts = grouped and self._AUTO_NUTS_FOR_GROUPS and not vi_settings
+        return "nuts" if use_nuts else "advi"
+
+    def _check_temperature_for_inference(self) -> None:
+        """Refuse a temperature with NUTS before anything is fit."""
+        if self.inference_ == "nuts" and self.posterior_temperature not in ("auto", 1, 1.0):
+            raise ValueError(
+                f"posterior_temperature={self.posterior_temperature!r} applies to "
+                "variational inference only; NUTS draws are used as they are. Use "
+                "posterior_temperature='auto' (or 1.0) with inference='nuts'."
+            )
+
+    #: Folds of the cross-fitted temperature choice (``posterior_temperature="auto"``).
+    _TEMPERATURE_FOLDS = 3
+
+    def _cross_fitting_folds(self, y_model, seed):
+        """The folds of the cross-fitted temperature (``posterior_temperature="auto"``
+        with variational inference), or None: no cross-fitting."""
+        if self.inference_ == "nuts" or self.posterior_temperature != "auto":
+            return None
+        return self._temperature_folds(y_model, seed)
+
+    def _choose_temperature(self, fold_scores, folds, n_rows) -> None:
+        """Set ``posterior_temperature_`` and ``temperature_selection_`` from the
+        held-out scores of the fits on the folds of :meth:`_cross_fitting_folds` (see
+        :func:`pymc_bnn.tempering.cross_fit_temperature`)."""
+        self.temperature_selection_ = None
+        if self.inference_ == "nuts":  # a temperature other than 1 was refused in fit
+            self.posterior_temperature_ = 1.0
+            return
+        if self.posterior_temperature != "auto":
+            self.posterior_temperature_ = float(self.posterior_temperature)
+            return
+        if folds is None:  # too few rows (per class) to hold any out: no tempering
+            self.posterior_temperature_ = 1.0
+            return
+        selection = choose_temperature(fold_scores, n_rows)
+        self.temperature_selection_ = selection
+        self.posterior_temperature_ = selection.temperature
+
+    def _temperature_folds(self, y_model, seed):
+        """Folds for the temperature choice, or None when the data are too few."""
+        raise NotImplementedError

@@ -1,0 +1,110 @@
+"""A fitted estimator's choices in plain words, and whether they are unusual.
+
+The default fit chooses a posterior temperature and (for classifiers) one prior scale
+per layer; as bare numbers (``temperature 0.5``, ``prior sd per layer: 0.605, 0.76,
+2.04``) they mean nothing to most users. :func:`describe` says what each does to the
+predictions and flags values at the edge of what the fit could choose, which is where
+a fit deserves a second look. The numbers themselves stay in the estimator's
+attributes and in ``pymc-bnn info``.
+
+Examples
+--------
+>>> from types import SimpleNamespace
+>>> est = SimpleNamespace(posterior_temperature="auto", posterior_temperature_=0.5,
+...                       evidence_=None, kl_weight_=1.0, inference_="advi")
+>>> print(describe(est)[0])
+uncertainty: narrowed to 0.71 of the fitted posterior's spread (temperature 0.5, chosen on held-out rows), as is usual on clean data
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["describe"]
+
+#: The temperatures ``posterior_temperature="auto"`` chooses among, smallest and
+#: largest (:data:`pymc_bnn.tempering.TEMPERATURES`; kept here so that describing a
+#: model does not import the fitting code).
+TEMPERATURE_RANGE = (0.001, 2.0)
+#: The prior scales the evidence may choose (:data:`pymc_bnn.evidence.SIGMA_RANGE`).
+SIGMA_RANGE = (1e-2, 1e2)
+
+
+def describe(estimator) -> list[str]:
+    """Plain-word lines on a fitted estimator's temperature, prior scales and KL weight.
+
+    Parameters
+    ----------
+    estimator : fitted BayesianMLPClassifier or BayesianMLPRegressor
+        (or anything with their fitted attributes: ``inference_``,
+        ``posterior_temperature_``, ``posterior_temperature``, ``evidence_``,
+        ``prior_sigma_``, ``kl_weight_``)
+
+    Returns
+    -------
+    list of str
+        One line per choice; a line that ends with ``(unusual: ...)`` names what to
+        check.
+    """
+    lines = []
+    if getattr(estimator, "inference_", None) != "nuts":
+        lines.append(_temperature_line(estimator))
+    if getattr(estimator, "evidence_", None) is not None:
+        lines.append(_prior_line(estimator.prior_sigma_))
+    kl = getattr(estimator, "kl_weight_", 1.0)
+    if kl is not None and kl != 1.0:
+        lines.append(f"fit: the prior counted {kl:g} times as much as usual against the data "
+                     f"(KL weight {kl:g}, chosen on held-out rows): the data looked smooth "
+                     "and nearly noise-free")
+    return lines
+
+
+def _temperature_line(estimator) -> str:
+    t = float(estimator.posterior_temperature_)
+    chosen = estimator.posterior_temperature == "auto"
+    how = "chosen on held-out rows" if chosen else "as set"
+    scale = math.sqrt(t)
+    if t == 1.0:
+        line = f"uncertainty: the fitted posterior's spread as it is (temperature 1, {how})"
+    elif t < 1.0:
+        line = (f"uncertainty: narrowed to {scale:.2g} of the fitted posterior's spread "
+                f"(temperature {t:g}, {how})")
+        if chosen:
+            line += ", as is usual on clean data"
+    else:
+        line = (f"uncertainty: widened to {scale:.2g} times the fitted posterior's spread "
+                f"(temperature {t:g}, {how})")
+        if chosen:
+            line += ": the held-out rows were predicted better with more doubt"
+    if chosen and t <= TEMPERATURE_RANGE[0]:
+        line += (" (unusual: the narrowest tried, so predictions are nearly those of one "
+                 "network; compare them with a plain model on held-out data)")
+    elif chosen and t >= TEMPERATURE_RANGE[1]:
+        line += (" (unusual: the widest tried; the network may over-fit: try fewer hidden "
+                 "units)")
+    return line
+
+
+def _prior_line(sigmas) -> str:
+    sigmas = [float(s) for s in sigmas]
+    names = _layer_names(len(sigmas))
+    shown = ", ".join(f"{s:.2g} ({n})" for s, n in zip(sigmas, names))
+    line = (f"weights: how large each layer's weights may be was chosen from the data: "
+            f"{shown}; a small value keeps that layer close to zero")
+    low = [n for s, n in zip(sigmas, names) if s <= SIGMA_RANGE[0] * 1.01]
+    high = [n for s, n in zip(sigmas, names) if s >= SIGMA_RANGE[1] / 1.01]
+    if low:
+        line += (f" (unusual: {', '.join(low)} at the smallest allowed: the data show "
+                 "almost no signal through it; check the features)")
+    if high:
+        line += (f" (unusual: {', '.join(high)} at the largest allowed: check the inputs' "
+                 "scale)")
+    return line
+
+
+def _layer_names(n: int) -> list[str]:
+    if n == 1:
+        return ["output"]
+    if n == 2:
+        return ["input layer", "output"]
+    return ["input layer", *[f"hidden layer {k}" for k in range(1, n - 1)], "output"]

@@ -1,0 +1,266 @@
+"""NUTS for :func:`pymc_bnn.inference.fit`: the backends (numpyro, nutpie, PyMC) and the
+fastest installed one, the chains' start points, and :func:`sample_more`, which
+continues a run's chains.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+
+import numpy as np
+import pymc as pm
+
+from pymc_bnn._validation import check_choice, check_positive_int
+from pymc_bnn.inference.diagnostics import with_diagnostics
+from pymc_bnn.inference.posterior import Posterior
+
+__all__ = ["NUTS_INITS", "NUTS_SAMPLERS", "NUTS_SAMPLERS_HIERARCHICAL", "chain_points",
+           "check_nuts_sampler", "default_nuts_sampler", "sample_more", "sample_nuts"]
+
+#: NUTS implementations PyMC can drive, fastest first for a plain network (measured on
+#: moons, 2 chains x 2000 steps on 2 cores: numpyro 48 s, nutpie 120 s, PyMC 135 s).
+NUTS_SAMPLERS = ("numpyro", "nutpie", "pymc")
+#: ... and for a hierarchical one (``groups=``), whose group scales and per-group
+#: deviations are strongly correlated: nutpie's mass-matrix adaptation needs a third of
+#: numpyro's leapfrog steps there (18 rotated-moons tasks, 2 chains x (1000 tune + 500
+#: draws): 57 vs 154 steps per draw; 48 s vs 190 s on a busy 2-core machine).
+NUTS_SAMPLERS_HIERARCHICAL = ("nutpie", "numpyro", "pymc")
+#: The extra that installs each backend (``pip install 'pymc_bnn[<extra>]'``).
+_NUTS_EXTRAS = {"numpyro": "jax", "nutpie": "nutpie"}
+_NUTS_MODULES = {"numpyro": ("numpyro", "jax"), "nutpie": ("nutpie",), "pymc": ()}
+#: How NUTS chains start: ``"jitter"`` (PyMC's initial point plus uniform jitter, as
+#: ``pm.sample``) or ``"advi"`` (one draw per chain from a quick mean-field ADVI fit).
+NUTS_INITS = ("jitter", "advi")
+
+
+def default_nuts_sampler(*, hierarchical: bool = False) -> str:
+    """Return the fastest installed NUTS backend for a plain network
+    (:data:`NUTS_SAMPLERS`) or a hierarchical one (:data:`NUTS_SAMPLERS_HIERARCHICAL`).
+
+    Examples
+    --------
+    >>> default_nuts_sampler() in NUTS_SAMPLERS
+    True
+    """
+    for name in NUTS_SAMPLERS_HIERARCHICAL if hierarchical else NUTS_SAMPLERS:
+        if all(importlib.util.find_spec(mod) is not None for mod in _NUTS_MODULES[name]):
+            return name
+    return "pymc"  # pragma: no cover - "pymc" needs no extra module
+
+
+def check_nuts_sampler(name: str | None, *, hierarchical: bool = False) -> str:
+    if name is None:
+        return default_nuts_sampler(hierarchical=hierarchical)
+    check_choice("nuts_sampler", name, NUTS_SAMPLERS)
+    missing = [m for m in _NUTS_MODULES[name] if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ImportError(
+            f"nuts_sampler={name!r} needs {', '.join(missing)}, which is not installed. "
+            f"Install it with: pip install 'pymc_bnn[{_NUTS_EXTRAS[name]}]'"
+            f" (or pip install {' '.join(missing)}), or choose another of {list(NUTS_SAMPLERS)}."
+        )
+    return name
+
+
+def _numpyro_chain_method(chains: int) -> str:
+    import jax
+
+    # numpyro runs chains in parallel only over several XLA devices; say
+    # "sequential" up front rather than have it warn and fall back.
+    return "parallel" if jax.local_device_count() >= chains else "sequential"
+
+
+def sample_nuts(model, sampler, *, draws, tune, chains, seed, initvals, progressbar,
+                nuts=None, step=None):
+    """``pm.sample`` with one of PyMC's NUTS backends; returns the DataTree.
+
+    nutpie: the same sampling through a cache of compiled models
+    (:func:`pymc_bnn.inference.compiled_nuts.sample_nutpie`), so that a later fit of the same
+    structure does not compile again; the same draws as ``pm.sample`` (tested)."""
+    if sampler == "nutpie" and step is None:
+        from pymc_bnn.inference.compiled_nuts import sample_nutpie
+
+        return sample_nutpie(model, draws=draws, tune=tune, chains=chains, seed=seed,
+                             initvals=initvals, progressbar=progressbar, nuts=nuts)
+    kwargs = {}
+    nuts = dict(nuts or {})
+    if sampler == "numpyro":
+        from pymc_bnn.compile_cache import enable
+
+        enable()  # a second process reads the sampler's XLA programs back from disk
+        nuts.setdefault("chain_method", _numpyro_chain_method(chains))
+        if initvals is not None:
+            nuts.setdefault("jitter", False)  # start exactly where asked
+    elif sampler == "pymc" and initvals is not None:
+        kwargs["init"] = "adapt_diag"  # no jitter around the given start
+    if nuts:
+        kwargs["nuts"] = nuts
+    if step is not None:
+        kwargs["step"] = step
+    with model:
+        return pm.sample(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            nuts_sampler=sampler,
+            initvals=initvals,
+            random_seed=seed,
+            progressbar=progressbar,
+            compute_convergence_checks=False,
+            **kwargs,
+        )
+
+
+def chain_points(model, idata, *, from_draws: bool = False) -> list[dict[str, np.ndarray]]:
+    """Start points (free variables, constrained values), one per chain: the last draw
+    of each chain, or with ``from_draws`` each draw of the first chain (a VI sample)."""
+    post = idata.posterior
+    names = [rv.name for rv in model.free_RVs]
+    if from_draws:
+        return [{n: np.asarray(post[n].values[0, i]) for n in names}
+                for i in range(post.sizes["draw"])]
+    return [{n: np.asarray(post[n].values[c, -1]) for n in names}
+            for c in range(post.sizes["chain"])]
+
+
+def _unconstrained_draws(model, post, chain: int) -> list[np.ndarray]:
+    """Draws of one chain in the sampler's space: one (n_draws, size) array per value
+    variable, in ``model.value_vars`` order (how PyMC flattens a point for NUTS)."""
+    import pytensor.tensor as pt
+
+    out = []
+    for value_var in model.value_vars:
+        rv = model.values_to_rvs[value_var]
+        x = post[rv.name].values[chain]
+        transform = model.rvs_to_transforms.get(rv)
+        if transform is not None:
+            x = transform.forward(pt.as_tensor(x), *rv.owner.inputs).eval()
+        out.append(np.asarray(x, dtype=np.float64).reshape(x.shape[0], -1))
+    return out
+
+
+def _resume_plan(posterior) -> list[dict]:
+    """Per chain: where to continue and with which NUTS parameters.
+
+    ``start``: the chain's last draw. ``step_size``: its adapted step size (the last
+    value in ``sample_stats``). ``inv_mass``: a diagonal inverse mass matrix, the
+    variance of the chain's draws in the unconstrained space with the regularisation
+    Stan and numpyro apply at the end of warm-up (``n / (n + 5) * var + 1e-3 * 5 /
+    (n + 5)``); PyMC's backends do not return the matrix warm-up ended with, so it is
+    re-estimated from the draws, the estimator warm-up itself uses.
+    """
+    idata = posterior.idata
+    model = posterior.model
+    post = idata.posterior
+    stats = idata.sample_stats
+    if "step_size" not in stats:
+        raise ValueError("the stored draws have no step sizes; cannot continue the chains.")
+    starts = chain_points(model, idata)
+    plans = []
+    for c, start in enumerate(starts):
+        draws = np.concatenate(_unconstrained_draws(model, post, c), axis=1)
+        n = draws.shape[0]
+        var = draws.var(axis=0) if n > 1 else np.ones(draws.shape[1])
+        inv_mass = n / (n + 5.0) * var + 1e-3 * 5.0 / (n + 5.0)
+        step_size = float(np.asarray(stats["step_size"].values[c]).reshape(-1)[-1])
+        plans.append({"start": start, "step_size": step_size, "inv_mass": inv_mass})
+    return plans
+
+
+def _concat_runs(trees, dim: str):
+    """Join the ``posterior`` and ``sample_stats`` of several runs along ``dim``
+    (``"chain"`` or ``"draw"``), keeping the variables every run has and numbering
+    ``dim`` afresh; other groups (observed data, ...) come from the first run."""
+    import xarray as xr
+
+    groups = {}
+    for name in ("posterior", "sample_stats"):
+        parts = [t[name].to_dataset() for t in trees]
+        keep = [v for v in parts[0].data_vars if all(v in p.data_vars for p in parts)]
+        joined = xr.concat([p[keep] for p in parts], dim=dim, combine_attrs="override")
+        groups[f"/{name}"] = joined.assign_coords({dim: np.arange(joined.sizes[dim])})
+    for name in trees[0].children:
+        if name not in ("posterior", "sample_stats"):
+            groups[f"/{name}"] = trees[0][name].to_dataset()
+    return xr.DataTree.from_dict(groups)
+
+
+def sample_more(
+    posterior: Posterior,
+    draws: int,
+    *,
+    tune: int = 0,
+    random_seed: int | None = None,
+    progressbar: bool = False,
+    warn: bool = True,
+) -> Posterior:
+    """Continue the NUTS chains of a fitted posterior and append the new draws.
+
+    Each chain restarts from its last draw with its adapted step size and a diagonal
+    mass matrix estimated from its draws (see :func:`_resume_plan`), without further
+    adaptation unless ``tune > 0`` (then warm-up runs again from there, seeded with
+    those values). Supported backends: numpyro and PyMC (nutpie takes no per-chain
+    start points).
+
+    Parameters
+    ----------
+    posterior : Posterior
+        From :func:`fit` with ``method="nuts"`` in this process (``posterior.model``
+        set; a loaded posterior has no model).
+    draws : int
+        New draws per chain.
+    tune : int, default 0
+        Adaptation steps before the new draws (0: keep the adapted parameters).
+    random_seed : int, optional
+        Seed of the new draws; default derived from the posterior's seed and length.
+    warn : bool, default True
+        Warn (:class:`SamplingWarning`) when the diagnostics of all the draws fail.
+
+    Returns
+    -------
+    Posterior
+        The same run with ``draws`` more draws per chain: ``idata.posterior`` of shape
+        (chains, old_draws + draws, ...); the old draws are unchanged.
+        ``diagnostics`` are recomputed over all draws (:func:`diagnose`).
+    """
+    draws = check_positive_int("draws", draws)
+    tune = check_positive_int("tune", tune, minimum=0)
+    if posterior.method != "nuts":
+        raise ValueError(f"sample_more continues NUTS chains; this posterior is {posterior.method!r}.")
+    if posterior.model is None:
+        raise ValueError(
+            "this posterior has no model attached (it was loaded from a file or "
+            "unpickled); refit to draw more."
+        )
+    sampler = posterior.nuts_sampler
+    if sampler not in ("numpyro", "pymc"):
+        raise ValueError(
+            f"sample_more supports the numpyro and pymc NUTS backends; this run used {sampler!r}."
+        )
+    model = posterior.model
+    n_old = int(posterior.idata.posterior.sizes["draw"])
+    if random_seed is None:
+        random_seed = int(np.random.SeedSequence([posterior.seed, n_old]).generate_state(1)[0] >> 1)
+    plans = _resume_plan(posterior)
+    seeds = [int(c.generate_state(1)[0] >> 1)
+             for c in np.random.SeedSequence(int(random_seed)).spawn(len(plans))]
+    pieces = []
+    for plan, seed in zip(plans, seeds):
+        adapt = tune > 0
+        if sampler == "numpyro":
+            nuts = {"step_size": plan["step_size"], "inverse_mass_matrix": plan["inv_mass"],
+                    "adapt_step_size": adapt, "adapt_mass_matrix": adapt}
+            idata = sample_nuts(model, sampler, draws=draws, tune=tune, chains=1, seed=seed,
+                                initvals=plan["start"], progressbar=progressbar, nuts=nuts)
+        else:
+            with model:
+                step = pm.NUTS(vars=model.value_vars, scaling=plan["inv_mass"], is_cov=True,
+                               step_scale=plan["step_size"] * len(plan["inv_mass"]) ** 0.25)
+            idata = sample_nuts(model, sampler, draws=draws, tune=tune, chains=1, seed=seed,
+                                initvals=plan["start"], progressbar=progressbar, step=step)
+        pieces.append(idata)
+    new = _concat_runs(pieces, "chain")
+    more = dataclasses.replace(posterior, idata=_concat_runs([posterior.idata, new], "draw"))
+    return with_diagnostics(more, warn=warn)
+

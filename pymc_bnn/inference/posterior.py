@@ -1,0 +1,113 @@
+"""The result of :func:`pymc_bnn.inference.fit`: the immutable :class:`Posterior`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pymc_bnn.spec import NetworkSpec
+
+__all__ = ["Posterior"]
+
+
+class _ReadOnlyDict(Mapping):
+    """A read-only mapping. Unlike ``types.MappingProxyType`` it can be pickled and
+    deep-copied (estimators and their posteriors are)."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data=()):
+        object.__setattr__(self, "_data", dict(data))
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return repr(self._data)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("diagnostics are read-only")
+
+    def __reduce__(self):
+        return (type(self), (self._data,))
+
+
+@dataclass(frozen=True)
+class Posterior:
+    """Result of :func:`fit`: an immutable record of one fitted posterior.
+
+    Attributes
+    ----------
+    method : str
+        ``"advi"``, ``"fullrank_advi"`` or ``"nuts"``.
+    spec : NetworkSpec
+        Architecture of the fitted network.
+    seed : int
+        The seed that was used (init jitter, minibatch order, ADVI noise, NUTS).
+    approx : pymc Approximation or None
+        The variational approximation (VI methods only).
+    idata : xarray.DataTree or None
+        Stored posterior draws: from NUTS, or from a VI fit whose approximation was
+        dropped by pickling / :meth:`BayesianMLPClassifier.save`. ``None`` for a live
+        VI fit (draw from ``approx`` instead).
+    loss : ndarray of shape (n_steps,)
+        Negative ELBO per optimisation step, always in full-data units (a minibatch
+        run reports its ``total_size``-scaled estimate of the full-data value). Empty
+        for NUTS. Read-only.
+    learning_rate : float or None
+        Adam learning rate of the run that produced ``approx`` (after any restart).
+    nuts_sampler : str or None
+        NUTS backend used.
+    engine : str or None
+        How the VI steps were run: ``"jax"`` (compiled scan) or ``"pymc"`` (pm.fit).
+    model : pm.Model or None
+        The model NUTS sampled (kept so that :func:`sample_more` can continue the
+        chains); None for VI (the approximation holds it) and after loading.
+    diagnostics : Mapping
+        Convergence diagnostics of the run, computed once by :func:`fit` (or
+        :func:`sample_more`) with :func:`diagnose`; see there for the keys. A
+        read-only mapping (a plain ``dict`` passed in is copied into one); empty when
+        not computed.
+    """
+
+    method: str
+    spec: NetworkSpec
+    seed: int
+    approx: object | None = None
+    idata: object | None = None
+    loss: np.ndarray = field(default_factory=lambda: np.empty(0))
+    learning_rate: float | None = None
+    nuts_sampler: str | None = None
+    engine: str | None = None
+    model: object | None = field(default=None, repr=False, compare=False)
+    diagnostics: Mapping = field(default_factory=_ReadOnlyDict, compare=False)
+
+    def __post_init__(self):
+        if not isinstance(self.diagnostics, Mapping):
+            raise TypeError(
+                f"diagnostics must be a mapping (e.g. a dict); got "
+                f"{type(self.diagnostics).__name__}."
+            )
+        if not isinstance(self.diagnostics, _ReadOnlyDict):
+            object.__setattr__(self, "diagnostics", _ReadOnlyDict(self.diagnostics))
+
+    @property
+    def is_variational(self) -> bool:
+        """Whether this posterior is a variational approximation."""
+        return self.approx is not None
+
+    @property
+    def n_stored_draws(self) -> int | None:
+        """Number of stored MCMC draws (chains x draws), or None for VI (unlimited)."""
+        if self.idata is None:
+            return None
+        post = self.idata.posterior
+        return int(post.sizes["chain"] * post.sizes["draw"])

@@ -1,0 +1,98 @@
+"""pymc_bnn.fit_summary and pymc_bnn.progress: what a fit says about itself."""
+
+import doctest
+import io
+from types import SimpleNamespace
+
+import pytest
+
+from pymc_bnn import fit_summary, progress
+from pymc_bnn.fit_summary import describe
+from pymc_bnn.progress import FitProgress
+
+
+@pytest.mark.parametrize("module", [fit_summary, progress])
+def test_doctests(module):
+    result = doctest.testmod(module)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def _est(t, *, chosen=True, sigmas=None, kl=1.0, inference="advi"):
+    return SimpleNamespace(posterior_temperature="auto" if chosen else t,
+                           posterior_temperature_=t, inference_=inference, kl_weight_=kl,
+                           evidence_=None if sigmas is None else object(),
+                           prior_sigma_=sigmas)
+
+
+def test_the_temperature_in_words_and_when_it_is_unusual():
+    assert "narrowed to 0.71" in describe(_est(0.5))[0]
+    assert "as it is (temperature 1, chosen on held-out rows)" in describe(_est(1.0))[0]
+    assert "widened to 1.2 times" in describe(_est(1.5))[0]
+    assert "as set" in describe(_est(0.3, chosen=False))[0]
+    assert "unusual" not in " ".join(describe(_est(0.05)) + describe(_est(1.5)))
+    assert "unusual: the narrowest tried" in describe(_est(0.001))[0]
+    assert "unusual: the widest tried" in describe(_est(2.0))[0]
+    assert "unusual" not in describe(_est(2.0, chosen=False))[0]  # the user's choice
+    assert describe(_est(1.0, inference="nuts")) == []  # NUTS is not tempered
+
+
+def test_the_prior_scales_in_words_name_the_layers_and_flag_the_limits():
+    (_, line) = describe(_est(1.0, sigmas=[0.605, 0.76, 2.04]))
+    assert "0.6 (input layer), 0.76 (hidden layer 1), 2 (output)" in line
+    assert "unusual" not in line
+    (_, low) = describe(_est(1.0, sigmas=[0.01, 3.0]))
+    assert "unusual: input layer at the smallest allowed" in low
+    (_, high) = describe(_est(1.0, sigmas=[0.5, 100.0]))
+    assert "unusual: output at the largest allowed" in high
+
+
+def test_a_colder_elbo_is_said():
+    assert "KL weight 0.25" in describe(_est(1.0, kl=0.25))[-1]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_lines_without_a_terminal_and_in_place_on_one():
+    clock = iter(range(100)).__next__
+    out = io.StringIO()
+    p = FitProgress(enabled=True, stream=out, clock=clock)
+    with p.stage("4 ADVI fits", fits=4):
+        for task in [p.counted(lambda: 1)] * 4:
+            task()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "fit: 4 ADVI fits ..." and lines[-1] == "fit: 4 ADVI fits: done in 5 s"
+    assert [ln.split(" (")[0] for ln in lines[1:-1]] == [
+        f"fit:   {k} of 4 fits done" for k in range(1, 5)]
+    term = _Terminal()
+    p = FitProgress(enabled=True, stream=term, clock=iter(range(100)).__next__)
+    with p.stage("evidence"):
+        p.fit_done()  # a stage without counted fits still ends cleanly
+    text = term.getvalue()
+    assert text.count("\n") == 1 and "\r\033[K" in text and text.endswith("done in 2 s\n")
+    quiet = io.StringIO()
+    p = FitProgress(enabled=False, stream=quiet)
+    with p.stage("x", fits=1):
+        p.counted(lambda: 1)()
+    assert quiet.getvalue() == ""
+
+
+def test_a_default_fit_reports_its_stages(capsys):
+    """The estimator's progressbar=True: the evidence, the four ADVI fits counted, the
+    predictive draws, each named, on stderr; no per-run ADVI bars."""
+    import numpy as np
+
+    from pymc_bnn import BayesianMLPClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 2))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    BayesianMLPClassifier((3,), n_iter=3000, progressbar=True, random_state=0).fit(X, y)
+    err = capsys.readouterr().err
+    assert "fit: prior scales from the evidence" in err
+    assert "fit: 4 ADVI fits: the network, and 3 on held-out folds to choose the " \
+           "temperature ..." in err
+    assert "4 of 4 fits done" in err and "fit: posterior predictive draws: done" in err
+    assert "ADVI ━" not in err and "loss" not in err
