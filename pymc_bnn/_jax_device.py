@@ -21,10 +21,11 @@ __all__ = ["jitted_program", "platform", "on_device", "matmul_precision",
 
 #: JAX's matmul precision for the predictive on a GPU. JAX's default there may multiply
 #: float32 matrices in reduced precision (TF32: a 10-bit mantissa), which moved class
-#: probabilities by up to 6e-4 from float64 NumPy in one set-up and 3e-6 in another;
-#: ``"highest"`` keeps float32 products (agreement < 1e-7, as on a CPU). Predictions are
-#: what users read, so they get full float32; the cost, ~14 % of the jitted forward's
-#: speed on an H200, is in benchmarks/results/wide_network.md.
+#: probabilities from float64 NumPy far beyond float32 rounding, by an amount that
+#: varied between set-ups; ``"highest"`` keeps float32 products (agreement < 1e-7, as on
+#: a CPU). Predictions are what users read, so they get full float32, at some cost in the
+#: jitted forward's speed on a GPU (measurements: benchmarks/results/wide_network.md,
+#: docs/experiments/code-measurements.md).
 GPU_MATMUL_PRECISION = "highest"
 
 

@@ -2,9 +2,9 @@
 
 A fit's compiled ADVI scan and the predictive's forward pass are XLA programs; JAX
 can keep them on disk (its *persistent compilation cache*) and a later process that
-compiles the same program reads it back instead (measured on moons: ~0.5 s of XLA
-compilation per program). pymc_bnn switches it on the first time it runs a JAX
-function, in the user's cache directory, unless
+compiles the same program reads it back instead of spending the XLA compilation again
+(measurements: docs/experiments/code-measurements.md). pymc_bnn switches it on the
+first time it runs a JAX function, in the user's cache directory, unless
 
 - the environment variable ``PYMC_BNN_COMPILE_CACHE`` is ``0``, ``off``, ``false`` or
   ``no`` (switched off), or a path (used instead of the default directory; ``1``,
@@ -20,8 +20,9 @@ settings are process-wide: with the cache on, the user's own ``jax.jit`` program
 are cached too (every program, however fast it compiles: :data:`MIN_COMPILE_SECONDS`).
 
 JAX's cache saves the XLA compilation only; building and rewriting the PyTensor graphs
-costs another ~1 s per network structure in every new process (the ADVI scan; the
-evidence step's functions ~0.2 s; the predictive ~0.15 s). So the compiled PyTensor
+costs more than that again per network structure in every new process (the ADVI scan
+most, then the evidence step's functions and the predictive; measurements:
+docs/experiments/code-measurements.md). So the compiled PyTensor
 functions themselves are kept too, pickled, in a ``pytensor-runners`` folder inside the
 same directory (same switch, same place; at most :data:`MAX_ENTRIES` files and
 :data:`MAX_ENTRY_BYTES`, least recently used first out; none larger than
@@ -78,26 +79,26 @@ ENV_VAR = "PYMC_BNN_COMPILE_CACHE"
 #: Size cap of the cache directory in bytes (JAX evicts least recently used entries).
 MAX_BYTES = 1 << 30
 #: Programs that compile faster than this are not written. JAX's default, 1 s, would
-#: keep none of ours (a small network's scan compiles in ~0.5 s); and the many small
+#: keep none of ours (a small network's scan compiles in less); and the many small
 #: programs JAX compiles op by op (NumPyro's NUTS set-up, PyMC's JAX sampling wrappers:
-#: ~400 of ~0.04 s in notebook 06) cost more to compile again than to read, so every
-#: program is kept: notebook 06 in quick mode, a second process, 31.3-32.5 s with 0.05
-#: against 25.4-26.9 s with 0 (2026-11-26; the first process 56.5 vs 57.4 s; 8 MB of
-#: cache against 5 MB).
+#: hundreds in notebook 06) cost more to compile again than to read, so every program
+#: is kept: a second process of notebook 06 ran faster with 0 than with 0.05, for a few
+#: MB more of cache (measurements: docs/experiments/code-measurements.md).
 MIN_COMPILE_SECONDS = 0.0
-#: Most compiled functions kept on disk, and their total size (a moons network's ADVI
-#: runner is ~0.4 MB, the evidence step's Jacobian ~9 MB; ~0.9 MB on average). A
-#: structure fit on data of several sizes keeps one runner per size, so work that
-#: cycles through more functions than the cap holds (cross-validation of several data
-#: sets, a benchmark, this package's test suite: ~250 MB) finds none of them again
-#: (least recently used goes first): at 256 files and 256 MiB a warm run of the suite
-#: compiled 158 of its runners again (2026-11-27). The total matches JAX's cap.
+#: Most compiled functions kept on disk, and their total size (a small network's ADVI
+#: runner is well under 1 MB, the evidence step's Jacobian several MB). A structure fit
+#: on data of several sizes keeps one runner per size, so work that cycles through more
+#: functions than the cap holds (cross-validation of several data sets, a benchmark,
+#: this package's test suite) finds none of them again (least recently used goes
+#: first): with caps below the suite's working set a warm run of the suite compiled
+#: many of its runners again. The total matches JAX's cap (measurements:
+#: docs/experiments/code-measurements.md).
 MAX_ENTRIES = 1024
 MAX_ENTRY_BYTES = 1 << 30
 #: A compiled function larger than this is not written: it reads back no faster than
-#: it compiles (the evidence step's Jacobian for digits, hidden (32,), holds 75 MB of
-#: constants: 1.04 s to read and 0.41 s for its first call, against 1.26 s and 0.30 s
-#: compiled afresh; 2026-11-26), and a few such files would fill the folder.
+#: it compiles (as measured for the evidence step's Jacobian for digits, hidden (32,),
+#: whose constants are several times this bound), and a few such files would fill the
+#: folder (measurements: docs/experiments/code-measurements.md).
 MAX_FILE_BYTES = 16 << 20
 #: Folder of the compiled runners, inside the directory of JAX's cache.
 ENTRY_FOLDER = "pytensor-runners"

@@ -276,8 +276,9 @@ class BlockSampler:
     while the steps run, replaces a random slot once the calls since the last
     replacement have drawn ``echo`` times the mean block length, at most once per call.
     Each loaded row is then drawn about ``echo`` times on average, so reading and
-    decompressing blocks (a 250,000 x 20 zarr block took 0.09 s against 0.03 s for the
-    256,000 rows of 1,000 steps of 256) keeps up with the steps whatever the chunking;
+    decompressing blocks (which can take longer than the steps that draw as many rows;
+    measurements: docs/experiments/code-measurements.md) keeps up with the steps
+    whatever the chunking;
     small blocks are still replaced every call. The schedule depends only on the row
     counts and the generator, never on timing, so a seed gives the same fit.
 

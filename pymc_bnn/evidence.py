@@ -56,15 +56,17 @@ MAX_ROWS = 20_000
 #: inputs, scales outside this range never describe a usable network.
 SIGMA_RANGE = (1e-2, 1e2)
 #: Threads of NumPy's BLAS / LAPACK during the evidence step (L-BFGS-B, the curvature
-#: products and eigendecompositions are all small): on a busy 2-core machine, BLAS's
-#: default two threads made the step 20-50x slower (breast_cancer (16,): 8.7-13.5 s
-#: against 0.24-0.62 s with one thread, in one process, interleaved).
+#: products and eigendecompositions are all small): on a busy machine, BLAS's default
+#: threads (one per core) spin waiting for work and compete for the cores, which made
+#: the step many times slower than one thread (measurements:
+#: docs/experiments/code-measurements.md).
 BLAS_THREADS = 1
 #: L-BFGS-B's ``ftol`` for the MAP fits: stop when an iteration lowers the objective (per
 #: row) by less than this fraction. The MAP of a network keeps creeping long after the
-#: prior scales it implies have settled (scipy's default, 2.2e-9, ran 2,000 iterations
-#: per round on 10,000 rows, 7 s each, to move the scales by a few percent); see
-#: ``benchmarks/results/fit_scaling.md``.
+#: prior scales it implies have settled (scipy's default, 2.2e-9, ran thousands of
+#: iterations per round on a large table, for seconds each, to move the scales by a few
+#: percent); see ``benchmarks/results/fit_scaling.md`` (measurements:
+#: docs/experiments/code-measurements.md).
 MAP_FTOL = 1e-6
 
 
@@ -168,8 +170,9 @@ def _chunk_rows(n_rows: int, layer_shapes) -> int:
     """Rows per Jacobian call: a power of two, the Jacobian (rows, n_out, P) of float64
     within :data:`CHUNK_BYTES`; fewer rows than that are padded to a power of two. The
     compiled function's shape is static: powers of two let tables of any size share a
-    few compiled functions (a chunk of 7,753 rows, say, compiled anew for each network
-    and cost a 5,000-row table's first fit ~1.5 s)."""
+    few compiled functions (a chunk of any other number of rows, say, was compiled anew
+    for each network, a cost paid by a table's first fit; measurements:
+    ``benchmarks/results/fit_scaling.md``, docs/experiments/code-measurements.md)."""
     n_out = layer_shapes[-1][1]
     by_jacobian = max(1, CHUNK_BYTES // (8 * n_out * _n_params(layer_shapes)))
     return min(1 << (max(n_rows, 1) - 1).bit_length(), 1 << (by_jacobian.bit_length() - 1))

@@ -40,20 +40,21 @@ __all__ = [
 
 #: Networks whose every layer has at most this many inputs get a predictive of their own
 #: shapes with each layer written elementwise (:func:`pymc_bnn.model.forward`'s
-#: ``unroll``), which XLA fuses into one loop over draws and points: moons 2-5-5-1, 500
-#: draws x 10,000 points, float32, 2-core Intel Xeon: 29 ms against 69-91 ms with
-#: batched matmuls (raw JAX); 1.0-2.1x faster for every network up to 16 inputs and
-#: widths up to 32 measured. Wider networks share one function of symbolic shapes.
+#: ``unroll``), which XLA fuses into one loop over draws and points: as fast as batched
+#: matmuls or faster for every network measured with up to 16 inputs and widths up to
+#: 32 (measurements: docs/experiments/code-measurements.md). Wider networks share one
+#: function of symbolic shapes.
 UNROLL_MAX = 16
 
 
 def backend() -> tuple[str, str]:
     """(PyTensor mode, dtype) of the predictive: JAX in float32 when jax is installed.
 
-    Measured on the moons 2-5-5 network, 500 draws x 10,000 points, 2 cores: NUMBA
-    float64 1.05 s (its scalar libm ``tanh`` costs ~18 ns per value: ~60% of the time),
-    JAX float64 0.27 s, JAX float32 0.15 s (XLA vectorises ``tanh``). Probabilities in
-    float32 carry ~1e-7 absolute error; summaries are accumulated in float64.
+    JAX runs the forward pass several times faster than NUMBA, whose scalar libm
+    ``tanh`` takes most of its time where XLA vectorises ``tanh``, and float32 faster
+    again than float64 (measurements: docs/experiments/code-measurements.md).
+    Probabilities in float32 carry ~1e-7 absolute error; summaries are accumulated in
+    float64.
     """
     if importlib.util.find_spec("jax") is not None:
         return "JAX", "float32"
@@ -119,9 +120,9 @@ def compiled_forward(n_layers: int, activation: str, head: str, mode: str = "NUM
     ``shapes`` (the layer shapes, see :func:`static_shapes`): a function of those
     shapes, every layer unrolled into elementwise products, returning the ``k``
     columns as ``k`` separate (n_draws, n_points) arrays: XLA then computes the whole
-    network in one fused loop and writes each column contiguously (on the moons 2-5-5-1
-    network, 500 draws x 10,000 points, the interleaved (n_draws, n_points, 2) output
-    alone cost ~25 ms of ~60).
+    network in one fused loop and writes each column contiguously (an interleaved
+    (n_draws, n_points, 2) output alone cost a large share of the call's time;
+    measurements: docs/experiments/code-measurements.md).
     """
     X = pt.matrix("X", dtype=dtype)
     groups = pt.lvector("groups") if grouped else None

@@ -41,12 +41,11 @@ MIN_NOISE = 1e-3
 #: The model's graph computes a network whose every layer has at most this many inputs
 #: feature-major (:func:`forward`'s ``feature_major``): XLA's CPU dots and gradient
 #: reductions over a handful of features run faster with the points on the last axis.
-#: One compiled ADVI step, 500 rows, medians of 3 runs alternated with row-major ones
-#: (idle 2-core EPYC, 2026-11-26), row-major -> feature-major: moons 2-5-5-1 44 -> 32 us,
-#: wine 13-5-5-3 25 -> 25 us; above the bound, moons (32,) 76 -> 77, wine (32,) 46 -> 45,
-#: digits (5, 5) 114 -> 113, breast_cancer (5, 5) 58 -> 53, breast_cancer (32,) 126 -> 135.
-#: The bound keeps every network measured at least as fast; it is the predictive's
-#: notion of a small network (``predictive.UNROLL_MAX``).
+#: Within the bound a compiled ADVI step ran as fast or faster feature-major; above it
+#: the two layouts ran about equally, and a wide network slower feature-major. The bound
+#: keeps every network measured at least as fast; it is the predictive's notion of a
+#: small network (``predictive.UNROLL_MAX``) (measurements:
+#: docs/experiments/code-measurements.md).
 FEATURE_MAJOR_MAX_FAN_IN = 16
 
 

@@ -153,7 +153,8 @@ def _recorded_vars(model) -> list:
 def _model_record(model) -> tuple[list, bool]:
     """The model's recorded variables and whether :func:`fast_draws_apply` holds, built
     once per model: ``model.unobserved_value_vars`` rebuilds the graphs on every access
-    (~4 ms with Neal's prior), and the temperature selection draws 39 times per fit."""
+    (measurably so with Neal's prior), and the temperature selection draws 39 times
+    per fit (measurements: docs/experiments/code-measurements.md)."""
     from pytensor.graph.basic import Constant
     from pytensor.graph.traversal import graph_inputs
 
@@ -176,7 +177,8 @@ def _vi_idata(approx, n_draws: int, random_seed: int):
     where :func:`fast_draws_apply` holds: the record of :func:`vi_draws` written into
     PyMC's own trace and converted by ``pm.to_inference_data`` — without the two
     functions ``approx.sample`` compiles on every call (its sampler, and the trace's
-    point function), ~0.1-0.3 s and some never-freed Numba code each."""
+    point function), each a compilation per call that leaves some never-freed Numba
+    code (measurements: docs/experiments/code-measurements.md)."""
     import pymc as pm
     from pymc.backends.base import MultiTrace
     from pymc.backends.ndarray import NDArray
@@ -205,9 +207,9 @@ def vi_draws(approx, n_draws: int, random_seed: int) -> dict[str, np.ndarray]:
     by variable name (free variables in PyMC's unconstrained space, their constrained
     values, deterministics), equal to it (tested), faster.
 
-    ``approx.sample`` compiles a sampler and a trace function on every call (~0.2 s
-    together) and builds a per-draw trace and an InferenceData (~25 ms; the
-    temperature selection makes 39 calls per fit). Here the same sampler graph
+    ``approx.sample`` compiles a sampler and a trace function on every call and builds a
+    per-draw trace and an InferenceData (the temperature selection makes 39 calls per
+    fit; measurements: docs/experiments/code-measurements.md). Here the same sampler graph
     (PyMC's ``rslice`` + ``set_size_and_deterministic``, as in ``sample_dict_fn``),
     with the model's recorded variables vectorised over the draws on top of it, is
     compiled once per approximation *structure* with the variational parameters as
@@ -240,8 +242,10 @@ def _sampler_mode():
     The sampler is a few dozen whole-array NumPy operations (a normal draw, ``mu +
     sigma * eps``, the transforms and deterministics, over (n_draws, n_params)), so
     compiled code gains nothing per call, while PyTensor's default Numba linker costs a
-    JIT compilation: 7-11 s and ~170 MB of RSS in a process on a machine whose PyTensor
-    cache is cold (0.4 s and ~90 MB once it is warm), and an import of Numba. The draws
+    JIT compilation (seconds and a large share of a process's memory on a machine whose
+    PyTensor cache is cold, far less once it is warm; measurements:
+    docs/experiments/choices.md, benchmarks/results/repeated_fits_cold_machine.md), and
+    an import of Numba. The draws
     come from NumPy's own ``Generator`` (which Numba's mirrors): they equal
     ``approx.sample``'s to rounding (NumPy's and Numba's ``exp`` / ``log1p`` can differ
     in the last place; tested)."""

@@ -49,14 +49,15 @@ __all__ = [
 ]
 
 #: Upper bound on the working memory of one chunk of the batched forward pass. 16 MB
-#: (~200 rows at 500 draws of width 5) keeps a chunk in cache: 500 draws x 10k points
-#: took 154 ms against 164 ms at 64 MB, and 500 points 11 ms against 19 ms.
+#: (~200 rows at 500 draws of width 5) keeps a chunk in cache, which ran faster than
+#: larger chunks on a large input and on a small one (measurements:
+#: docs/experiments/code-measurements.md).
 CHUNK_BYTES = 16 * 2**20
 #: Bound on the output columns of one chunk of the unrolled (fused) predictive, which
-#: stores nothing else: 500 draws x 10,000 moons points, float32, 2-core Intel Xeon:
-#: 600 rows per chunk 35 ms, 1,000 rows (4 MB of float32 output) 32 ms, 1,500 35 ms,
-#: 2,000 71 ms (the outputs no longer stay in cache), 209 rows (the 16 MB bound of the
-#: matmul path) 47 ms.
+#: stores nothing else (~1,000 rows of a two-class network at 500 draws): the fastest
+#: chunk size measured, whose outputs still stay in cache; chunks twice as large, whose
+#: outputs no longer do, ran much slower, and the matmul path's smaller bound slower too
+#: (measurements: docs/experiments/code-measurements.md).
 FUSED_CHUNK_BYTES = 8 * 2**20
 #: Bound on the working memory of one call of the wide predictive (a layer wider than
 #: :data:`~pymc_bnn.forward_graphs.UNROLL_MAX`, on JAX), by JAX platform: its live buffers are a few
@@ -67,8 +68,9 @@ FUSED_CHUNK_BYTES = 8 * 2**20
 WIDE_CHUNK_BYTES = {"cpu": 64 * 2**20, "gpu": 1 << 30}
 #: Calls of the wide predictive dispatched before the oldest one's outputs are read:
 #: JAX runs them asynchronously, so the host converts and sends the next rows while the
-#: device computes. On an H200, 784-100-10 at 500 draws, one call in flight left the GPU
-#: waiting on the host (2.2e5 rows/s, against 5.6e5 for the device alone).
+#: device computes. With one call in flight the GPU waited on the host, at well under
+#: half the rows per second of the device alone (measurements:
+#: benchmarks/results/wide_network.md).
 WIDE_IN_FLIGHT = 3
 
 
@@ -227,9 +229,10 @@ class PosteriorPredictive:
             return max(1, FUSED_CHUNK_BYTES // (8 * self.n_draws * self._width))
         widest = max([*self.spec.hidden_layer_sizes, self._width])
         # a few live (n_draws, rows, width) float64 buffers per layer output, and the
-        # rows of X once (XLA does not broadcast them over the draws: 3,000 features
-        # into 32 units, 200 draws x 600 rows in one call grew the peak RSS by 23 MB;
-        # counting the features per draw had made that 1 row per call, 250x slower);
+        # rows of X once (XLA does not broadcast them over the draws, so hundreds of
+        # rows of thousands of features fit one call in little memory; counting the
+        # features per draw had cut a wide input to one row per call, hundreds of times
+        # slower; measurements: docs/experiments/code-measurements.md);
         # hierarchical networks also gather one (fan_in, fan_out) weight matrix per
         # draw and row
         per_row = 4 * 8 * self.n_draws * widest + 8 * self.spec.n_features

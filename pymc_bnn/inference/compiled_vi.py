@@ -20,9 +20,10 @@ Minibatch rows are gathered with NumPy too, and passed in as (K, batch, ...) inp
 that replace the outputs of PyMC's ``MinibatchOp``: the compiled function never sees
 the full data, so a call costs the same for 10^3 or 10^6 rows. (With the data inside
 the scan, XLA's CPU cost model counted the whole data array as each step's gather cost
-and split those 50-row gathers over its thread pool, +9 ms per 1,000 steps at
-10^6 x 20 rows; and PyTensor passed the NumPy data to JAX at every call, a copy of
-~90 ms unless the data were held as JAX arrays.) As JAX runs a call asynchronously,
+and split those 50-row gathers over its thread pool, which slowed the steps on large
+data; and PyTensor passed the NumPy data to JAX at every call, a copy of the whole
+array unless the data were held as JAX arrays; measurements:
+docs/experiments/choices.md.) As JAX runs a call asynchronously,
 the noise and rows of the next call are drawn and gathered meanwhile.
 
 That is the CPU's layout. On an accelerator the host is the bound instead (a 784-100-10
@@ -99,9 +100,10 @@ def _clear_constant_traces(variables) -> None:
 
     PyTensor rewrites copy a replaced variable's ``tag.trace`` onto its replacement,
     including onto constants that PyTensor reuses across compilations. Compiling one
-    scan per fit triples such a constant's trace list every time (measured: 4, 13, 40,
-    ... 88,573 entries after 10 fits; >20 GB after ~25). Traces only serve error
-    messages, so constants get an empty one before and after each compilation.
+    scan per fit triples such a constant's trace list every time, so a process that
+    fits repeatedly runs out of memory within a few dozen fits (measurements:
+    docs/experiments/code-measurements.md). Traces only serve error messages, so
+    constants get an empty one before and after each compilation.
     """
     seen = set()
     stack = list(ancestors(variables))
@@ -311,8 +313,9 @@ class ScanADVI:
         """Hold the data containers as JAX arrays while running, then restore them.
 
         PyTensor's JAX functions copy NumPy-valued shared variables that are not 64-byte
-        aligned to the device on every call (~90 ms per call for 10^6 x 20 float64
-        rows). This concerns only data still in the compiled graph: full-batch models,
+        aligned to the device on every call (a copy of the whole data array per call;
+        measurements: docs/experiments/choices.md). This concerns only data still in the
+        compiled graph: full-batch models,
         and minibatch models whose rows are gathered on the device (on a GPU the data
         then cross to it once per fit); otherwise minibatch rows are gathered outside
         it (see :meth:`run`) and this is a no-op.

@@ -18,13 +18,14 @@ from pymc_bnn.inference.posterior import Posterior
 __all__ = ["NUTS_INITS", "NUTS_SAMPLERS", "NUTS_SAMPLERS_HIERARCHICAL", "chain_points",
            "check_nuts_sampler", "default_nuts_sampler", "sample_more", "sample_nuts"]
 
-#: NUTS implementations PyMC can drive, fastest first for a plain network (measured on
-#: moons, 2 chains x 2000 steps on 2 cores: numpyro 48 s, nutpie 120 s, PyMC 135 s).
+#: NUTS implementations PyMC can drive, fastest first for a plain network (on moons
+#: numpyro took well under half of nutpie's or PyMC's time; measurements:
+#: docs/experiments/code-measurements.md).
 NUTS_SAMPLERS = ("numpyro", "nutpie", "pymc")
 #: ... and for a hierarchical one (``groups=``), whose group scales and per-group
-#: deviations are strongly correlated: nutpie's mass-matrix adaptation needs a third of
-#: numpyro's leapfrog steps there (18 rotated-moons tasks, 2 chains x (1000 tune + 500
-#: draws): 57 vs 154 steps per draw; 48 s vs 190 s on a busy 2-core machine).
+#: deviations are strongly correlated: nutpie's mass-matrix adaptation needs about a
+#: third of numpyro's leapfrog steps there, and its chains finish in a fraction of
+#: numpyro's time (measurements: docs/experiments/code-measurements.md).
 NUTS_SAMPLERS_HIERARCHICAL = ("nutpie", "numpyro", "pymc")
 #: The extra that installs each backend (``pip install 'pymc_bnn[<extra>]'``).
 _NUTS_EXTRAS = {"numpyro": "jax", "nutpie": "nutpie"}
