@@ -1,6 +1,7 @@
 # Set-up and entry points. Every target installs what it needs into .venv first.
 #   make demo   - fit the two-moons demo, print test accuracy, write figures/
 #   make test   - the whole test suite (fast + slow tiers, notebooks, benchmark smoke runs)
+#   make test-fast - the inner loop: neither the slow nor the integration tier
 SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
@@ -37,7 +38,7 @@ test: $(call STAMP,test)
 	$(PY) -m pytest $(XDIST)
 
 test-fast: $(call STAMP,test)
-	$(PY) -m pytest $(XDIST) -m "not slow"
+	$(PY) -m pytest $(XDIST) -m "not slow and not integration"
 
 bench: $(call STAMP,test)
 	$(PY) benchmarks/run_all.py

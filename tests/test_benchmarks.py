@@ -18,7 +18,7 @@ import pytest
 
 # One xdist group per script (see _group): a script's quick run is cached per session
 # and worker, so its tests share a worker, while different scripts spread over workers.
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 
 def _group(name: str):

@@ -5,6 +5,9 @@ import pytest
 
 from pymc_bnn.cli import demo, main
 
+#: the package run as a user runs it (make test-fast leaves these out)
+pytestmark = pytest.mark.integration
+
 
 def test_demo_fits_prints_accuracy_and_writes_figures(tmp_path, capsys):
     result = demo(tmp_path, resolution=30)

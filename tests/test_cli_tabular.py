@@ -26,7 +26,7 @@ import pytest
 
 from pymc_bnn.datasets import make_customers
 
-pytestmark = pytest.mark.xdist_group("cli_tabular")
+pytestmark = [pytest.mark.xdist_group("cli_tabular"), pytest.mark.integration]
 
 SMALL = ["--hidden", "5", "--n-iter", "3000", "--draws", "200", "--temperature", "1",
          "--drop", "customer_id"]
@@ -201,7 +201,8 @@ def test_regression_intervals_and_scores(spend_model, work):
     run("predict", "spend.nc", "spend_new.csv", "--interval", "0.8", "--id", "customer_id",
         "-o", "spend_pred.csv", cwd=work)
     pred = pd.read_csv(work / "spend_pred.csv")
-    assert list(pred.columns) == ["customer_id", "mean", "std", "lower_80", "upper_80"]
+    assert list(pred.columns) == ["customer_id", "mean", "std", "lower_80", "upper_80",
+                                  "unseen_categories", "outside_training_range"]
     assert (pred["lower_80"] < pred["mean"]).all() and (pred["mean"] < pred["upper_80"]).all()
     scores = json.loads(run("evaluate", "spend.nc", "spend_new.csv", "--interval", "0.8",
                             "--json", cwd=work).stdout)

@@ -27,6 +27,9 @@ pytest.importorskip("ipykernel", reason="install the 'notebooks' extra")
 
 from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402
 
+#: the package run as a user runs it (make test-fast leaves these out)
+pytestmark = pytest.mark.integration
+
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.py"))
 KERNEL_NAME = "pymc-bnn-test"

@@ -12,6 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+#: the package run as a user runs it (make test-fast leaves these out)
+pytestmark = pytest.mark.integration
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
