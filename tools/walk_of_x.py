@@ -79,6 +79,12 @@ def main() -> int:
     print(f"distinct calls from one module into another: {len(edges)}")
     for a, b in sorted(edges):
         print(f"  {a} -> {b}")
+    closure = import_closure(root)
+    up = sorted((a, b) for a, b in edges if b not in closure.get(a, set()))
+    print(f"of them calls into a module the caller does not import (callbacks, back up the "
+          f"pipeline): {len(up)}")
+    for a, b in up:
+        print(f"  {a} -> {b}")
     print(f"moves between modules at run time: {moves}, of them back up (returns): {back}")
     first = []
     for m in path:
@@ -86,6 +92,52 @@ def main() -> int:
             first.append(m)
     print("first entries in order: " + " -> ".join(first))
     return 0
+
+
+
+def import_closure(root: str) -> dict[str, set[str]]:
+    """Each module's package modules imported directly or transitively (dotted names
+    relative to the package, ``inference`` for a subpackage's ``__init__``)."""
+    import ast
+    from pathlib import Path
+
+    package = Path(root)
+    mods = {}
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(package).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        mods[name or "__init__"] = path
+    direct = {}
+    for name, path in mods.items():
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and \
+                    node.module.startswith("pymc_bnn"):
+                base = node.module[len("pymc_bnn."):] if "." in node.module else ""
+                for a in node.names:
+                    sub = f"{base}.{a.name}" if base else a.name
+                    deps.add(sub if sub in mods else base)
+            elif isinstance(node, ast.ImportFrom) and node.level:
+                pkg = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                deps.add(".".join([*pkg, *([node.module] if node.module else [])]))
+            elif isinstance(node, ast.Import):
+                deps |= {a.name[len("pymc_bnn."):] for a in node.names
+                         if a.name.startswith("pymc_bnn.")}
+        full = set()
+        for d in deps:
+            parts = d.split(".")
+            full |= {".".join(parts[:k]) for k in range(1, len(parts) + 1)}
+        direct[name] = full & set(mods)
+    closure = {}
+    for name in mods:
+        seen, todo = set(), list(direct[name])
+        while todo:
+            m = todo.pop()
+            if m not in seen:
+                seen.add(m)
+                todo.extend(direct.get(m, ()))
+        closure[name] = seen
+    return closure
 
 
 if __name__ == "__main__":
