@@ -219,14 +219,17 @@ def entry_name(*parts) -> str:
     """A file name for an entry described by ``parts`` (reprs), the versions of
     everything that shapes a compiled function and PyTensor's rewriting settings:
     another version or setting, another name."""
+    from importlib.metadata import version
+
     import jax
     import numpy
-    import pymc
     import pytensor
 
     from pymc_bnn import __version__
 
-    versions = (sys.version, pymc.__version__, pytensor.__version__, jax.__version__,
+    # PyMC's version from its metadata: importing PyMC costs a prediction (which needs
+    # PyTensor only) about a second
+    versions = (sys.version, version("pymc"), pytensor.__version__, jax.__version__,
                 numpy.__version__, __version__, GRAPH_FORMAT, _source_digest())
     # PyTensor settings that change what a graph compiles to (PYTENSOR_FLAGS)
     config = tuple(str(getattr(pytensor.config, k, None)) for k in (
@@ -389,10 +392,44 @@ def definitions(path: Path) -> list[str]:
     return out
 
 
+#: File, beside the stored functions (:func:`entry_dir`), that remembers the source digest of a package's files as
+#: they were (path, size, modification time): parsing every module costs a new process
+#: about half a second, a prediction's process included.
+DIGEST_MEMO = "source-digest.json"
+
+
 @functools.lru_cache(maxsize=1)
 def _source_digest() -> str:
-    """:func:`source_digest` of this package, once per process."""
-    return source_digest()
+    """:func:`source_digest` of this package, once per process, and read from
+    :data:`DIGEST_MEMO` while no file of the package has changed since it was written."""
+    import json
+
+    package = Path(__file__).parent
+    try:
+        stats = sorted((str(p.relative_to(package)), p.stat().st_size, p.stat().st_mtime_ns)
+                       for p in package.rglob("*.py"))
+    except OSError:  # a file removed meanwhile
+        return source_digest()
+    key = hashlib.sha256(repr((str(package), stats)).encode()).hexdigest()
+    base = entry_dir()
+    memo = None if base is None else base / DIGEST_MEMO
+    try:
+        known = json.loads(memo.read_text()) if memo is not None else {}
+        if known.get("key") == key and isinstance(known.get("digest"), str):
+            return known["digest"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    digest = source_digest()
+    if memo is not None:
+        try:
+            base.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=base, prefix=".tmp-")
+            with os.fdopen(fd, "w") as f:
+                json.dump({"key": key, "digest": digest}, f)
+            os.replace(tmp, memo)
+        except OSError:  # read-only: computed again next time
+            pass
+    return digest
 
 
 #: Classes whose instances are stored (e.g. the ADVI runner), by name: a stored file

@@ -12,11 +12,14 @@ from __future__ import annotations
 import dataclasses
 import weakref
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pymc as pm
 import pytensor
 import pytensor.tensor as pt
+
+if TYPE_CHECKING:  # PyMC is imported where a model is built, not to predict
+    import pymc as pm
 
 from pymc_bnn._validation import check_model_inputs
 from pymc_bnn.spec import LIKELIHOODS, PRIORS, NetworkSpec
@@ -157,6 +160,8 @@ def _layer_scales(spec: NetworkSpec, layer: int, hyper: dict):
     prior, ``1 / sqrt(tau)`` of two precisions ``w{i}_precision`` and ``b{i}_precision``
     ~ Gamma(``hyper["precision_shape"]``, ``hyper["precision_rate"]``) (shared scalars).
     """
+    import pymc as pm
+
     if spec.prior == "normal":
         sigma = hyper["prior_sigma"]
         if sigma.ndim == 1:
@@ -179,6 +184,8 @@ def initial_sds(fan_in: int) -> tuple[float, float]:
 def _normal_block(name: str, shape: tuple, scale, init: np.ndarray, spec: NetworkSpec):
     """``name ~ Normal(0, scale)``; non-centred (``name_raw`` ~ N(0, 1)) when ``scale``
     is itself random, which NUTS and mean-field ADVI both handle far better."""
+    import pymc as pm
+
     if spec.prior == "normal":  # a fixed scale (a shared input, not a random variable)
         return pm.Normal(name, 0.0, scale, shape=shape, initval=init)
     # the precision starts at its prior mean, so the raw value is init * sqrt(mean)
@@ -195,6 +202,8 @@ def _layer_param(name: str, shape: tuple, scale, init: np.ndarray, spec: Network
     (how far groups stray from the population) and ``name_eps ~ N(0, 1)`` of shape
     (n_groups, *shape). Groups start near the population (eps ~ N(0, 0.1^2)).
     """
+    import pymc as pm
+
     if not spec.hierarchical:
         return _normal_block(name, shape, scale, init, spec)
     mu = _normal_block(f"{name}_mu", shape, scale, init, spec)
@@ -304,6 +313,8 @@ def build_model(
     >>> sorted(model.named_vars)[:4]
     ['X', 'b0', 'b1', 'w0']
     """
+    import pymc as pm
+
     X, y, groups, spec = check_model_inputs(
         X,
         y,

@@ -382,3 +382,31 @@ def test_the_source_digest_ignores_docstrings_comments_and_layout(tmp_path):
                   code.replace("np.tanh(a) * b", "np.tanh(a) * b + 0")):
         model.write_text(other)
         assert compile_cache.source_digest(package) != before, other
+
+
+def test_the_source_digest_is_remembered_until_a_file_changes(tmp_path, monkeypatch):
+    """A new process reads the digest from the cache folder instead of parsing every
+    module, while no file of the package has changed (its size or modification time);
+    the remembered value is the computed one."""
+    # the folder of the stored functions, here a new one (enable() configures JAX for
+    # the whole process, so the test does not call it)
+    monkeypatch.setattr(compile_cache, "entry_dir", lambda: tmp_path)
+    compile_cache._source_digest.cache_clear()
+    try:
+        first = compile_cache._source_digest()
+        assert first == compile_cache.source_digest()
+        memo = tmp_path / compile_cache.DIGEST_MEMO
+        assert memo.is_file()
+        # a remembered digest is used as long as the key matches ...
+        import json
+
+        data = json.loads(memo.read_text())
+        memo.write_text(json.dumps({"key": data["key"], "digest": "remembered"}))
+        compile_cache._source_digest.cache_clear()
+        assert compile_cache._source_digest() == "remembered"
+        # ... and a memo of other files is not
+        memo.write_text(json.dumps({"key": "other files", "digest": "stale"}))
+        compile_cache._source_digest.cache_clear()
+        assert compile_cache._source_digest() == first
+    finally:
+        compile_cache._source_digest.cache_clear()

@@ -9,7 +9,6 @@ import warnings
 from collections.abc import Sequence
 
 import numpy as np
-import pymc as pm
 
 from pymc_bnn._validation import check_choice, check_positive_float, check_positive_int
 from pymc_bnn.inference.diagnostics import with_diagnostics

@@ -9,7 +9,6 @@ import dataclasses
 import importlib.util
 
 import numpy as np
-import pymc as pm
 
 from pymc_bnn._validation import check_choice, check_positive_int
 from pymc_bnn.inference.diagnostics import with_diagnostics
@@ -79,6 +78,8 @@ def sample_nuts(model, sampler, *, draws, tune, chains, seed, initvals, progress
     nutpie: the same sampling through a cache of compiled models
     (:func:`pymc_bnn.inference.compiled_nuts.sample_nutpie`), so that a later fit of the same
     structure does not compile again; the same draws as ``pm.sample`` (tested)."""
+    import pymc as pm
+
     if sampler == "nutpie" and step is None:
         from pymc_bnn.inference.compiled_nuts import sample_nutpie
 
@@ -225,6 +226,8 @@ def sample_more(
         (chains, old_draws + draws, ...); the old draws are unchanged.
         ``diagnostics`` are recomputed over all draws (:func:`diagnose`).
     """
+    import pymc as pm
+
     draws = check_positive_int("draws", draws)
     tune = check_positive_int("tune", tune, minimum=0)
     if posterior.method != "nuts":

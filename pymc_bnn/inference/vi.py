@@ -8,9 +8,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-import pymc as pm
 import pytensor
-from pymc.variational.callbacks import CheckParametersConvergence
 
 from pymc_bnn._validation import check_choice
 from pymc_bnn.inference.concurrency import GRAPH_LOCK
@@ -130,6 +128,8 @@ def _run_chunks(runner, inference, *, n_iter, seed, callbacks, progressbar,
     """Run the compiled steps in calls; ``learning_rate`` given: the step size of each
     call is :func:`minibatch_learning_rate` at the call's middle step (else the
     runner's own, constant)."""
+    from pymc.variational.callbacks import CheckParametersConvergence
+
     rng = np.random.default_rng(seed)
     losses, done = [], 0
     per_call = _steps_per_call(runner)
@@ -199,6 +199,9 @@ class _Progress:
 
 def fit_vi(model, spec, *, method, n_iter, learning_rate, init_sigma, tol, seed,
            progressbar, backend, callbacks, engine, minibatch_source=None):
+    import pymc as pm
+    from pymc.variational.callbacks import CheckParametersConvergence
+
     inference_cls = pm.ADVI if method == "advi" else pm.FullRankADVI
     with model:
         inference = inference_cls(random_seed=seed)
