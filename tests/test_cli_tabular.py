@@ -465,3 +465,14 @@ def test_debug_shows_the_traceback(bad_dir):
 def test_usage_errors_exit_2(bad_dir):
     proc = run_script("fit", "ok.csv", "-o", "m.nc", cwd=bad_dir, expect=2)
     assert "Missing option '--target'" in proc.stderr
+
+
+def test_predict_does_not_import_pymc(churn_model, work):
+    """A prediction needs PyTensor, not PyMC (about a second of a new process's start):
+    only fitting builds a PyMC model."""
+    code = ("import sys; from pymc_bnn.cli import main; "
+            "status = main(['predict', 'churn.nc', 'churn_new.csv', '-o', 'np.csv']); "
+            "print(status, 'pymc' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out[-2:] == ["0", "False"]
