@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import math
 
+from pymc_bnn.evidence import SIGMA_RANGE
+from pymc_bnn.tempering import TEMPERATURES
+
 __all__ = ["describe"]
 
-#: The temperatures ``posterior_temperature="auto"`` chooses among, smallest and
-#: largest (:data:`pymc_bnn.tempering.TEMPERATURES`; kept here so that describing a
-#: model does not import the fitting code).
-TEMPERATURE_RANGE = (0.001, 2.0)
-#: The prior scales the evidence may choose (:data:`pymc_bnn.evidence.SIGMA_RANGE`).
-SIGMA_RANGE = (1e-2, 1e2)
+#: The smallest and largest temperature ``posterior_temperature="auto"`` chooses among.
+TEMPERATURE_RANGE = (min(TEMPERATURES), max(TEMPERATURES))
 
 
 def describe(estimator) -> list[str]:
