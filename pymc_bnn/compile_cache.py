@@ -15,7 +15,9 @@ first time it runs a JAX function, in the user's cache directory, unless
 The default directory is ``$XDG_CACHE_HOME/pymc_bnn/jax`` (``~/.cache/pymc_bnn/jax``
 when ``XDG_CACHE_HOME`` is unset). Entries are keyed by the program, the JAX version
 and the machine, so a stale or foreign entry is never used; the cache is capped at
-:data:`MAX_BYTES` (JAX evicts the least recently used entries). Note that JAX's cache
+:data:`MAX_BYTES` (the least recently used entries go first, pruned by
+:func:`prune` at most once every :data:`PRUNE_INTERVAL_S` across processes, not by
+JAX on every write). Note that JAX's cache
 settings are process-wide: with the cache on, the user's own ``jax.jit`` programs
 are cached too (every program, however fast it compiles: :data:`MIN_COMPILE_SECONDS`).
 
@@ -65,19 +67,29 @@ import pickle
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 __all__ = ["ENV_VAR", "MAX_BYTES", "MAX_ENTRIES", "MAX_ENTRY_BYTES", "MAX_FILE_BYTES",
-           "MIN_COMPILE_SECONDS", "GRAPH_FORMAT", "STORED_CLASSES",
+           "MIN_COMPILE_SECONDS", "GRAPH_FORMAT", "PRUNE_INTERVAL_S", "STORED_CLASSES",
            "cache_dir", "compiled_function", "definitions", "enable", "entry_dir",
-           "entry_name", "graph_sources", "keep_generated_source", "load_entry",
+           "entry_name", "graph_sources", "keep_generated_source", "load_entry", "prune",
            "read_entry", "source_digest", "stored_class", "unpickle", "write_entry"]
 
 #: Environment variable: ``0``/``off``/``false``/``no`` switches the cache off;
 #: ``1``/``on``/``true``/``yes`` (or unset) keeps the default directory; a path moves it.
 ENV_VAR = "PYMC_BNN_COMPILE_CACHE"
-#: Size cap of the cache directory in bytes (JAX evicts least recently used entries).
+#: Size cap of JAX's programs in the cache directory, in bytes (:func:`prune`).
 MAX_BYTES = 1 << 30
+#: Least time between two prunings of the directory (:func:`prune`), in seconds. JAX's
+#: own cap (``jax_compilation_cache_max_size``) is left off: with it, every program a
+#: process writes first scans the whole directory (a stat and a read of each entry's
+#: access-time file) to find what to evict: about 0.5 s a write at 6,000 entries, paid
+#: by every compilation stored (a NUTS fit on a new shape stores ~80 programs;
+#: measurements: docs/experiments/test-suite-time.md). One scan per interval instead.
+PRUNE_INTERVAL_S = 3600
+#: File in the directory whose modification time is that of the last pruning.
+PRUNE_STAMP = ".pymc_bnn-pruned"
 #: Programs that compile faster than this are not written. JAX's default, 1 s, would
 #: keep none of ours (a small network's scan compiles in less); and the many small
 #: programs JAX compiles op by op (NumPyro's NUTS set-up, PyMC's JAX sampling wrappers:
@@ -204,8 +216,68 @@ def _configure() -> Path | None:
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    jax.config.update("jax_compilation_cache_max_size", MAX_BYTES)
+    jax.config.update("jax_compilation_cache_max_size", -1)  # no scan per write: prune()
+    try:
+        stamp = (path / PRUNE_STAMP).stat().st_mtime
+    except OSError:
+        stamp = 0.0
+    if time.time() - stamp >= PRUNE_INTERVAL_S:
+        prune(path)
     return path
+
+
+#: Suffixes of JAX's files in its cache directory: a program, and (written by JAX only
+#: while its own cap is on) the program's last use.
+_JAX_PROGRAM, _JAX_ATIME = "-cache", "-atime"
+
+
+def prune(path: Path, max_bytes: int | None = None) -> int:
+    """Delete JAX's least recently used programs in ``path`` until the rest total at
+    most ``max_bytes`` (default :data:`MAX_BYTES`); return how many were deleted. The time of last use is the
+    file's access time (updated at most daily by ``relatime`` mounts, the common
+    default; with ``noatime``, its creation: the oldest go first). JAX's access-time
+    files, which nothing updates while its cap is off, are deleted. Marks the time of
+    the pruning in :data:`PRUNE_STAMP`. Errors (a folder another process is pruning,
+    a read-only disk) are ignored: the cache only saves time.
+
+    Examples
+    --------
+    >>> import tempfile; from pathlib import Path
+    >>> d = Path(tempfile.mkdtemp())
+    >>> for k in range(3):
+    ...     _ = (d / f"jit_f-{k}-cache").write_bytes(b"x" * 100)
+    >>> prune(d, max_bytes=250), sorted(p.name for p in d.glob("*-cache"))
+    (1, ['jit_f-1-cache', 'jit_f-2-cache'])
+    """
+    max_bytes = MAX_BYTES if max_bytes is None else max_bytes
+    programs, total, removed = [], 0, 0
+    try:
+        with os.scandir(path) as it:
+            for entry in it:
+                try:
+                    if entry.name.endswith(_JAX_ATIME):
+                        os.unlink(entry.path)
+                    elif entry.name.endswith(_JAX_PROGRAM) and entry.is_file():
+                        st = entry.stat()
+                        total += st.st_size
+                        programs.append((max(st.st_atime, st.st_mtime), entry.name,
+                                         st.st_size))
+                except OSError:  # removed meanwhile by another process
+                    continue
+        programs.sort()
+        for _, name, size in programs:
+            if total <= max_bytes:
+                break
+            try:
+                os.unlink(path / name)
+                removed += 1
+            except OSError:
+                pass
+            total -= size
+        (path / PRUNE_STAMP).touch()
+    except OSError:
+        pass
+    return removed
 
 
 def entry_dir() -> Path | None:

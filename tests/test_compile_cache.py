@@ -122,6 +122,50 @@ def test_entries_are_capped(monkeypatch, tmp_path):
     assert not list(tmp_path.glob(".tmp-*"))
 
 
+def test_prune_keeps_the_most_recently_used_programs_under_the_cap(tmp_path):
+    """Least recently used first (the file's access time), JAX's stale access-time
+    files and nothing else deleted, the pruning's time stamped."""
+    now = 1_800_000_000
+    for k, used in enumerate((now - 30, now - 10, now - 20, now)):  # 0 and 2 oldest
+        f = tmp_path / f"jit_f-{k}-cache"
+        f.write_bytes(bytes(100))
+        os.utime(f, (used, now - 40))
+        (tmp_path / f"jit_f-{k}-atime").write_bytes(bytes(8))
+    (tmp_path / "pytensor-runners").mkdir()
+    (tmp_path / "pytensor-runners" / "r.pkl").write_bytes(bytes(500))
+    assert compile_cache.prune(tmp_path, max_bytes=250) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        compile_cache.PRUNE_STAMP, "jit_f-1-cache", "jit_f-3-cache", "pytensor-runners"]
+    assert compile_cache.prune(tmp_path, max_bytes=250) == 0  # under the cap: nothing
+    assert compile_cache.prune(tmp_path / "missing") == 0  # no folder: no error
+
+
+PRUNED = (
+    "import jax, time; from pymc_bnn import compile_cache as c;"
+    "c.MAX_BYTES = 150; path = c.enable();"
+    "print(jax.config.jax_compilation_cache_max_size);"
+    "print(sorted(p.name for p in path.glob('*-cache')))"
+)
+
+
+def test_jax_writes_without_scanning_and_the_directory_is_pruned_hourly(tmp_path):
+    """JAX's own cap (a scan of the directory on every write) is off; a process
+    prunes the directory when the last pruning is older than PRUNE_INTERVAL_S."""
+    cache = tmp_path / "xdg" / "pymc_bnn" / "jax"
+    cache.mkdir(parents=True)
+    for k in range(3):
+        (cache / f"jit_f-{k}-cache").write_bytes(bytes(100))
+        os.utime(cache / f"jit_f-{k}-cache", (1e9 + k, 1e9 + k))
+    cap, kept = _run(tmp_path, PRUNED)[0], _run(tmp_path, PRUNED)  # pruned once
+    assert cap == "-1" and kept[1:] == ["['jit_f-2-cache']"]
+    (cache / "jit_f-9-cache").write_bytes(bytes(100))  # within the hour: not pruned
+    assert _run(tmp_path, PRUNED)[1:] == ["['jit_f-2-cache',", "'jit_f-9-cache']"]
+    old = 1e9
+    os.utime(cache / compile_cache.PRUNE_STAMP, (old, old))
+    os.utime(cache / "jit_f-9-cache", (1e9 + 10, 1e9 + 10))
+    assert _run(tmp_path, PRUNED)[1:] == ["['jit_f-9-cache']"]
+
+
 def test_cache_can_be_moved_or_switched_off(tmp_path):
     """Also where PyTensor's generated source goes: into the cache's folder, named by
     content, so nothing lands in the temporary directory (TMPDIR) while the cache is
