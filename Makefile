@@ -1,14 +1,15 @@
 # Set-up and entry points. Every target installs what it needs into .venv first.
 #   make demo   - fit the two-moons demo, print test accuracy, write figures/
-#   make test   - the whole test suite (fast + slow tiers, notebooks, benchmark smoke runs)
+#   make test   - the test suite (fast + slow tiers, notebooks, command line, README blocks)
 #   make test-fast - the inner loop: neither the slow nor the integration tier
+#   make test-benchmarks - every benchmark script's --quick smoke run (CI runs it after make test)
 SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
 # Re-install when the package metadata changes.
 STAMP  = $(VENV)/.installed-$(1)-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: demo test test-fast bench clean venv
+.PHONY: demo test test-fast test-benchmarks bench clean venv
 
 $(VENV)/bin/python:
 	@interp="$$(bash tools/find_python.sh)" || exit 1; \
@@ -35,10 +36,13 @@ demo: $(call STAMP,run)
 XDIST := -n 2 --dist loadgroup --no-loadscope-reorder
 
 test: $(call STAMP,test)
-	$(PY) -m pytest $(XDIST)
+	$(PY) -m pytest $(XDIST) -m "not benchmark"
 
 test-fast: $(call STAMP,test)
 	$(PY) -m pytest $(XDIST) -m "not slow and not integration"
+
+test-benchmarks: $(call STAMP,test)
+	$(PY) -m pytest $(XDIST) -m benchmark
 
 bench: $(call STAMP,test)
 	$(PY) benchmarks/run_all.py

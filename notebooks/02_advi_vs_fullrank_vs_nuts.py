@@ -38,14 +38,14 @@ from pymc_bnn.plotting import compare_maps, reliability_diagram
 
 QUICK = os.environ.get("PYMC_BNN_QUICK") == "1"
 SEED = 0
-RESOLUTION = 40 if QUICK else 120  # map grid points per axis
-N_DRAWS = 100 if QUICK else 500  # VI: draws per prediction; NUTS: draws per chain
+RESOLUTION = 30 if QUICK else 120  # map grid points per axis
+N_DRAWS = 50 if QUICK else 500  # VI: draws per prediction; NUTS: draws per chain
 print(f"quick mode: {QUICK}")
 
 SETTINGS = {  # None: the estimator's defaults (10k ADVI / 20k full-rank steps, tune 1000)
-    "mean-field ADVI": dict(inference="advi", n_iter=2_000 if QUICK else None),
-    "full-rank ADVI": dict(inference="fullrank_advi", n_iter=4_000 if QUICK else None),
-    "NUTS": dict(inference="nuts", tune=300 if QUICK else 1000, chains=2),
+    "mean-field ADVI": dict(inference="advi", n_iter=1_000 if QUICK else None),
+    "full-rank ADVI": dict(inference="fullrank_advi", n_iter=2_000 if QUICK else None),
+    "NUTS": dict(inference="nuts", tune=150 if QUICK else 1000, chains=2),
 }
 
 # %%

@@ -52,10 +52,10 @@ from pymc_bnn.plotting import posterior_intervals, task_maps
 QUICK = os.environ.get("PYMC_BNN_QUICK") == "1"
 SEED = 0
 N_TASKS = 2 if QUICK else 18
-N_ITER = 3_000 if QUICK else None  # ADVI steps; None: the estimator's default (10,000)
-N_DRAWS = 100 if QUICK else 500  # ADVI: draws per prediction; NUTS: draws per chain
-TUNE = 200 if QUICK else 1000  # NUTS warm-up steps per chain (2 chains)
-RESOLUTION = 30 if QUICK else 60  # map grid points per axis, per task panel
+N_ITER = 1_000 if QUICK else None  # ADVI steps; None: the estimator's default (10,000)
+N_DRAWS = 50 if QUICK else 500  # ADVI: draws per prediction; NUTS: draws per chain
+TUNE = 100 if QUICK else 1000  # NUTS warm-up steps per chain (2 chains)
+RESOLUTION = 20 if QUICK else 60  # map grid points per axis, per task panel
 # at full settings the main comparison is also saved as a README figure
 ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "pyproject.toml").is_file())
 FIGURES = None if QUICK else ROOT / "docs" / "figures"

@@ -51,9 +51,9 @@ GAP = (-0.5, 0.0)  # no training inputs here
 NOISE_SD = 0.1
 NUTS = dict(inference="nuts", tune=100 if QUICK else 1000, n_draws=50 if QUICK else 500,
             chains=2)  # n_draws per chain
-ADVI_STEPS = 5_000 if QUICK else None  # None: the estimator's default (10,000 steps)
-ADVI_LONG_STEPS = 20_000 if QUICK else 50_000
-ADVI_DRAWS = 200 if QUICK else 1000  # posterior draws per prediction (VI)
+ADVI_STEPS = 2_000 if QUICK else None  # None: the estimator's default (10,000 steps)
+ADVI_LONG_STEPS = 5_000 if QUICK else 50_000
+ADVI_DRAWS = 100 if QUICK else 1000  # posterior draws per prediction (VI)
 # section 1's panels: NUTS; in quick mode (a smoke run) ADVI for all but the baseline,
 # as a NUTS fit costs ~6 s of set-up whatever its length (at T = 1, as NUTS: no
 # cross-fitted temperature choice)

@@ -68,10 +68,10 @@ SEED = 0
 HIDDEN = (32,)
 N_MEMBERS = 3 if QUICK else 5  # deep-ensemble size
 # BNN settings: the package defaults (10,000 ADVI steps, 500 draws) unless quick
-BNN_QUICK = {"n_iter": 2_000, "n_draws": 100} if QUICK else {}
-N_DIGITS = 800 if QUICK else None  # quick: a stratified subsample of the 1,797 digits
+BNN_QUICK = {"n_iter": 1_000, "n_draws": 50} if QUICK else {}
+N_DIGITS = 500 if QUICK else None  # quick: a stratified subsample of the 1,797 digits
 N_BINS = 15  # calibration bins (ECE and reliability diagrams)
-N_BOOT = 200 if QUICK else 2_000  # bootstrap resamples of the test sets
+N_BOOT = 100 if QUICK else 2_000  # bootstrap resamples of the test sets
 # at full settings three figures are also saved for the docs
 ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "pyproject.toml").is_file())
 FIGURES = None if QUICK else ROOT / "docs" / "figures"

@@ -18,7 +18,9 @@ import pytest
 
 # One xdist group per script (see _group): a script's quick run is cached per session
 # and worker, so its tests share a worker, while different scripts spread over workers.
-pytestmark = [pytest.mark.slow, pytest.mark.integration]
+# ``benchmark``: not in ``make test`` (ten scripts, ~10 minutes of test time on two
+# cores), in ``make test-benchmarks``, which CI runs after ``make test``.
+pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.benchmark]
 
 
 def _group(name: str):
