@@ -34,7 +34,8 @@ Run (one process, one core is plenty)::
     python benchmarks/experiments/laplace_glm_regression.py --sets bostonHousing yacht --splits 2
     python benchmarks/experiments/laplace_glm_regression.py --groups 4 --out /tmp/lap4.json
 
-Standalone: JAX (float64), NumPy, SciPy only; pymc_bnn is not imported.
+JAX (float64), NumPy and SciPy; the splits and published rows come from
+``benchmarks/uci_regression.py``; pymc_bnn itself is not used.
 """
 
 from __future__ import annotations
@@ -59,27 +60,20 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-DATA_DIR = Path("/work/shared/data/uci")
+# the benchmark's reader of the standard splits and its copy of the published rows
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import uci_regression  # noqa: E402
+
+DATA_DIR = uci_regression.DATA_DIR
 DEFAULT_RESULTS = ROOT / "benchmarks" / "results" / "uci_regression.json"
 DEFAULT_MODEL = "pymc_bnn default"
-SETS = ("bostonHousing", "concrete", "energy", "yacht", "wine-quality-red")
+SETS = uci_regression.SETS
 HIDDEN = 50
 METRICS = ("ll", "rmse", "crps", "coverage90", "fit_s")
 Z90 = float(norm.ppf(0.95))
 
-# Copied from /work/shared/data/uci/README.md: (LL, LL ±, RMSE, RMSE ±).
-PUBLISHED = {
-    "bostonHousing": {"PBP": (-2.57, 0.09, 3.01, 0.18), "MC dropout": (-2.40, 0.04, 2.90, 0.18),
-                      "deep ensembles": (-2.41, 0.25, 3.28, 1.00)},
-    "concrete": {"PBP": (-3.16, 0.02, 5.67, 0.09), "MC dropout": (-2.93, 0.02, 4.82, 0.16),
-                 "deep ensembles": (-3.06, 0.18, 6.03, 0.58)},
-    "energy": {"PBP": (-2.04, 0.02, 1.80, 0.05), "MC dropout": (-1.21, 0.01, 0.54, 0.06),
-               "deep ensembles": (-1.38, 0.22, 2.09, 0.29)},
-    "yacht": {"PBP": (-1.63, 0.02, 1.02, 0.05), "MC dropout": (-1.25, 0.01, 0.67, 0.05),
-              "deep ensembles": (-1.18, 0.21, 1.58, 0.48)},
-    "wine-quality-red": {"PBP": (-0.97, 0.01, 0.64, 0.01), "MC dropout": (-0.93, 0.01, 0.62, 0.01),
-                         "deep ensembles": (-0.94, 0.12, 0.64, 0.04)},
-}
+PUBLISHED = {name: {m: rows[m] for m in ("PBP", "MC dropout", "deep ensembles")}
+             for name, rows in uci_regression.PUBLISHED.items()}
 
 
 # ------------------------------------------------------------------------- network
@@ -312,14 +306,7 @@ def scores(y, mu, sd):
 
 # ----------------------------------------------------------------------------- data
 def load_split(name, split):
-    folder = DATA_DIR / name
-    data = np.loadtxt(folder / "data.txt")
-    feats = np.loadtxt(folder / "index_features.txt", dtype=int, ndmin=1)
-    target = int(np.loadtxt(folder / "index_target.txt"))
-    tr = np.loadtxt(folder / f"index_train_{split}.txt", dtype=int)
-    te = np.loadtxt(folder / f"index_test_{split}.txt", dtype=int)
-    X, y = data[:, feats], data[:, target]
-    return X[tr], y[tr], X[te], y[te]
+    return uci_regression.load_split(DATA_DIR, name, split)
 
 
 def standardise(X, y, Xt):
