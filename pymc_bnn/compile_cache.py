@@ -233,10 +233,10 @@ _JAX_PROGRAM, _JAX_ATIME = "-cache", "-atime"
 
 def prune(path: Path, max_bytes: int | None = None) -> int:
     """Delete JAX's least recently used programs in ``path`` until the rest total at
-    most ``max_bytes`` (default :data:`MAX_BYTES`); return how many were deleted. The time of last use is the
-    file's access time (updated at most daily by ``relatime`` mounts, the common
-    default; with ``noatime``, its creation: the oldest go first). JAX's access-time
-    files, which nothing updates while its cap is off, are deleted. Marks the time of
+    most ``max_bytes`` (default :data:`MAX_BYTES`); return how many were deleted. The
+    time of last use is the file's access time (updated at most daily by ``relatime``
+    mounts, the common default; with ``noatime``, its creation: the oldest go first).
+    JAX's access-time files, which nothing updates while its cap is off, are deleted. Marks the time of
     the pruning in :data:`PRUNE_STAMP`. Errors (a folder another process is pruning,
     a read-only disk) are ignored: the cache only saves time.
 
