@@ -236,9 +236,9 @@ def prune(path: Path, max_bytes: int | None = None) -> int:
     most ``max_bytes`` (default :data:`MAX_BYTES`); return how many were deleted. The
     time of last use is the file's access time (updated at most daily by ``relatime``
     mounts, the common default; with ``noatime``, its creation: the oldest go first).
-    JAX's access-time files, which nothing updates while its cap is off, are deleted. Marks the time of
-    the pruning in :data:`PRUNE_STAMP`. Errors (a folder another process is pruning,
-    a read-only disk) are ignored: the cache only saves time.
+    JAX's access-time files, which nothing updates while its cap is off, are deleted.
+    Marks the time of the pruning in :data:`PRUNE_STAMP`. Errors (a folder another
+    process is pruning, a read-only disk) are ignored: the cache only saves time.
 
     Examples
     --------
@@ -464,9 +464,10 @@ def definitions(path: Path) -> list[str]:
     return out
 
 
-#: File, beside the stored functions (:func:`entry_dir`), that remembers the source digest of a package's files as
-#: they were (path, size, modification time): parsing every module costs a new process
-#: about half a second, a prediction's process included.
+#: File, beside the stored functions (:func:`entry_dir`), that remembers the source
+#: digest of a package's files as they were (path, size, modification time): parsing
+#: every module costs a new process about half a second, a prediction's process
+#: included.
 DIGEST_MEMO = "source-digest.json"
 
 
