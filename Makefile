@@ -1,15 +1,16 @@
 # Set-up and entry points. Every target installs what it needs into .venv first.
 #   make demo   - fit the two-moons demo, print test accuracy, write figures/
-#   make test   - the test suite (fast + slow tiers, notebooks, command line, README blocks)
+#   make test   - the test suite (fast + slow tiers, notebook 09, command line, README blocks)
 #   make test-fast - the inner loop: neither the slow nor the integration tier
 #   make test-benchmarks - every benchmark script's --quick smoke run (CI runs it after make test)
+#   make test-notebooks - every notebook's quick run but 09's (in make test) (CI runs it too)
 SHELL := /bin/bash
 VENV  := .venv
 PY    := $(VENV)/bin/python
 # Re-install when the package metadata changes.
 STAMP  = $(VENV)/.installed-$(1)-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: demo test test-fast test-benchmarks bench clean venv
+.PHONY: demo test test-fast test-benchmarks test-notebooks bench clean venv
 
 $(VENV)/bin/python:
 	@interp="$$(bash tools/find_python.sh)" || exit 1; \
@@ -36,13 +37,16 @@ demo: $(call STAMP,run)
 XDIST := -n 2 --dist loadgroup --no-loadscope-reorder
 
 test: $(call STAMP,test)
-	$(PY) -m pytest $(XDIST) -m "not benchmark"
+	$(PY) -m pytest $(XDIST) -m "not benchmark and not notebook"
 
 test-fast: $(call STAMP,test)
 	$(PY) -m pytest $(XDIST) -m "not slow and not integration"
 
 test-benchmarks: $(call STAMP,test)
 	$(PY) -m pytest $(XDIST) -m benchmark
+
+test-notebooks: $(call STAMP,test)
+	$(PY) -m pytest $(XDIST) -m notebook
 
 bench: $(call STAMP,test)
 	$(PY) benchmarks/run_all.py
