@@ -211,6 +211,8 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         self.inference_ = self._resolve_inference(grouped=groups is not None and not streamed)
         self._check_temperature_for_inference()
         self._check_n_init_for_inference()
+        if self.inference_ == "laplace":  # the regressor's (its parameter check allows it)
+            self._check_laplace(streamed=streamed, grouped=groups is not None)
         use_evidence = self._check_evidence_prior(streamed=streamed, grouped=groups is not None)
         if streamed:
             return self._fit_streamed(X, y, groups, use_evidence)
@@ -239,15 +241,16 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         # decided on all the rows: the temperature's fold fits train as the kept fit does
         batch = self._batch_rows(X.shape[0])
 
-        def fit_rows(rows, fit_seed, kl_weight=None):
+        def fit_rows(rows, fit_seed, kl_weight=None, method=None):
             """Build and fit the network on ``X[rows]`` (all rows: ``rows=None``), its
-            ELBO's KL term weighted ``kl_weight`` (default: the estimator's own)."""
+            ELBO's KL term weighted ``kl_weight`` (default: the estimator's own), by
+            ``method`` (default: ``inference_``)."""
             sub = slice(None) if rows is None else rows
             n_rows = X.shape[0] if rows is None else len(rows)
             if kl_weight is None:
                 kl_weight = self._kl_weight_candidates()[0]
             posterior, start_losses = self._fit_from_starts(
-                X[sub], y_model[sub], target_kwargs, fit_seed, seeds["init"],
+                X[sub], y_model[sub], target_kwargs, fit_seed, seeds["init"], method=method,
                 groups=None if group_codes is None else group_codes[sub], n_groups=n_groups,
                 batch_size=None if batch is None else min(batch, n_rows),
                 total_size=None if kl_weight == 1.0 else int(round(n_rows / kl_weight)),
@@ -259,11 +262,13 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
             return posterior
 
         weights = self._kl_weight_candidates()
-        if len(weights) > 1:
+        candidates = self._fit_candidates(X.shape, grouped=group_codes is not None)
+        self.inference_selection_ = None
+        if len(candidates) > 1:
             folds = self._temperature_folds(y_model, seeds["temperature"])
             if folds is not None:
-                return self._fit_choosing_kl_weight(fit_rows, weights, folds, X, y_model,
-                                                    group_codes, seeds, kept, progress)
+                return self._fit_choosing(fit_rows, candidates, folds, X, y_model,
+                                          group_codes, seeds, kept, progress)
             weights = (1.0,)  # too few rows to hold any out: the plain ELBO
         self.kl_weight_, self.kl_weight_selection_ = weights[0], None
         # the kept fit and the cross-fitting fits of the temperature (each scored on
@@ -285,55 +290,77 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         """What the fit's main stage does, in words (for :class:`FitProgress`)."""
         if self.inference_ == "nuts":
             return f"NUTS sampling ({self.chains} chains)"
-        method = "ADVI" if self.inference_ == "advi" else "full-rank ADVI"
+        method = {"advi": "ADVI", "laplace": "Laplace"}.get(self.inference_, "full-rank ADVI")
         starts = f", each from {self.n_init} starts" if self.n_init > 1 else ""
         if not folds:
             return f"{method} fit{starts}"
         return (f"{n_fits} {method} fits{starts}: the network, and {len(folds)} on "
                 "held-out folds to choose the temperature")
 
-    def _fit_choosing_kl_weight(self, fit_rows, weights, folds, X, y_model, group_codes,
-                                seeds, kept, progress):
-        """``kl_weight="auto"``: the folds' fits at every candidate weight (at once),
-        each scored at every temperature (or at the fixed one); the weight and
-        temperature with the best summed held-out density win, then the kept fit."""
+    def _fit_choosing(self, fit_rows, candidates, folds, X, y_model, group_codes, seeds,
+                      kept, progress):
+        """Several candidate fits, ``(method, kl_weight)`` pairs (``kl_weight="auto"``;
+        the regressor's ``inference="auto"``, see :meth:`_fit_candidates`): the folds'
+        fits of every candidate (at once), each scored at every temperature (or at the
+        fixed one); the candidate and temperature with the best summed held-out density
+        win, then the kept fit."""
         fixed = self.posterior_temperature != "auto"
         # a fit at KL weight w is about as spread as the posterior at temperature w:
         # its temperatures are the grid's divided by w (1 / w restores the spread)
         grids = [(float(self.posterior_temperature),) if fixed
-                 else tuple(t / w for t in TEMPERATURES) for w in weights]
+                 else tuple(t / w for t in TEMPERATURES) for _, w in candidates]
         tasks = []
-        for w, grid in zip(weights, grids):
-            tasks += fold_tasks(functools.partial(fit_rows, kl_weight=w), X, y_model,
-                                folds=folds, seed=seeds["temperature"], groups=group_codes,
-                                temperatures=grid)
-        with progress.stage(f"{len(tasks)} fits on held-out folds to choose the KL weight "
-                            "and the temperature", fits=len(tasks)):
+        for (method, w), grid in zip(candidates, grids):
+            tasks += fold_tasks(functools.partial(fit_rows, kl_weight=w, method=method), X,
+                                y_model, folds=folds, seed=seeds["temperature"],
+                                groups=group_codes, temperatures=grid)
+        methods = list(dict.fromkeys(m for m, _ in candidates))
+        weights = list(dict.fromkeys(w for _, w in candidates))
+        what = " and ".join(["the method"] * (len(methods) > 1)
+                            + ["the KL weight"] * (len(weights) > 1) + ["the temperature"])
+        # choosing a method: the first candidate's (ADVI's) kept fit runs beside the
+        # folds' fits, as without a choice (it is kept where ADVI wins; a Laplace fit
+        # is cheap to make afterwards); KL weights: the kept fit follows the choice
+        ahead = len(methods) > 1
+        if ahead:
+            first_method, first_weight = candidates[0]
+            tasks.insert(0, functools.partial(fit_rows, None, seeds["fit"],
+                                              kl_weight=first_weight, method=first_method))
+        n_folds = len(tasks) - ahead
+        with progress.stage(("the network, and " if ahead else "") + f"{n_folds} fits on "
+                            f"held-out folds to choose {what}", fits=len(tasks)):
             scores = fit_concurrently([progress.counted(t) for t in tasks])
-        scores = np.reshape(scores, (len(weights), len(folds), -1))
+        posterior, start_losses = (scores[0], kept.get("start_losses")) if ahead else (None, None)
+        scores = np.reshape(scores[1:] if ahead else scores, (len(candidates), len(folds), -1))
         selections = [choose_temperature(s, X.shape[0], grid)
                       for s, grid in zip(scores, grids)]
         best = int(np.argmin([sel.scores.min() for sel in selections]))
-        self.kl_weight_ = weights[best]
-        self.kl_weight_selection_ = {
-            "kl_weights": list(weights),
-            "scores": [float(sel.scores.min()) for sel in selections],
-            "temperatures": [sel.temperature for sel in selections]}
+        self.inference_, self.kl_weight_ = candidates[best]
+        record = {"scores": [float(sel.scores.min()) for sel in selections],
+                  "temperatures": [sel.temperature for sel in selections]}
+        self.kl_weight_selection_ = (
+            {"kl_weights": [w for _, w in candidates], **record} if len(weights) > 1 else None)
+        self.inference_selection_ = (
+            {"methods": [m for m, _ in candidates], **record} if len(methods) > 1 else None)
         if fixed:
             self.temperature_selection_ = None
             self.posterior_temperature_ = grids[0][0]
         else:
             self.temperature_selection_ = selections[best]
             self.posterior_temperature_ = selections[best].temperature
-        with progress.stage(self._fits_stage_name(1, None), fits=1):
-            posterior = progress.counted(fit_rows)(None, seeds["fit"], kl_weight=self.kl_weight_)
-        self.start_losses_ = kept["start_losses"]
+        if not (ahead and best == 0):
+            with progress.stage(self._fits_stage_name(1, None), fits=1):
+                posterior = progress.counted(fit_rows)(None, seeds["fit"],
+                                                       kl_weight=self.kl_weight_,
+                                                       method=self.inference_)
+            start_losses = kept["start_losses"]
+        self.start_losses_ = start_losses
         with progress.stage("posterior predictive draws"):
             self._set_posterior(posterior, seeds["predict"])
         return self
 
     def _fit_from_starts(self, X, y_model, target_kwargs, fit_seed, init_seed, *, warn=True,
-                         **kwargs):
+                         method=None, **kwargs):
         """:meth:`_fit_network` from ``n_init`` starting weights; the fit with the lowest
         final loss (the highest ELBO) is kept, as in scikit-learn's ``GaussianMixture``.
 
@@ -350,7 +377,8 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         for seed in _start_seeds(init_seed, self.n_init):
             # of several starts only the kept one's diagnostics matter (warned below)
             posterior = self._fit_network(X, y_model, target_kwargs, fit_seed, seed,
-                                          warn=warn and self.n_init == 1, **kwargs)
+                                          warn=warn and self.n_init == 1, method=method,
+                                          **kwargs)
             losses.append(_final_loss(posterior))
             if best is None or losses[-1] < min(losses[:-1]):
                 best = posterior
@@ -360,8 +388,11 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
 
     def _fit_network(self, X, y_model, target_kwargs, fit_seed, init_seed, *, groups=None,
                      n_groups=None, batch_size=None, warn=True, total_size=None,
-                     minibatch_source=None):
-        """``build_model`` + ``fit`` with this estimator's settings: a Posterior."""
+                     minibatch_source=None, method=None):
+        """``build_model`` + ``fit`` with this estimator's settings (by ``method``,
+        default ``inference_``): a Posterior."""
+        if (method or self.inference_) == "laplace":
+            return self._fit_laplace(X, y_model, target_kwargs, init_seed, warn=warn)
         model = build_model(
             X,
             y_model,
@@ -380,7 +411,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         )
         return fit(
             model,
-            method=self.inference_,
+            method=method or self.inference_,
             n_iter=self.n_iter,
             learning_rate=self.learning_rate,
             draws=self.n_draws,
@@ -422,6 +453,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                                seed=seeds["init"])
         # the cross-fitted KL weight needs folds held in memory too: "auto" is 1 here
         self.kl_weight_, self.kl_weight_selection_ = self._kl_weight_candidates()[0], None
+        self.inference_selection_ = None
         try:
             with progress.stage(f"streamed minibatch {self._fits_stage_name(1, None)}"):
                 posterior, self.start_losses_ = self._fit_from_starts(

@@ -26,20 +26,24 @@ when installed), with data and precisions as inputs.
 from __future__ import annotations
 
 import functools
-import importlib.util
 from dataclasses import dataclass
 
 import numpy as np
-import pytensor
 import pytensor.tensor as pt
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
 from pymc_bnn._validation import check_hidden_layer_sizes, is_dask_collection
 from pymc_bnn.compile_cache import compiled_function
-from pymc_bnn.model import forward, initial_sds
+# the flat-parameter network, under the names this module and its tests have used
+from pymc_bnn.flat_network import compile_mode as _mode
+from pymc_bnn.flat_network import flat_logits as _logits
+from pymc_bnn.flat_network import layer_index as _layer_index
+from pymc_bnn.flat_network import n_params as _n_params
+from pymc_bnn.flat_network import network_jacobian as _jacobian
+from pymc_bnn.model import initial_sds
 
-__all__ = ["EvidencePrior", "evidence_prior_scales"]
+__all__ = ["EvidencePrior", "evidence_prior_scales", "jacobian_chunk_rows"]
 
 #: Largest layer (weights + biases) whose GGN block is eigen-decomposed exactly; larger
 #: layers use the block's diagonal.
@@ -96,29 +100,6 @@ class EvidencePrior:
                 "curvature": list(self.curvature), "map_iterations": self.map_iterations}
 
 
-def _mode() -> str:
-    if importlib.util.find_spec("jax") is not None:
-        from pymc_bnn.compile_cache import enable
-
-        enable()
-        return "JAX"
-    return "NUMBA"
-
-
-def _n_params(layer_shapes) -> int:
-    return sum(a * b + b for a, b in layer_shapes)
-
-
-def _logits(theta, X, layer_shapes, activation):
-    weights, start = [], 0
-    for fan_in, fan_out in layer_shapes:
-        W = theta[start : start + fan_in * fan_out].reshape((fan_in, fan_out))
-        start += fan_in * fan_out
-        weights.append((W, theta[start : start + fan_out]))
-        start += fan_out
-    return forward(X, weights, activation=activation)
-
-
 @functools.lru_cache(maxsize=16)
 def _value_grad(layer_shapes: tuple, activation: str, bernoulli: bool, mode: str):
     """``f(theta, X, Y, delta) -> (objective, gradient, loglik)``; ``Y`` is the target
@@ -138,35 +119,7 @@ def _value_grad(layer_shapes: tuple, activation: str, bernoulli: bool, mode: str
                              [objective, pt.grad(objective, theta), loglik], mode=mode)
 
 
-@functools.lru_cache(maxsize=16)
-def _jacobian(layer_shapes: tuple, activation: str, rows: int, mode: str):
-    """``f(theta, X) -> (logits (rows, k), d logits / d theta (rows, k, P))`` for
-    ``rows`` points (a static shape, so that data sets of similar size share one
-    compiled function).
-
-    The Jacobian of one row's logits is built for a single row and vectorised over the
-    rows (:func:`pytensor.graph.replace.vectorize_graph`): each row's ``k`` backward
-    passes touch that row only. The Jacobian of the whole ``(rows * k)`` logit vector
-    (``jacobian(logits.ravel(), theta, vectorize=True)``) carries every cotangent through
-    every row instead: the same values at ``rows`` times the work and memory.
-    """
-    from pytensor.graph.replace import vectorize_graph
-
-    theta = pt.tensor("theta", dtype="float64", shape=(_n_params(layer_shapes),))
-    x = pt.tensor("x", dtype="float64", shape=(layer_shapes[0][0],))
-    logits = _logits(theta, x[None, :], layer_shapes, activation)[0]
-    jac = pytensor.gradient.jacobian(logits, theta, vectorize=True)
-    X = pt.tensor("X", dtype="float64", shape=(rows, layer_shapes[0][0]))
-    outputs = vectorize_graph([logits, jac], {x: X})
-    return compiled_function(("_jacobian_rows", layer_shapes, activation, rows), [theta, X],
-                             outputs, mode=mode)
-
-
-def _layer_index(layer_shapes) -> np.ndarray:
-    return np.concatenate([np.full(a * b + b, k) for k, (a, b) in enumerate(layer_shapes)])
-
-
-def _chunk_rows(n_rows: int, layer_shapes) -> int:
+def jacobian_chunk_rows(n_rows: int, layer_shapes) -> int:
     """Rows per Jacobian call: a power of two, the Jacobian (rows, n_out, P) of float64
     within :data:`CHUNK_BYTES`; fewer rows than that are padded to a power of two. The
     compiled function's shape is static: powers of two let tables of any size share a
@@ -187,7 +140,7 @@ def _ggn_blocks(shapes, activation, mode, theta, X, layer_of, n_layers, n_out, b
     blocks = [np.zeros((c.stop - c.start,) * (2 if c.stop - c.start <= MAX_BLOCK else 1))
               for c in layers]
     n = X.shape[0]
-    step = _chunk_rows(n, shapes)
+    step = jacobian_chunk_rows(n, shapes)
     jacobian = _jacobian(shapes, activation, step, mode)
     for start in range(0, n, step):
         rows = min(step, n - start)

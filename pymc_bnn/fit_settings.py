@@ -32,7 +32,13 @@ class FitSettingsMixin:
         value = getattr(self, "kl_weight", 1.0)
         if value != "auto":
             return (float(value),)
-        return (1.0,) if self.inference_ == "nuts" else KL_WEIGHTS
+        return (1.0,) if self.inference_ in ("nuts", "laplace") else KL_WEIGHTS
+
+    def _fit_candidates(self, shape, *, grouped: bool) -> list[tuple[str, float]]:
+        """The ``(method, kl_weight)`` fits to choose among on held-out folds: one per
+        KL weight (:meth:`_kl_weight_candidates`) by ``inference_``; a single one is
+        fit without a choice."""
+        return [(self.inference_, w) for w in self._kl_weight_candidates()]
 
     def _check_n_init_for_inference(self) -> None:
         """Refuse several starts with NUTS before anything is fit."""
@@ -93,12 +99,17 @@ class FitSettingsMixin:
         ``"auto"`` / 1, ``n_init`` > 1), and mean-field ADVI otherwise."""
         if self.inference != "auto":
             return self.inference
-        vi_settings = (self.n_iter is not None or self.learning_rate is not None
-                       or self.batch_size not in (None, "auto")
-                       or self.posterior_temperature not in ("auto", 1, 1.0)
-                       or self.n_init != 1)
-        use_nuts = grouped and self._AUTO_NUTS_FOR_GROUPS and not vi_settings
+        use_nuts = grouped and self._AUTO_NUTS_FOR_GROUPS and not self._vi_settings_given()
         return "nuts" if use_nuts else "advi"
+
+    def _vi_settings_given(self) -> bool:
+        """Whether a setting only variational inference uses was given (``n_iter``,
+        ``learning_rate``, ``batch_size``, a ``posterior_temperature`` other than
+        ``"auto"`` / 1, ``n_init`` > 1): then ``inference="auto"`` is ADVI."""
+        return (self.n_iter is not None or self.learning_rate is not None
+                or self.batch_size not in (None, "auto")
+                or self.posterior_temperature not in ("auto", 1, 1.0)
+                or self.n_init != 1)
 
     def _check_temperature_for_inference(self) -> None:
         """Refuse a temperature with NUTS before anything is fit."""

@@ -103,6 +103,8 @@ def save(estimator, path, *, extra: dict | None = None) -> Path:
         # the ELBO's KL weight of the kept fit, and how it was chosen (plain data)
         "kl_weight": float(getattr(estimator, "kl_weight_", 1.0)),
         "kl_weight_selection": getattr(estimator, "kl_weight_selection_", None),
+        # how inference="auto" chose the method, where it chose (plain data)
+        "inference_selection": getattr(estimator, "inference_selection_", None),
         # str / int / float / bool / None values (pymc_bnn.inference.diagnose)
         "diagnostics": dict(getattr(estimator, "diagnostics_", {})),
         # the final loss of each of the kept fit's n_init starts (None: NUTS)
@@ -117,11 +119,16 @@ def save(estimator, path, *, extra: dict | None = None) -> Path:
         meta_json = json.dumps(meta)
     except (TypeError, ValueError) as err:
         raise ValueError(f"extra metadata must be JSON-able: {err}") from None
+    from pymc_bnn.laplace import LINEARIZATION_GROUP
+
     posterior = estimator.idata_.posterior.to_dataset()
-    tree = xr.DataTree.from_dict({
+    groups = {
         "/posterior": xr.Dataset({v: posterior[v] for v in posterior.data_vars}),
         f"/{_LOSS}": xr.Dataset({_LOSS: ("step", np.asarray(estimator.loss_curve_))}),
-    })
+    }
+    if LINEARIZATION_GROUP in estimator.idata_.children:  # a Laplace fit's MAP weights
+        groups[f"/{LINEARIZATION_GROUP}"] = estimator.idata_[LINEARIZATION_GROUP].to_dataset()
+    tree = xr.DataTree.from_dict(groups)
     tree.attrs[_META] = meta_json
     tree.to_netcdf(path, engine="h5netcdf")
     return path
@@ -211,6 +218,7 @@ def load(cls, path):
     """
     from pymc_bnn.evidence import EvidencePrior
     from pymc_bnn.inference import Posterior
+    from pymc_bnn.laplace import LINEARIZATION_GROUP
     from pymc_bnn.model import NetworkSpec
     from pymc_bnn.predictive import from_idata
     from pymc_bnn.tempering import TemperatureSelection
@@ -245,7 +253,10 @@ def load(cls, path):
             spec_d["prior_sigma"] = tuple(float(v) for v in spec_d["prior_sigma"])
         spec = NetworkSpec(**spec_d)
         est = cls(**params)
-        idata = xr.DataTree.from_dict({"/posterior": tree["posterior"].to_dataset()})
+        stored = {"/posterior": tree["posterior"].to_dataset()}
+        if LINEARIZATION_GROUP in tree.children:
+            stored[f"/{LINEARIZATION_GROUP}"] = tree[LINEARIZATION_GROUP].to_dataset()
+        idata = xr.DataTree.from_dict(stored)
         predictive = from_idata(spec, idata)
         loss = np.array(tree[_LOSS][_LOSS].values, dtype=np.float64)
         est._restore_target(meta["target"], spec)
@@ -277,6 +288,10 @@ def load(cls, path):
         kl_selection = meta.get("kl_weight_selection")
         if kl_selection is not None and not isinstance(kl_selection, dict):
             raise TypeError("the KL weight's selection is not a JSON object")
+        # files written before the choice of method existed made none
+        inference_selection = meta.get("inference_selection")
+        if inference_selection is not None and not isinstance(inference_selection, dict):
+            raise TypeError("the method's selection is not a JSON object")
         # files written before diagnostics existed have none: {} (not computed)
         diagnostics = meta.get("diagnostics") or {}
         if not isinstance(diagnostics, dict):
@@ -303,6 +318,7 @@ def load(cls, path):
     est.temperature_selection_ = selection
     est.kl_weight_ = kl_weight
     est.kl_weight_selection_ = kl_selection
+    est.inference_selection_ = inference_selection
     est.prior_sigma_ = spec.prior_sigma  # the scale(s) the network was fit with
     est.evidence_ = evidence
     est.loss_curve_ = loss

@@ -115,11 +115,19 @@ def posterior_draws(posterior, *, n_draws: int = 500, random_seed: int | None = 
     """Posterior draws as an ArviZ DataTree.
 
     VI: ``n_draws`` fresh draws from the approximation (seeded by ``random_seed``),
-    tempered to ``q**(1/temperature)`` (see :func:`tempered`).
+    tempered to ``q**(1/temperature)`` (see :func:`tempered`). Laplace: as many draws
+    from ``Normal(theta, temperature A^-1)``, and the MAP weights in a group of their own
+    (:func:`pymc_bnn.laplace.laplace_idata`).
     MCMC: the stored draws, all of them (``n_draws`` is ignored); ``temperature``
     must be 1 (MCMC draws cannot be tempered after the fact).
     """
     temperature = check_temperature(temperature)
+    if posterior.laplace is not None:
+        from pymc_bnn.laplace import laplace_idata
+
+        return laplace_idata(posterior.laplace, posterior.spec.layer_shapes,
+                             check_n_draws(n_draws, allow_none=False), random_seed,
+                             temperature)
     if posterior.is_variational:
         n_draws = check_n_draws(n_draws, allow_none=False)
         with tempered(posterior.approx, temperature) as approx:

@@ -35,6 +35,8 @@ from pymc_bnn import _jax_device
 from pymc_bnn.forward_graphs import UNROLL_MAX, WIDE_MIN_ROWS  # noqa: F401
 from pymc_bnn.forward_graphs import (backend, compiled_forward, compiled_wide, network_head,
                                      padded_rows, static_shapes)
+from pymc_bnn.flat_network import flatten
+from pymc_bnn.laplace import LINEARIZATION_GROUP, laplace_draws, linearised_outputs
 from pymc_bnn.model import NetworkSpec
 from pymc_bnn.posterior_draws import (check_n_draws, check_temperature, fast_draws_apply,
                                       posterior_draws, tempered, vi_draws)
@@ -122,6 +124,11 @@ class PosteriorPredictive:
 
     noise : ndarray of shape (n_draws,) or None
         Noise sd draws of a homoscedastic regression network (else None).
+    linearized_at : ndarray of shape (n_params,) or None
+        A Laplace posterior's MAP weights, flat (:func:`pymc_bnn.flat_network.flatten`):
+        each draw's output is then that of the network *linearised* there, ``f(x;
+        theta) + J(x) (theta_s - theta)`` (:mod:`pymc_bnn.laplace`), not ``f(x;
+        theta_s)``. None: the network itself.
 
     Methods taking ``groups`` route each point through its group's weights; a point
     of group code -1 (a group not seen in training), or every point when ``groups``
@@ -133,6 +140,7 @@ class PosteriorPredictive:
     spec: NetworkSpec
     weights: tuple
     noise: np.ndarray | None = None
+    linearized_at: np.ndarray | None = None
 
     @property
     def n_draws(self) -> int:
@@ -196,7 +204,7 @@ class PosteriorPredictive:
         JAX, a plain (not hierarchical) network with a layer wider than
         :data:`~pymc_bnn.forward_graphs.UNROLL_MAX`."""
         return (backend()[0] == "JAX" and not self.spec.hierarchical
-                and static_shapes(self.spec) is None)
+                and static_shapes(self.spec) is None and self.linearized_at is None)
 
     def _device_inputs(self, dtype: str) -> list:
         """The wide predictive's weight inputs in ``dtype``, put on JAX's device once per
@@ -275,6 +283,9 @@ class PosteriorPredictive:
                 f"X must have shape (n_points, {self.spec.n_features}); got {X.shape}."
             )
         index = self._group_index(groups, X.shape[0])
+        if self.linearized_at is not None:
+            yield from self._linearized_chunks(X, columns=columns)
+            return
         dtype = dtype or self._dtype_for(X)
         if self._wide:
             for start, rows, (out,) in self._wide_calls(X, "none", head=head, dtype=dtype):
@@ -310,6 +321,25 @@ class PosteriorPredictive:
                 for k, col in enumerate(cols):
                     out[..., k] = col
                 yield start, out
+
+    @functools.cached_property
+    def _offsets(self) -> np.ndarray:
+        """The draws' distances from the linearisation point, (n_draws, n_params)."""
+        return flatten(self.weights) - self.linearized_at[None, :]
+
+    def _linearized_chunks(self, X: np.ndarray, *, columns: bool):
+        """:meth:`_chunks` of a network linearised at :attr:`linearized_at` (float64;
+        a homoscedastic regression network, the only kind fit this way)."""
+        if not self.spec.is_regression or self.spec.heteroscedastic or self.spec.hierarchical:
+            raise ValueError("a linearised predictive is for a homoscedastic regression "
+                             "network without groups.")
+        step = self._chunk_rows()
+        for start in range(0, X.shape[0], step):
+            mean = linearised_outputs(self.spec.layer_shapes, self.spec.activation,
+                                      self.linearized_at, X[start : start + step],
+                                      self._offsets)
+            cols = [mean, np.broadcast_to(self.noise[:, None], mean.shape)]
+            yield start, (cols if columns else np.stack(cols, axis=-1))
 
     def _wide_calls(self, X: np.ndarray, reduce: str, *, head: str | None = None,
                     dtype: str | None = None):
@@ -590,6 +620,11 @@ def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> Poste
     """
     post = idata.posterior
     total = int(post.sizes["chain"] * post.sizes["draw"])
+    linearized_at = None
+    if LINEARIZATION_GROUP in idata.children:  # a Laplace posterior's MAP weights
+        point = idata[LINEARIZATION_GROUP]
+        linearized_at = flatten([(point[w].values, point[b].values)
+                                 for w, b in spec.weight_names])
     n_draws = check_n_draws(n_draws, allow_none=True)
     if n_draws is None:
         idx = slice(None)
@@ -607,10 +642,10 @@ def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> Poste
         values = post[name].values
         return values.reshape(total, *values.shape[2:])[idx]
 
-    return _from_values(spec, values)
+    return _from_values(spec, values, linearized_at)
 
 
-def _from_values(spec: NetworkSpec, values) -> PosteriorPredictive:
+def _from_values(spec: NetworkSpec, values, linearized_at=None) -> PosteriorPredictive:
     """A predictive from ``values(name) -> draws of shape (n_draws, ...)``."""
 
     def get(name):
@@ -631,7 +666,10 @@ def _from_values(spec: NetworkSpec, values) -> PosteriorPredictive:
                 f"architecture {spec.layer_shapes}" + (
                     f" with {spec.n_groups} groups." if spec.hierarchical else ".")
             )
-    return PosteriorPredictive(spec=spec, weights=weights, noise=noise)
+    if linearized_at is not None:
+        linearized_at = _readonly(linearized_at)
+    return PosteriorPredictive(spec=spec, weights=weights, noise=noise,
+                               linearized_at=linearized_at)
 
 
 def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: int | None = None,
@@ -646,9 +684,9 @@ def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: i
         Number of draws. VI: fresh draws from the approximation (None: 500).
         MCMC: that many draws evenly thinned from the stored chains (None: all).
     random_seed : int, optional
-        Seed of the VI draws (MCMC draws are fixed).
+        Seed of the VI or Laplace draws (MCMC draws are fixed).
     temperature : float, default 1.0
-        VI only: draw from the tempered approximation ``q**(1/temperature)`` (the
+        VI and Laplace only: draw from the tempered approximation ``q**(1/temperature)`` (the
         spread around the mean scaled by ``sqrt(temperature)``; see :func:`tempered`).
 
     Returns
@@ -664,6 +702,11 @@ def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: i
     >>> posterior_predictive(post, n_draws=50, random_seed=1).sample_proba(X).shape
     (50, 40, 2)
     """
+    if posterior.laplace is not None:
+        n_draws = check_n_draws(500 if n_draws is None else n_draws, allow_none=False)
+        draws = laplace_draws(posterior.laplace, posterior.spec.layer_shapes, n_draws,
+                              random_seed, check_temperature(temperature))
+        return _from_values(posterior.spec, draws.__getitem__, posterior.laplace.theta)
     if posterior.is_variational:
         n_draws = 500 if n_draws is None else n_draws
         if random_seed is not None and fast_draws_apply(posterior):

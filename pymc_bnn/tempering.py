@@ -237,7 +237,8 @@ def _stacked_heldout_nll(parts: Sequence[PosteriorPredictive], X: np.ndarray,
         weights=tuple((np.concatenate([p.weights[i][0] for p in parts]),
                        np.concatenate([p.weights[i][1] for p in parts]))
                       for i in range(len(first.weights))),
-        noise=None if first.noise is None else np.concatenate([p.noise for p in parts]))
+        noise=None if first.noise is None else np.concatenate([p.noise for p in parts]),
+        linearized_at=first.linearized_at)  # one posterior: the same point for all
     k, s = len(parts), first.n_draws
     step = stacked._chunk_rows()
     out = np.empty((k, X.shape[0]))

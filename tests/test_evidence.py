@@ -252,18 +252,18 @@ def test_jacobian_chunks_are_bounded_and_sum_to_the_whole(blobs, monkeypatch):
     """Rows per Jacobian call: the largest power of two that keeps the Jacobian within
     CHUNK_BYTES; curvature summed over small chunks equals the one-chunk curvature."""
     shapes = ((20, 16), (16, 1))
-    rows = evidence._chunk_rows(10**6, shapes)
+    rows = evidence.jacobian_chunk_rows(10**6, shapes)
     assert rows & (rows - 1) == 0
     assert rows * 353 * 8 <= evidence.CHUNK_BYTES < 2 * rows * 353 * 8
-    assert evidence._chunk_rows(7, shapes) == 8  # padded to a power of two
-    assert evidence._chunk_rows(8, shapes) == 8 and evidence._chunk_rows(1, shapes) == 1
+    assert evidence.jacobian_chunk_rows(7, shapes) == 8  # padded to a power of two
+    assert evidence.jacobian_chunk_rows(8, shapes) == 8 and evidence.jacobian_chunk_rows(1, shapes) == 1
     X, y = blobs
     shapes = ((3, 4), (4, 3))
     theta = np.random.default_rng(5).normal(size=31)
     args = (shapes, "tanh", _mode(), theta, X, _layer_index(shapes), 2, 3, False)
     whole, _ = _ggn_blocks(*args)
     monkeypatch.setattr(evidence, "CHUNK_BYTES", 8 * 3 * 31 * 16)
-    assert evidence._chunk_rows(90, shapes) == 16  # 6 calls, the last padded
+    assert evidence.jacobian_chunk_rows(90, shapes) == 16  # 6 calls, the last padded
     chunked, _ = _ggn_blocks(*args)
     for a, b in zip(whole, chunked):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)

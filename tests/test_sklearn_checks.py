@@ -19,6 +19,11 @@ def _fast_regressor():
                                 posterior_temperature=1.0, random_state=0)
 
 
+def _laplace_regressor():
+    return BayesianMLPRegressor(hidden_layer_sizes=(6,), inference="laplace", n_draws=40,
+                                posterior_temperature=1.0, random_state=0)
+
+
 # The checks fit on many small synthetic data sets (a few rows, constant or random
 # features) for which no fixed budget of steps levels the ELBO off; they test the API,
 # not convergence. scikit-learn runs them on its own estimators (MLPClassifier among
@@ -44,4 +49,12 @@ def test_sklearn_compatible_classifier(estimator, check):
 @parametrize_with_checks([_fast_regressor()],
                          expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS)
 def test_sklearn_compatible_regressor(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.filterwarnings("ignore::pymc_bnn.estimator.InputScaleWarning")
+@pytest.mark.xdist_group("sklearn-checks-laplace")
+@parametrize_with_checks([_laplace_regressor()],
+                         expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS)
+def test_sklearn_compatible_laplace_regressor(estimator, check):
     check(estimator)

@@ -47,7 +47,7 @@ class Posterior:
     Attributes
     ----------
     method : str
-        ``"advi"``, ``"fullrank_advi"`` or ``"nuts"``.
+        ``"advi"``, ``"fullrank_advi"``, ``"nuts"`` or ``"laplace"``.
     spec : NetworkSpec
         Architecture of the fitted network.
     seed : int
@@ -71,6 +71,10 @@ class Posterior:
     model : pm.Model or None
         The model NUTS sampled (kept so that :func:`sample_more` can continue the
         chains); None for VI (the approximation holds it) and after loading.
+    laplace : LaplaceGaussian or None
+        The Gaussian of a Laplace fit (``method="laplace"``,
+        :mod:`pymc_bnn.laplace`); None otherwise and after loading (the stored draws
+        and their linearisation point serve the predictions).
     diagnostics : Mapping
         Convergence diagnostics of the run, computed once by :func:`fit` (or
         :func:`sample_more`) with :func:`diagnose`; see there for the keys. A
@@ -88,6 +92,7 @@ class Posterior:
     nuts_sampler: str | None = None
     engine: str | None = None
     model: object | None = field(default=None, repr=False, compare=False)
+    laplace: object | None = field(default=None, repr=False, compare=False)
     diagnostics: Mapping = field(default_factory=_ReadOnlyDict, compare=False)
 
     def __post_init__(self):
