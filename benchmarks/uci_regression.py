@@ -159,7 +159,8 @@ def run_bnn(params: dict, X, y, Xt, yt, seed: int, quick: bool) -> dict:
             "fit_s": fit_s, "inference": reg.inference_,
             "temperature": getattr(reg, "posterior_temperature_", None),
             "kl_weight": getattr(reg, "kl_weight_", None),
-            "kl_weight_selection": getattr(reg, "kl_weight_selection_", None)}
+            "kl_weight_selection": getattr(reg, "kl_weight_selection_", None),
+            "inference_selection": getattr(reg, "inference_selection_", None)}
 
 
 def _mlp(seed: int, quick: bool):
