@@ -10,7 +10,7 @@ PY    := $(VENV)/bin/python
 # Re-install when the package metadata changes.
 STAMP  = $(VENV)/.installed-$(1)-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: demo test test-fast test-benchmarks test-notebooks bench clean venv
+.PHONY: demo test test-fast test-benchmarks test-notebooks test-extended bench clean venv
 
 $(VENV)/bin/python:
 	@interp="$$(bash tools/find_python.sh)" || exit 1; \
@@ -37,7 +37,7 @@ demo: $(call STAMP,run)
 XDIST := -n 2 --dist loadgroup --no-loadscope-reorder
 
 test: $(call STAMP,test)
-	$(PY) -m pytest $(XDIST) -m "not benchmark and not notebook"
+	$(PY) -m pytest $(XDIST) -m "not benchmark and not notebook and not extended"
 
 test-fast: $(call STAMP,test)
 	$(PY) -m pytest $(XDIST) -m "not slow and not integration"
@@ -47,6 +47,9 @@ test-benchmarks: $(call STAMP,test)
 
 test-notebooks: $(call STAMP,test)
 	$(PY) -m pytest $(XDIST) -m notebook
+
+test-extended: $(call STAMP,test)
+	$(PY) -m pytest $(XDIST) -m extended
 
 bench: $(call STAMP,test)
 	$(PY) benchmarks/run_all.py

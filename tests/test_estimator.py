@@ -71,6 +71,7 @@ def test_minibatch_advi_reaches_95_percent_on_moons(minibatch_clf, moons):
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # ~1 minute: make test-extended (CI runs it)
 def test_nuts_defaults_reach_95_percent_on_moons(moons):
     X_train, X_test, y_train, y_test = moons
     clf = BayesianMLPClassifier(inference="nuts", random_state=0).fit(X_train, y_train)

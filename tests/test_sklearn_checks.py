@@ -52,6 +52,9 @@ def test_sklearn_compatible_regressor(estimator, check):
     check(estimator)
 
 
+# the default configurations' checks above run in make test; this option's in make
+# test-extended (CI runs it), which keeps make test within its ten minutes
+@pytest.mark.extended
 @pytest.mark.filterwarnings("ignore::pymc_bnn.estimator.InputScaleWarning")
 @pytest.mark.xdist_group("sklearn-checks-laplace")
 @parametrize_with_checks([_laplace_regressor()],
