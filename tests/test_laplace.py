@@ -9,6 +9,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 import pymc_bnn.predictive as P
 from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor
 from pymc_bnn.flat_network import flatten, unflatten
+import pymc_bnn.laplace as lap_module
 from pymc_bnn.laplace import MAX_PARAMS, fit_laplace, laplace_draws
 
 
@@ -202,3 +203,35 @@ def test_auto_fits_laplace_only_where_it_models_the_same_thing(kwargs, grouped, 
     reg.inference_ = reg._resolve_inference(grouped=grouped)
     methods = [m for m, _ in reg._fit_candidates((60, 2), grouped=grouped)]
     assert ("laplace" in methods) is laplace and "advi" in methods
+
+
+def test_gram_is_the_lower_triangle_of_jtj_and_factors_as_the_full_matrix():
+    rng = np.random.default_rng(3)
+    J = rng.normal(size=(40, 7))
+    G = lap_module._gram(J)
+    np.testing.assert_allclose(np.tril(G), np.tril(J.T @ J), rtol=1e-12)
+    delta = rng.uniform(0.5, 2.0, size=7)
+    full = 2.0 * J.T @ J + np.diag(delta)
+    np.testing.assert_allclose(lap_module._precision_chol(G, 2.0, delta),
+                               np.linalg.cholesky(full), rtol=1e-10)
+
+
+def test_rounds_stop_once_the_evidence_falls_twice_keeping_the_same_fit(monkeypatch):
+    """Patience: the rounds stop after PATIENCE rounds below the best; the kept round,
+    and so the fit, is the one all rounds would keep (on diabetes the evidence peaks at
+    the first update, then falls for good)."""
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    X, y = (X - X.mean(0)) / X.std(0), (y - y.mean()) / y.std()
+    shapes = ((X.shape[1], 10), (10, 1))
+    monkeypatch.setattr(lap_module, "PATIENCE", 0)
+    every, info_every = fit_laplace(X, y, layer_shapes=shapes, random_state=0)
+    monkeypatch.setattr(lap_module, "PATIENCE", 2)
+    patient, info = fit_laplace(X, y, layer_shapes=shapes, random_state=0)
+    best = int(np.argmin(info_every["loss"]))
+    assert info_every["rounds"] == lap_module.ROUNDS + 1  # all of them ran
+    assert info["rounds"] == best + 1 + 2 < info_every["rounds"]  # the path was taken
+    np.testing.assert_allclose(info["loss"], info_every["loss"][: info["rounds"]])
+    np.testing.assert_allclose(patient.theta, every.theta)
+    assert patient.log_evidence == every.log_evidence
