@@ -4,7 +4,7 @@ LL / RMSE / fit time with the module as it is. The estimator runs behind a
 ``StandardScaler`` with ``random_state=split``, as ``benchmarks/uci_regression.py``
 runs it. Usage::
 
-    python benchmarks/experiments/laplace_variants.py '{"PATIENCE": 0}' bostonHousing,yacht [N_SPLITS]
+    python benchmarks/experiments/laplace_variants.py '{"PATIENCE": 0}' bostonHousing,yacht [N_SPLITS] [ESTIMATOR_PARAMS_JSON]
 """
 import sys, time, json
 from pathlib import Path
@@ -17,7 +17,7 @@ import pymc_bnn.laplace as lap
 from pymc_bnn import BayesianMLPRegressor
 patch = json.loads(sys.argv[1]); sets = sys.argv[2].split(","); splits = range(int(sys.argv[3]) if len(sys.argv) > 3 else 5)
 for k, v in patch.items(): setattr(lap, k, v)
-params = {}
+params = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
 X, y, _, _ = load_split(DATA_DIR, sets[0], 0)
 make_pipeline(StandardScaler(), BayesianMLPRegressor((50,), inference="laplace", random_state=0)).fit(X[:100], y[:100])
 for name in sets:
@@ -32,4 +32,4 @@ for name in sets:
         res.append((ll, rmse, fit))
         print(f"  {name} {split} ll {ll:.3f} rmse {rmse:.3f} fit {fit:.1f}", flush=True)
     r = np.array(res)
-    print(f"{name} {json.dumps(patch)} mean ll {r[:,0].mean():.3f} rmse {r[:,1].mean():.3f} fit median {np.median(r[:,2]):.1f}", flush=True)
+    print(f"{name} {json.dumps(patch)} {json.dumps(params)} mean ll {r[:,0].mean():.3f} rmse {r[:,1].mean():.3f} fit median {np.median(r[:,2]):.1f}", flush=True)
