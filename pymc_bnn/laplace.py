@@ -16,7 +16,8 @@ framework (MacKay 1992) with the "GLM" predictive of Immer, Korzepa & Bauer (202
    round whose precisions have the highest evidence *at their own MAP* is kept: once
    the MAP moves, the fixed point no longer climbs the evidence, and on noisy tables
    later rounds chased the noise (diabetes: test RMSE 101 keeping the last round, 77
-   keeping the best; ``docs/experiments/uci_regression.md``).
+   keeping the best; ``docs/experiments/uci_regression.md``), and the rounds stop
+   once :data:`PATIENCE` in a row fall below the best.
 4. The posterior ``Normal(theta, A^-1)``, and the predictive of the network *linearised*
    at the MAP, ``f(x; theta) + J(x) (theta' - theta)``, for which that Gaussian is the
    exact posterior (a Bayesian GLM): ``Normal(f(x; theta), J(x) A^-1 J(x)^T + 1/beta)``.
@@ -64,7 +65,8 @@ LINEARIZATION_GROUP = "linearization"
 #: structured approximation (diagonal, Kronecker factors) this module does not make.
 MAX_PARAMS = 4096
 #: Most MAP / evidence rounds; they stop earlier once no precision moves by more than
-#: :data:`HYPER_RTOL` (relative, log scale) between rounds.
+#: :data:`HYPER_RTOL` (relative, log scale) between rounds, or after :data:`PATIENCE`
+#: rounds below the best.
 ROUNDS = 8
 HYPER_RTOL = 0.01
 #: Rounds stop once this many in a row have a lower evidence than the best so far: the
