@@ -46,6 +46,7 @@ def _entries(path: Path) -> set[str]:
     return {p.name for p in path.rglob("*") if p.is_file()}
 
 
+@pytest.mark.extended  # five cold processes, ~1 minute: make test-extended (CI runs it)
 def test_second_process_reads_the_cache_and_compiles_nothing_new(tmp_path):
     """The default place is $XDG_CACHE_HOME/pymc_bnn/jax; the first process writes its
     programs there (XLA's, and the compiled ADVI runner in pytensor-runners/), a

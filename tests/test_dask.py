@@ -467,6 +467,7 @@ if __name__ == "__main__":
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # a 2-worker cluster streaming 320 MB, ~1 minute: make test-extended
 def test_streamed_fit_never_holds_the_array(tmp_path):
     """A 4e6 x 10 float64 array (320 MB), generated block by block on a 2-worker
     LocalCluster and never stored: the client's peak RSS grows by less than half of it
