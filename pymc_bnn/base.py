@@ -211,7 +211,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         self.inference_ = self._resolve_inference(grouped=groups is not None and not streamed)
         self._check_temperature_for_inference()
         self._check_n_init_for_inference()
-        if self.inference_ == "laplace":  # the regressor's (its parameter check allows it)
+        if self.inference_ == "laplace":
             self._check_laplace(streamed=streamed, grouped=groups is not None)
         use_evidence = self._check_evidence_prior(streamed=streamed, grouped=groups is not None)
         if streamed:
@@ -385,6 +385,50 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         if warn and self.n_init > 1:
             _warn_diagnostics(best.diagnostics, stacklevel=3)
         return best, np.array(losses)
+
+    def _hidden_tuple(self) -> tuple[int, ...]:
+        hidden = self.hidden_layer_sizes
+        return (int(hidden),) if isinstance(hidden, Integral) else tuple(int(h) for h in hidden)
+
+    def _check_laplace(self, *, streamed: bool, grouped: bool) -> None:
+        """Refuse what ``inference="laplace"`` does not model, before anything is fit."""
+        why = ("groups" if grouped else "dask input" if streamed else None)
+        if why is not None:
+            raise ValueError(
+                f"inference='laplace' fits a network without groups, on data in memory; "
+                f"{why} is not supported with it. Use inference='advi' (or 'auto').")
+
+    def _laplace_spec(self, X, target_kwargs):
+        """The network :meth:`_fit_laplace` fits (a classifier's: one logit per class,
+        one for two)."""
+        from pymc_bnn.spec import NetworkSpec
+
+        return NetworkSpec(n_features=X.shape[1], hidden_layer_sizes=self._hidden_tuple(),
+                           n_classes=int(target_kwargs["n_classes"]),
+                           activation=self.activation, prior_sigma=1.0, n_rows=X.shape[0],
+                           batch_size=None)
+
+    def _fit_laplace(self, X, y_model, target_kwargs, init_seed, *, warn=True):
+        """The evidence-tuned linearised Laplace fit (:mod:`pymc_bnn.laplace`)."""
+        from pymc_bnn.inference import Posterior
+        from pymc_bnn.laplace import fit_laplace
+
+        spec = self._laplace_spec(X, target_kwargs)
+        gaussian, info = fit_laplace(X, y_model, layer_shapes=spec.layer_shapes,
+                                     activation=self.activation, random_state=init_seed,
+                                     likelihood=spec.likelihood)
+        diagnostics = {
+            "method": "laplace", "final_loss": -gaussian.log_evidence,
+            "log_evidence": gaussian.log_evidence,
+            "effective_parameters": float(sum(gaussian.effective_parameters)),
+            "gradient_norm": info["gradient_norm"], "rounds": info["rounds"],
+            "map_iterations": info["map_iterations"], "polish_steps": info["polish_steps"]}
+        if gaussian.noise_sd is not None:
+            diagnostics["noise_sd"] = gaussian.noise_sd
+        # the spec records the prior the posterior was fit under: the evidence's scales
+        spec = dataclasses.replace(spec, prior_sigma=gaussian.prior_sigmas)
+        return Posterior(method="laplace", spec=spec, seed=int(init_seed), loss=info["loss"],
+                         laplace=gaussian, diagnostics=diagnostics)
 
     def _fit_network(self, X, y_model, target_kwargs, fit_seed, init_seed, *, groups=None,
                      n_groups=None, batch_size=None, warn=True, total_size=None,

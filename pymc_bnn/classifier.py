@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import ClassifierMixin
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 
 from pymc_bnn import persistence
 from pymc_bnn.base import BayesianMLPBase
 from pymc_bnn.dask import is_dask_collection
+from pymc_bnn.inference import METHODS
 from pymc_bnn.predictive import from_idata, posterior_predictive
 
 __all__ = ["BayesianMLPClassifier"]
@@ -55,7 +57,7 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
         (``docs/calibration.md``). ``prior_sigma_`` holds the scales used.
     precision_shape, precision_rate : float, default 1.0
         Gamma shape and rate of the precisions (``prior="gamma_precision"``).
-    inference : {"auto", "advi", "fullrank_advi", "nuts"}, default "auto"
+    inference : {"auto", "advi", "fullrank_advi", "nuts", "laplace"}, default "auto"
         ``"auto"``: NUTS for a hierarchical network (``fit(..., groups=...)``, rows in
         memory) and mean-field ADVI otherwise, or wherever a setting only variational
         inference uses is given (``n_iter``, ``learning_rate``, ``batch_size``,
@@ -64,6 +66,13 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
         separate networks (18 rotated-moons tasks: 0.86 test accuracy against 0.84 for
         separate networks; NUTS 0.90), see ``docs/experiments/calibration-log.md``. ``inference_``
         holds the method used.
+        ``"laplace"``: the linearised Laplace approximation (:mod:`pymc_bnn.laplace`):
+        the MAP weights, one prior scale per layer chosen by the Laplace evidence
+        (MacKay's empirical Bayes, in place of ``prior_sigma``), and class
+        probabilities averaged over draws of the network's logits *linearised* at the
+        MAP (the "GLM" predictive); with ``posterior_temperature="auto"`` the draws'
+        spread is cross-fitted as ADVI's. Networks of at most
+        :data:`pymc_bnn.laplace.MAX_PARAMS` weights, data in memory, no groups.
     n_iter : int, optional
         Optimisation steps (VI). None: 10,000 for ADVI, 20,000 for full-rank ADVI.
     learning_rate : float, optional
@@ -177,6 +186,11 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
     methods too. Rows of a group not seen in training, and all rows when ``groups``
     is omitted, are predicted with the population-level weights ``w_mu``.
     """
+
+    _parameter_constraints: dict = {
+        **BayesianMLPBase._parameter_constraints,
+        "inference": [StrOptions({"auto", *METHODS, "laplace"})],
+    }
 
     def _encode_target(self, y):
         check_classification_targets(y)

@@ -68,8 +68,10 @@ class FitSettingsMixin:
                              "(e.g. prior_sigma=1.0).")
         # "auto" and NUTS: 1.0 (under the evidence's larger output scales NUTS diverged
         # on moons, 18 divergent transitions of 1,000; its calibration was not measured)
+        # Laplace: its own evidence chooses the scales, in its own fit
         return self.prior_sigma == "evidence" or (
-            self.prior_sigma == "auto" and why is None and self.inference_ != "nuts")
+            self.prior_sigma == "auto" and why is None
+            and self.inference_ not in ("nuts", "laplace"))
 
     def _choose_prior_scales(self, use_evidence, X, y_model, target_kwargs, seed) -> None:
         """Set ``prior_sigma_`` (and ``evidence_``): the evidence's scales, or the number

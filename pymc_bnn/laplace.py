@@ -100,8 +100,9 @@ class LaplaceGaussian:
         The MAP weights, flat (:func:`pymc_bnn.flat_network.unflatten`).
     chol : ndarray of shape (P, P)
         Lower Cholesky factor ``L`` of the posterior precision ``A = L L^T``.
-    noise_sd : float
-        The noise standard deviation ``1 / sqrt(beta)`` chosen by the evidence.
+    noise_sd : float or None
+        The noise standard deviation ``1 / sqrt(beta)`` chosen by the evidence (None
+        for a classification network).
     prior_sigmas : tuple of float
         The prior standard deviation of each layer, ``1 / sqrt(delta_l)``.
     log_evidence : float
@@ -112,45 +113,92 @@ class LaplaceGaussian:
 
     theta: np.ndarray
     chol: np.ndarray
-    noise_sd: float
+    noise_sd: float | None
     prior_sigmas: tuple
     log_evidence: float
     effective_parameters: tuple
 
 
 @functools.lru_cache(maxsize=16)
-def _value_grad(layer_shapes: tuple, activation: str, mode: str):
-    """``f(theta, X, y, beta, delta) -> (objective, gradient, residual sum of squares)``:
-    ``beta/2 |y - f|^2 + 1/2 sum delta theta^2``, the negative log joint up to constants."""
+def _value_grad(layer_shapes: tuple, activation: str, mode: str, classify: bool = False):
+    """``f(theta, X, y, beta, delta) -> (objective, gradient, data term)``, the negative
+    log joint up to constants: regression ``beta/2 |y - f|^2 + 1/2 sum delta theta^2``
+    (the data term: the residual sum of squares); classification (``classify``, ``y``
+    one-hot (n, k), or (n, 1) of 0/1 for one logit) ``beta * nll + 1/2 sum delta
+    theta^2`` (the data term: the negative log likelihood ``nll``; ``beta`` is 1)."""
     theta = pt.tensor("theta", dtype="float64", shape=(n_params(layer_shapes),))
     X = pt.matrix("X", dtype="float64")
-    y = pt.vector("y", dtype="float64")
     beta = pt.scalar("beta", dtype="float64")
     delta = pt.vector("delta", dtype="float64")
-    resid = y - flat_logits(theta, X, layer_shapes, activation)[:, 0]
-    ssr = (resid**2).sum()
-    objective = 0.5 * beta * ssr + 0.5 * (delta * theta**2).sum()
-    return compiled_function(("_laplace_value_grad", layer_shapes, activation),
-                             [theta, X, y, beta, delta],
-                             [objective, pt.grad(objective, theta), ssr], mode=mode)
+    logits = flat_logits(theta, X, layer_shapes, activation)
+    if classify:
+        y = pt.matrix("y", dtype="float64")
+        if layer_shapes[-1][1] == 1:  # Bernoulli on one logit
+            data = (pt.softplus(logits) - y * logits).sum()
+        else:
+            data = -(y * pt.special.log_softmax(logits, axis=1)).sum()
+        objective = beta * data + 0.5 * (delta * theta**2).sum()
+        key = ("_laplace_value_grad_classify", layer_shapes, activation)
+    else:
+        y = pt.vector("y", dtype="float64")
+        data = ((y - logits[:, 0]) ** 2).sum()
+        objective = 0.5 * beta * data + 0.5 * (delta * theta**2).sum()
+        key = ("_laplace_value_grad", layer_shapes, activation)
+    return compiled_function(key, [theta, X, y, beta, delta],
+                             [objective, pt.grad(objective, theta), data], mode=mode)
 
 
-def _jacobian_rows(layer_shapes, activation, mode, theta, X) -> tuple[np.ndarray, np.ndarray]:
-    """The network's output (n,) and its Jacobian (n, P) at the rows of ``X``, a
-    chunk of rows at a time (the compiled function's rows are a power of two)."""
+def _output_jacobians(layer_shapes, activation, mode, theta, X, rows=None):
+    """``(start, outputs (rows, k), Jacobian (rows, k, P))`` per chunk of the rows of
+    ``X`` (the compiled function's rows are a power of two; ``rows`` caps a chunk)."""
     n, P = X.shape[0], theta.size
     step = jacobian_chunk_rows(n, layer_shapes)
     f = network_jacobian(layer_shapes, activation, step, mode)
-    out, J = np.empty(n), np.empty((n, P))
     for start in range(0, n, step):
         rows = min(step, n - start)
         chunk = X[start : start + rows]
         if rows < step:
             chunk = np.concatenate([chunk, np.zeros((step - rows, X.shape[1]))])
         logits, jac = f(theta, chunk)
-        out[start : start + rows] = np.asarray(logits)[:rows, 0]
-        J[start : start + rows] = np.asarray(jac).reshape(step, -1, P)[:rows, 0]
+        yield (start, np.asarray(logits)[:rows],
+               np.asarray(jac).reshape(step, -1, P)[:rows])
+
+
+def _jacobian_rows(layer_shapes, activation, mode, theta, X) -> tuple[np.ndarray, np.ndarray]:
+    """The network's first output (n,) and its Jacobian (n, P) at the rows of ``X``."""
+    n, P = X.shape[0], theta.size
+    out, J = np.empty(n), np.empty((n, P))
+    for start, logits, jac in _output_jacobians(layer_shapes, activation, mode, theta, X):
+        out[start : start + len(logits)] = logits[:, 0]
+        J[start : start + len(logits)] = jac[:, 0]
     return out, J
+
+
+def _class_curvature(layer_shapes, activation, mode, theta, X, Y):
+    """Classification at ``theta``: ``(G, g)``, the lower triangle of the generalised
+    Gauss-Newton matrix ``sum_i J_i^T H_i J_i`` (``H_i`` the Hessian of row ``i``'s
+    negative log likelihood in its logits: ``p (1 - p)`` for one logit, ``diag(p) - p
+    p^T`` for a softmax) and the likelihood's gradient ``sum_i J_i^T (p_i - y_i)``.
+    Accumulated a chunk of rows at a time, so memory stays (rows x k x P) per chunk.
+    ``H = M^T M`` with ``M = diag(sqrt p) - sqrt(p) p^T`` (as ``sum p = 1``), so each
+    chunk adds ``(M J)^T (M J)`` by a symmetric rank-k update."""
+    P = theta.size
+    G, g = np.zeros((P, P), order="F"), np.zeros(P)
+    for start, z, J in _output_jacobians(layer_shapes, activation, mode, theta, X):
+        y = Y[start : start + len(z)]
+        if z.shape[1] == 1:
+            p = 1.0 / (1.0 + np.exp(-z))
+            weighted = J[:, 0] * np.sqrt(p * (1.0 - p))
+            g += J[:, 0].T @ (p[:, 0] - y[:, 0])
+        else:
+            p = np.exp(z - z.max(axis=1, keepdims=True))
+            p /= p.sum(axis=1, keepdims=True)
+            root = np.sqrt(p)
+            MJ = root[:, :, None] * J - root[:, :, None] * np.einsum("nl,nlp->np", p, J)[:, None]
+            weighted = MJ.reshape(-1, P)
+            g += np.einsum("nkp,nk->p", J, p - y)
+        G = sla.blas.dsyrk(1.0, weighted, beta=1.0, c=G, trans=1, lower=1, overwrite_c=1)
+    return G, g
 
 
 def _gram(J) -> np.ndarray:
@@ -172,33 +220,40 @@ def _diag_inverse(L) -> np.ndarray:
     return np.einsum("ij,ij->j", Linv, Linv)
 
 
-def _log_evidence(L, ssr, sq_norms, n, beta, delta, sizes) -> float:
+def _log_evidence(L, data, sq_norms, n, beta, delta, sizes, classify=False) -> float:
+    """The Laplace evidence; ``data`` is the residual sum of squares (regression) or the
+    negative log likelihood (classification) at the MAP."""
     logdet = 2.0 * np.sum(np.log(np.diag(L)))
-    return float(-0.5 * beta * ssr - 0.5 * np.dot(delta, sq_norms) + 0.5 * n * math.log(beta)
-                 - 0.5 * n * math.log(2 * math.pi) + 0.5 * np.dot(sizes, np.log(delta))
+    loglik = (-data if classify else -0.5 * beta * data + 0.5 * n * math.log(beta)
+              - 0.5 * n * math.log(2 * math.pi))
+    return float(loglik - 0.5 * np.dot(delta, sq_norms) + 0.5 * np.dot(sizes, np.log(delta))
                  - 0.5 * logdet)
 
 
-def _mackay(G, ssr, sq_norms, layer_of, sizes, n, beta, delta):
-    """:data:`SWEEPS` fixed-point sweeps of (beta, delta) at a fixed MAP and GGN."""
+def _mackay(G, ssr, sq_norms, layer_of, sizes, n, beta, delta, classify=False):
+    """:data:`SWEEPS` fixed-point sweeps of (beta, delta) at a fixed MAP and GGN
+    (classification: delta only, ``beta`` stays 1)."""
     for _ in range(SWEEPS):
         L = _precision_chol(G, beta, delta[layer_of])
         trace = np.bincount(layer_of, weights=_diag_inverse(L), minlength=len(sizes))
         gamma = np.clip(sizes - delta * trace, 0.0, sizes)
         delta = np.clip(gamma / np.maximum(sq_norms, 1e-300), *DELTA_RANGE)
-        beta = float(np.clip(max(n - gamma.sum(), 1.0) / max(ssr, 1e-300), *BETA_RANGE))
+        if not classify:
+            beta = float(np.clip(max(n - gamma.sum(), 1.0) / max(ssr, 1e-300), *BETA_RANGE))
     return beta, delta
 
 
-def _lm_polish(value_grad, jac, theta, X, y, beta, delta_vec, steps):
+def _lm_polish(value_grad, curvature, theta, X, y, beta, delta_vec, steps):
     """Levenberg-Marquardt steps on the exact GGN of the MAP objective (each accepted
-    only if it lowers the objective). Returns ``(theta, steps taken)``."""
+    only if it lowers the objective); ``curvature(theta) -> (G, g)``, the GGN's lower
+    triangle and the gradient of the data term (both without ``beta``). Returns
+    ``(theta, steps taken)``."""
     loss = float(value_grad(theta, X, y, beta, delta_vec)[0])
     damping, taken = 1e-6, 0
     for _ in range(steps):
-        f, J = jac(theta)
-        g = -beta * (J.T @ (y - f)) + delta_vec * theta
-        A = beta * _gram(J)
+        G, g_data = curvature(theta)
+        g = beta * g_data + delta_vec * theta
+        A = beta * G
         A[np.diag_indices_from(A)] += delta_vec
         scale = np.diag(A).copy()
         while True:
@@ -221,19 +276,24 @@ def _lm_polish(value_grad, jac, theta, X, y, beta, delta_vec, steps):
 
 
 def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str = "tanh",
-                random_state: int | None = None) -> tuple[LaplaceGaussian, dict]:
+                random_state: int | None = None,
+                likelihood: str = "normal") -> tuple[LaplaceGaussian, dict]:
     """Fit the evidence-tuned linearised Laplace approximation (see the module).
 
     Parameters
     ----------
     X : array of shape (n_rows, n_features)
     y : array of shape (n_rows,)
-        The standardised target.
+        The standardised target, or (``likelihood="categorical"``) the class codes
+        ``0 .. k - 1``.
     layer_shapes : sequence of (fan_in, fan_out)
-        The network's layers (one output).
+        The network's layers: one output for regression and two classes (Bernoulli on
+        one logit), one per class for more (softmax).
     activation : str
     random_state : int, optional
         Seeds the starting weights of the first MAP fit.
+    likelihood : {"normal", "categorical"}
+        Regression (the noise precision chosen by the evidence too) or classification.
 
     Returns
     -------
@@ -251,10 +311,18 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
             f"supports networks of at most {MAX_PARAMS} weights and biases. Use fewer "
             "hidden units, or inference='advi'.")
     X = np.ascontiguousarray(X, dtype=np.float64)
-    y = np.ascontiguousarray(y, dtype=np.float64)
+    classify = likelihood == "categorical"
     n = X.shape[0]
+    if classify:  # one-hot targets, or the 0/1 column of one logit
+        codes = np.asarray(y, dtype=np.int64)
+        k = shapes[-1][1]
+        y = (codes[:, None].astype(np.float64) if k == 1
+             else np.eye(k)[codes])
+    else:
+        y = np.ascontiguousarray(y, dtype=np.float64)
     mode = compile_mode()
-    value_grad = _value_grad(shapes, activation, mode)
+    value_grad = (_value_grad(shapes, activation, mode, True) if classify
+                  else _value_grad(shapes, activation, mode))
     layer_of = layer_index(shapes)
     sizes = np.bincount(layer_of).astype(np.float64)
     rng = np.random.default_rng(random_state)
@@ -263,8 +331,12 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
     beta, delta = 1.0, np.ones(len(shapes))
     iterations, losses, polished = 0, [], 0
 
-    def jac(t):
-        return _jacobian_rows(shapes, activation, mode, t, X)
+    def curvature(t):
+        """``(G, g)``: the GGN's lower triangle and the data term's gradient."""
+        if classify:
+            return _class_curvature(shapes, activation, mode, t, X, y)
+        f, J = _jacobian_rows(shapes, activation, mode, t, X)
+        return _gram(J), -(J.T @ (y - f))
 
     def map_fit(theta, max_iter):
         d = delta[layer_of]
@@ -285,21 +357,27 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
         def state(theta):
             """The posterior at ``theta`` under the current precisions, and the Laplace
             evidence of those precisions there."""
-            f, J = jac(theta)
-            G = _gram(J)
-            ssr = float(np.sum((y - f) ** 2))
+            if classify:
+                G, _ = curvature(theta)
+                ssr = float(value_grad(theta, X, y, beta, delta[layer_of])[2])  # the nll
+            else:
+                f, J = _jacobian_rows(shapes, activation, mode, theta, X)
+                G = _gram(J)
+                ssr = float(np.sum((y - f) ** 2))
             sq_norms = np.bincount(layer_of, weights=theta**2, minlength=len(shapes))
             L = _precision_chol(G, beta, delta[layer_of])
             return {"theta": theta, "beta": beta, "delta": delta, "G": G, "ssr": ssr,
                     "sq_norms": sq_norms, "L": L,
-                    "log_evidence": _log_evidence(L, ssr, sq_norms, n, beta, delta, sizes)}
+                    "log_evidence": _log_evidence(L, ssr, sq_norms, n, beta, delta, sizes,
+                                                  classify)}
 
         for r in range(ROUNDS + 1):
             if r == 0:
                 theta, nit = map_fit(theta, 2 * MAX_ITER)
                 iterations += nit
             else:  # warm-started: Gauss-Newton steps converge where L-BFGS-B creeps
-                theta, nit = _lm_polish(value_grad, jac, theta, X, y, beta, delta[layer_of],
+                theta, nit = _lm_polish(value_grad, curvature, theta, X, y, beta,
+                                        delta[layer_of],
                                         ROUND_STEPS if r < ROUNDS else POLISH_STEPS)
                 polished += nit
             # each round's precisions at their own MAP: their evidence is comparable
@@ -312,13 +390,13 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
             if r == ROUNDS or (PATIENCE and worse >= PATIENCE):
                 break
             new_beta, new_delta = _mackay(current["G"], current["ssr"], current["sq_norms"],
-                                          layer_of, sizes, n, beta, delta)
+                                          layer_of, sizes, n, beta, delta, classify)
             change = max(abs(math.log(new_beta / beta)),
                          float(np.max(np.abs(np.log(new_delta / delta)))))
             beta, delta = new_beta, new_delta
             if change < HYPER_RTOL:  # settled: one more round polishes the MAP
-                theta, nit = _lm_polish(value_grad, jac, theta, X, y, beta, delta[layer_of],
-                                        POLISH_STEPS)
+                theta, nit = _lm_polish(value_grad, curvature, theta, X, y, beta,
+                                        delta[layer_of], POLISH_STEPS)
                 polished += nit
                 current = state(theta)
                 losses.append(-current["log_evidence"])
@@ -331,7 +409,7 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
         log_evidence = best["log_evidence"]
         grad = np.asarray(value_grad(theta, X, y, beta, delta[layer_of])[1]) / n
     gaussian = LaplaceGaussian(
-        theta=theta, chol=L, noise_sd=float(1.0 / math.sqrt(beta)),
+        theta=theta, chol=L, noise_sd=None if classify else float(1.0 / math.sqrt(beta)),
         prior_sigmas=tuple(float(s) for s in 1.0 / np.sqrt(delta)),
         log_evidence=log_evidence, effective_parameters=tuple(float(g) for g in gamma))
     info = {"map_iterations": iterations, "polish_steps": polished, "rounds": len(losses),
@@ -343,8 +421,8 @@ def laplace_draws(gaussian: LaplaceGaussian, layer_shapes, n_draws: int, random_
                   temperature: float = 1.0) -> dict[str, np.ndarray]:
     """Weight draws ``theta + sqrt(T) L^-T z`` (``z`` standard Normal, seeded) as
     ``{"w0": (n_draws, fan_in, fan_out), "b0": ..., "sigma": (n_draws,)}``: the
-    tempered posterior ``Normal(theta, T A^-1)``, and the noise sd (a point estimate,
-    the same in every draw)."""
+    tempered posterior ``Normal(theta, T A^-1)``, and a regression network's noise sd
+    (a point estimate, the same in every draw)."""
     rng = np.random.default_rng(random_seed)
     z = rng.standard_normal((gaussian.theta.size, int(n_draws)))
     step = sla.solve_triangular(gaussian.chol, z, lower=True, trans="T", check_finite=False)
@@ -352,7 +430,8 @@ def laplace_draws(gaussian: LaplaceGaussian, layer_shapes, n_draws: int, random_
     out = {}
     for i, (W, b) in enumerate(unflatten(flat, layer_shapes)):
         out[f"w{i}"], out[f"b{i}"] = np.ascontiguousarray(W), np.ascontiguousarray(b)
-    out["sigma"] = np.full(int(n_draws), gaussian.noise_sd)
+    if gaussian.noise_sd is not None:
+        out["sigma"] = np.full(int(n_draws), gaussian.noise_sd)
     return out
 
 
@@ -360,10 +439,15 @@ def linearised_outputs(layer_shapes, activation: str, theta: np.ndarray, X: np.n
                        offsets: np.ndarray) -> np.ndarray:
     """``f(x; theta) + J(x) offset_s`` at the rows of ``X`` for every row ``offset_s``
     of ``offsets`` (n_draws, P): the outputs of the network linearised at ``theta``,
-    shape (n_draws, n_rows)."""
-    f, J = _jacobian_rows(tuple(layer_shapes), activation, compile_mode(), theta,
-                          np.ascontiguousarray(X, dtype=np.float64))
-    return f[None, :] + offsets @ J.T
+    shape (n_draws, n_rows, n_outputs)."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    out = np.empty((offsets.shape[0], X.shape[0], int(layer_shapes[-1][1])))
+    for start, f, J in _output_jacobians(tuple(layer_shapes), activation, compile_mode(),
+                                          theta, X):
+        rows, k, P = J.shape
+        out[:, start : start + rows] = f[None] + (offsets @ J.reshape(rows * k, P).T
+                                                  ).reshape(-1, rows, k)
+    return out
 
 
 def laplace_idata(gaussian: LaplaceGaussian, layer_shapes, n_draws: int, random_seed,

@@ -29,6 +29,7 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
 from pymc_bnn import _jax_device
 # UNROLL_MAX, WIDE_MIN_ROWS: re-exported, so that ``predictive.UNROLL_MAX`` keeps working
@@ -284,7 +285,7 @@ class PosteriorPredictive:
             )
         index = self._group_index(groups, X.shape[0])
         if self.linearized_at is not None:
-            yield from self._linearized_chunks(X, columns=columns)
+            yield from self._linearized_chunks(X, columns=columns, head=head)
             return
         dtype = dtype or self._dtype_for(X)
         if self._wide:
@@ -327,18 +328,30 @@ class PosteriorPredictive:
         """The draws' distances from the linearisation point, (n_draws, n_params)."""
         return flatten(self.weights) - self.linearized_at[None, :]
 
-    def _linearized_chunks(self, X: np.ndarray, *, columns: bool):
-        """:meth:`_chunks` of a network linearised at :attr:`linearized_at` (float64;
-        a homoscedastic regression network, the only kind fit this way)."""
-        if not self.spec.is_regression or self.spec.heteroscedastic or self.spec.hierarchical:
-            raise ValueError("a linearised predictive is for a homoscedastic regression "
-                             "network without groups.")
+    def _linearized_chunks(self, X: np.ndarray, *, columns: bool, head: str | None = None):
+        """:meth:`_chunks` of a network linearised at :attr:`linearized_at` (float64): a
+        homoscedastic regression network's mean and noise sd, or a classification
+        network's class probabilities (the linearised logits through the link; ``head
+        = "normal"``: the logits themselves)."""
+        if self.spec.heteroscedastic or self.spec.hierarchical:
+            raise ValueError("a linearised predictive is for a network without groups "
+                             "(and, for regression, a homoscedastic one).")
+        head = head or network_head(self.spec)
         step = self._chunk_rows()
         for start in range(0, X.shape[0], step):
-            mean = linearised_outputs(self.spec.layer_shapes, self.spec.activation,
-                                      self.linearized_at, X[start : start + step],
-                                      self._offsets)
-            cols = [mean, np.broadcast_to(self.noise[:, None], mean.shape)]
+            logits = linearised_outputs(self.spec.layer_shapes, self.spec.activation,
+                                        self.linearized_at, X[start : start + step],
+                                        self._offsets)
+            if self.spec.is_regression:
+                mean = logits[..., 0]
+                cols = [mean, np.broadcast_to(self.noise[:, None], mean.shape)]
+            elif head == "normal":
+                cols = [logits[..., c] for c in range(logits.shape[-1])]
+            elif head == "bernoulli":
+                cols = [special.expit(-logits[..., 0]), special.expit(logits[..., 0])]
+            else:
+                proba = special.softmax(logits, axis=-1)
+                cols = [proba[..., c] for c in range(proba.shape[-1])]
             yield start, (cols if columns else np.stack(cols, axis=-1))
 
     def _wide_calls(self, X: np.ndarray, reduce: str, *, head: str | None = None,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from numbers import Integral, Real
 
 import numpy as np
@@ -12,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from pymc_bnn.base import BayesianMLPBase
 from pymc_bnn.dask import is_dask_collection
-from pymc_bnn.inference import METHODS, Posterior
+from pymc_bnn.inference import METHODS
 from pymc_bnn.spec import NetworkSpec
 
 __all__ = ["BayesianMLPRegressor"]
@@ -225,28 +224,12 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
                 f"data in memory, with its own evidence in place of an ELBO; {why} is not "
                 "supported with it. Use inference='advi' (or 'auto').")
 
-    def _fit_laplace(self, X, y_model, target_kwargs, init_seed, *, warn=True):
-        """The evidence-tuned linearised Laplace fit (:mod:`pymc_bnn.laplace`)."""
-        from pymc_bnn.laplace import fit_laplace
-
-        hidden = self.hidden_layer_sizes
-        hidden = (int(hidden),) if isinstance(hidden, Integral) else tuple(int(h) for h in hidden)
-        spec = NetworkSpec(n_features=X.shape[1], hidden_layer_sizes=hidden, n_classes=0,
-                           activation=self.activation, prior_sigma=1.0, n_rows=X.shape[0],
-                           batch_size=None, likelihood="normal",
+    def _laplace_spec(self, X, target_kwargs) -> NetworkSpec:
+        """The network :meth:`_fit_laplace` fits: one Normal output."""
+        return NetworkSpec(n_features=X.shape[1], hidden_layer_sizes=self._hidden_tuple(),
+                           n_classes=0, activation=self.activation, prior_sigma=1.0,
+                           n_rows=X.shape[0], batch_size=None, likelihood="normal",
                            noise_scale=target_kwargs["noise_scale"])
-        gaussian, info = fit_laplace(X, y_model, layer_shapes=spec.layer_shapes,
-                                     activation=self.activation, random_state=init_seed)
-        diagnostics = {
-            "method": "laplace", "final_loss": -gaussian.log_evidence,
-            "log_evidence": gaussian.log_evidence, "noise_sd": gaussian.noise_sd,
-            "effective_parameters": float(sum(gaussian.effective_parameters)),
-            "gradient_norm": info["gradient_norm"], "rounds": info["rounds"],
-            "map_iterations": info["map_iterations"], "polish_steps": info["polish_steps"]}
-        # the spec records the prior the posterior was fit under: the evidence's scales
-        spec = dataclasses.replace(spec, prior_sigma=gaussian.prior_sigmas)
-        return Posterior(method="laplace", spec=spec, seed=int(init_seed), loss=info["loss"],
-                         laplace=gaussian, diagnostics=diagnostics)
 
     def _temperature_folds(self, y_model, seed):
         from sklearn.model_selection import KFold

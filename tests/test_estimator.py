@@ -200,7 +200,7 @@ def test_sparse_input_is_densified_and_limited(tiny, fast_clf, monkeypatch):
 
 
 @pytest.mark.parametrize("param, value", [
-    ("activation", "softsign"), ("inference", "laplace"), ("prior_sigma", 0.0),
+    ("activation", "softsign"), ("inference", "mcmc"), ("prior_sigma", 0.0),
     ("n_iter", 0), ("batch_size", -5), ("nuts_sampler", "stan"), ("hidden_layer_sizes", (4, 0)),
     ("n_init", 0),
 ])

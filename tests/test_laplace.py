@@ -4,10 +4,9 @@ import numpy as np
 import pytest
 import scipy.linalg as sla
 from sklearn.linear_model import BayesianRidge
-from sklearn.utils._param_validation import InvalidParameterError
 
 import pymc_bnn.predictive as P
-from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor
+from pymc_bnn import BayesianMLPRegressor
 from pymc_bnn.flat_network import flatten, unflatten
 import pymc_bnn.laplace as lap_module
 from pymc_bnn.laplace import MAX_PARAMS, fit_laplace, laplace_draws
@@ -165,12 +164,6 @@ def test_laplace_refuses_what_it_does_not_model(kwargs, fit_kwargs, match):
                                   **kwargs})
     with pytest.raises(ValueError, match=match):
         reg.fit(X, y, **fit_kwargs)
-
-
-def test_the_classifier_has_no_laplace():
-    X, y = xsin(40)
-    with pytest.raises(InvalidParameterError, match="inference"):
-        BayesianMLPClassifier(inference="laplace").fit(X, y > 0)
 
 
 def test_auto_chooses_between_advi_and_laplace_on_held_out_folds(tmp_path):

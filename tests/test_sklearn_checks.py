@@ -19,6 +19,11 @@ def _fast_regressor():
                                 posterior_temperature=1.0, random_state=0)
 
 
+def _laplace_classifier():
+    return BayesianMLPClassifier(hidden_layer_sizes=(6,), inference="laplace", n_draws=40,
+                                 posterior_temperature=1.0, random_state=0)
+
+
 def _laplace_regressor():
     return BayesianMLPRegressor(hidden_layer_sizes=(6,), inference="laplace", n_draws=40,
                                 posterior_temperature=1.0, random_state=0)
@@ -60,4 +65,13 @@ def test_sklearn_compatible_regressor(estimator, check):
 @parametrize_with_checks([_laplace_regressor()],
                          expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS)
 def test_sklearn_compatible_laplace_regressor(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.extended
+@pytest.mark.filterwarnings("ignore::pymc_bnn.estimator.InputScaleWarning")
+@pytest.mark.xdist_group("sklearn-checks-laplace-classifier")
+@parametrize_with_checks([_laplace_classifier()],
+                         expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS)
+def test_sklearn_compatible_laplace_classifier(estimator, check):
     check(estimator)
