@@ -266,9 +266,14 @@ def test_calibration_schema(quick_run, out_dir):
                       - (mlp[s]["ece"] - mlp[s]["ece_floor"]) for s in bnn}
             assert v["excess_wins"] == sum(d <= 0 for d in excess.values())
             assert v["median_excess_diff"] == pytest.approx(np.median(list(excess.values())))
+            ens = seeds["5-MLP ensemble (32,)"]
+            assert v["n_ensemble_seeds"] == len(bnn)
+            assert v["ensemble_nll_wins"] == sum(bnn[s]["nll"] <= ens[s]["nll"] for s in bnn)
             ratios = sorted(bnn[s]["nll"] / mlp[s]["nll"] for s in bnn)
             assert v["median_nll_ratio"] == pytest.approx(
                 (ratios[(len(ratios) - 1) // 2] + ratios[len(ratios) // 2]) / 2)
+        assert p["n_ensemble_nll_majority"] == sum(
+            2 * v["ensemble_nll_wins"] > v["n_seeds"] for v in p["datasets"].values())
     assert "Seed by seed" in (out_dir / "calibration.md").read_text()
     # markdown next to the JSON, reliability figure in --quick next to it as well
     assert (out_dir / "calibration.md").read_text().startswith("# Calibration")
