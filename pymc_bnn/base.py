@@ -528,6 +528,8 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         self.approx_ = posterior.approx
         self.loss_curve_ = posterior.loss
         self.diagnostics_ = dict(posterior.diagnostics)
+        if posterior.laplace is not None:  # its own evidence chose the scales
+            self.prior_sigma_ = posterior.spec.prior_sigma
         self.idata_ = posterior_draws(posterior, n_draws=self.n_draws, random_seed=predict_seed,
                                       temperature=getattr(self, "posterior_temperature_", 1.0))
         self.predictive_ = from_idata(posterior.spec, self.idata_)

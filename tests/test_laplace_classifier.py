@@ -151,6 +151,7 @@ def test_binary_laplace_classifier_is_seeded_round_trips_and_leaves_inputs_alone
     assert "noise_sd" not in a.diagnostics_ and a.evidence_ is None
     assert a.temperature_selection_ is not None  # "auto": cross-fitted, as ADVI's
     assert len(a.posterior_.spec.prior_sigma) == 2  # the evidence's scale per layer
+    assert a.prior_sigma_ == a.posterior_.spec.prior_sigma
     assert a.score(X, y) > 0.85
     summary = a.predict_uncertainty(X)
     np.testing.assert_allclose(summary["mean"], a.predict_proba(X))
