@@ -28,7 +28,7 @@ from pymc_bnn.fit_settings import FitSettingsMixin
 from pymc_bnn.inference import (METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, fit_concurrently,
                                 sample_more)
 from pymc_bnn.inference.diagnostics import warn_diagnostics as _warn_diagnostics
-from pymc_bnn.model import ACTIVATIONS, PRIORS, build_model
+from pymc_bnn.model import ACTIVATIONS, PRIORS, NetworkSpec, build_model
 from pymc_bnn.predictive import from_idata, posterior_draws
 from pymc_bnn.progress import FitProgress
 from pymc_bnn.tempering import TEMPERATURES, choose_temperature, fold_tasks
@@ -401,8 +401,6 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
     def _laplace_spec(self, X, target_kwargs):
         """The network :meth:`_fit_laplace` fits (a classifier's: one logit per class,
         one for two)."""
-        from pymc_bnn.spec import NetworkSpec
-
         return NetworkSpec(n_features=X.shape[1], hidden_layer_sizes=self._hidden_tuple(),
                            n_classes=int(target_kwargs["n_classes"]),
                            activation=self.activation, prior_sigma=1.0, n_rows=X.shape[0],

@@ -1,8 +1,14 @@
-"""Linearised Laplace approximation of a regression network, tuned by its evidence.
+"""Linearised Laplace approximation of a network, tuned by its evidence.
 
-``inference="laplace"`` of :class:`~pymc_bnn.BayesianMLPRegressor`. MacKay's evidence
-framework (MacKay 1992) with the "GLM" predictive of Immer, Korzepa & Bauer (2021,
-"Improving predictions of Bayesian neural nets via local linearization"):
+``inference="laplace"`` of :class:`~pymc_bnn.BayesianMLPRegressor` and
+:class:`~pymc_bnn.BayesianMLPClassifier`. MacKay's evidence framework (MacKay 1992)
+with the "GLM" predictive of Immer, Korzepa & Bauer (2021, "Improving predictions of
+Bayesian neural nets via local linearization"). Regression below; a classifier
+(``likelihood="categorical"``) has a Bernoulli (one logit) or softmax likelihood in
+place of the Normal, no noise precision, and the GGN ``sum_i J_i^T H_i J_i`` with
+``H_i`` the Hessian of row ``i``'s negative log likelihood in its logits
+(:func:`_class_curvature`); its predictive passes the linearised logits through the
+link, draw by draw.
 
 1. The maximum a posteriori (MAP) weights ``theta`` of ``y ~ Normal(f(x; theta), 1/beta)``
    under ``theta_l ~ Normal(0, 1/delta_l)``, one precision per layer (L-BFGS-B).

@@ -201,9 +201,7 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         from pymc_bnn.flat_network import n_params
         from pymc_bnn.laplace import MAX_PARAMS
 
-        hidden = self.hidden_layer_sizes
-        hidden = (int(hidden),) if isinstance(hidden, Integral) else tuple(hidden)
-        widths = (shape[1], *hidden, 1)
+        widths = (shape[1], *self._hidden_tuple(), 1)
         eligible = (self.inference == "auto" and self.inference_ == "advi" and len(base) == 1
                     and self.prior == "gamma_precision" and not self.heteroscedastic
                     and not grouped and not self._vi_settings_given()
