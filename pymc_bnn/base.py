@@ -390,13 +390,18 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         hidden = self.hidden_layer_sizes
         return (int(hidden),) if isinstance(hidden, Integral) else tuple(int(h) for h in hidden)
 
+    def _laplace_unsupported(self, *, streamed: bool, grouped: bool) -> str | None:
+        """What of this fit ``inference="laplace"`` does not model (None: nothing)."""
+        return "groups" if grouped else "dask input" if streamed else None
+
     def _check_laplace(self, *, streamed: bool, grouped: bool) -> None:
         """Refuse what ``inference="laplace"`` does not model, before anything is fit."""
-        why = ("groups" if grouped else "dask input" if streamed else None)
+        why = self._laplace_unsupported(streamed=streamed, grouped=grouped)
         if why is not None:
             raise ValueError(
-                f"inference='laplace' fits a network without groups, on data in memory; "
-                f"{why} is not supported with it. Use inference='advi' (or 'auto').")
+                f"inference='laplace' fits a network without groups (a regressor's: "
+                f"homoscedastic, with its own evidence in place of an ELBO), on data in "
+                f"memory; {why} is not supported with it. Use inference='advi' (or 'auto').")
 
     def _laplace_spec(self, X, target_kwargs):
         """The network :meth:`_fit_laplace` fits (a classifier's: one logit per class,

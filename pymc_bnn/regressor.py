@@ -209,18 +209,15 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
                     and n_params(tuple(zip(widths[:-1], widths[1:]))) <= MAX_PARAMS)
         return base + [("laplace", 1.0)] if eligible else base
 
-    def _check_laplace(self, *, streamed: bool, grouped: bool) -> None:
-        """Refuse what ``inference="laplace"`` does not model, before anything is fit."""
-        why = ("heteroscedastic=True" if self.heteroscedastic
-               else "groups" if grouped
-               else "dask input" if streamed
-               else f"kl_weight={self.kl_weight!r}" if self.kl_weight not in (1, 1.0)
-               else None)
-        if why is not None:
-            raise ValueError(
-                f"inference='laplace' fits a homoscedastic network without groups, on "
-                f"data in memory, with its own evidence in place of an ELBO; {why} is not "
-                "supported with it. Use inference='advi' (or 'auto').")
+    def _laplace_unsupported(self, *, streamed: bool, grouped: bool) -> str | None:
+        """Also a heteroscedastic network and a weighted KL term (Laplace's evidence
+        replaces the ELBO)."""
+        if self.heteroscedastic:
+            return "heteroscedastic=True"
+        why = super()._laplace_unsupported(streamed=streamed, grouped=grouped)
+        if why is None and self.kl_weight not in (1, 1.0):
+            why = f"kl_weight={self.kl_weight!r}"
+        return why
 
     def _laplace_spec(self, X, target_kwargs) -> NetworkSpec:
         """The network :meth:`_fit_laplace` fits: one Normal output."""
