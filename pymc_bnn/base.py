@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from pymc_bnn import persistence
 from pymc_bnn._validation import check_input_scale
 from pymc_bnn.dask import is_dask_collection
-from pymc_bnn.fit_settings import FitSettingsMixin
+from pymc_bnn.fit_settings import MIXTURE, FitSettingsMixin
 from pymc_bnn.inference import (METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, fit_concurrently,
                                 sample_more)
 from pymc_bnn.inference.diagnostics import warn_diagnostics as _warn_diagnostics
@@ -211,7 +211,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         self.inference_ = self._resolve_inference(grouped=groups is not None and not streamed)
         self._check_temperature_for_inference()
         self._check_n_init_for_inference()
-        if self.inference_ == "laplace":
+        if self.inference_ in ("laplace", MIXTURE):
             self._check_laplace(streamed=streamed, grouped=groups is not None)
         use_evidence = self._check_evidence_prior(streamed=streamed, grouped=groups is not None)
         if streamed:
@@ -220,6 +220,8 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         check_input_scale(X, estimator=type(self).__name__,
                           feature_names=getattr(self, "feature_names_in_", None))
         y_model, target_kwargs = self._encode_target(y)
+        self.inference_ = self._inference_for_data(X.shape, target_kwargs,
+                                                   grouped=groups is not None)
         group_codes = None
         if groups is not None:
             self.groups_, group_codes = np.unique(self._check_groups(groups, X.shape[0]),
@@ -258,7 +260,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                 # moves the temperature score a little, and the user cannot act on it
                 warn=rows is None)
             if rows is None:
-                kept["start_losses"] = start_losses
+                kept[method or self._fit_method] = start_losses
             return posterior
 
         weights = self._kl_weight_candidates()
@@ -275,22 +277,34 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         # its held-out rows right after it) are independent: they run at the same
         # time (threads; the results do not depend on it)
         folds = self._cross_fitting_folds(y_model, seeds["temperature"])
-        tasks = [functools.partial(fit_rows, None, seeds["fit"])]
-        tasks += fold_tasks(fit_rows, X, y_model, folds=folds or [],
-                            seed=seeds["temperature"], groups=group_codes)
+        # a mixture: the Laplace half's kept fit and fold fits too, all at once
+        methods = ("advi", "laplace") if self.inference_ == MIXTURE else (self._fit_method,)
+        tasks = []
+        for method in methods:
+            rows_fit = functools.partial(fit_rows, method=method)
+            tasks += [functools.partial(rows_fit, None, seeds["fit"])]
+            tasks += fold_tasks(rows_fit, X, y_model, folds=folds or [],
+                                seed=seeds["temperature"], groups=group_codes)
         with progress.stage(self._fits_stage_name(len(tasks), folds), fits=len(tasks)):
-            posterior, *fold_scores = fit_concurrently([progress.counted(t) for t in tasks])
-        self.start_losses_ = kept["start_losses"]
+            results = fit_concurrently([progress.counted(t) for t in tasks])
+        per_method = len(tasks) // len(methods)
+        posterior, *fold_scores = results[:per_method]
+        self.start_losses_ = kept[methods[0]]
         self._choose_temperature(fold_scores, folds, X.shape[0])
+        laplace = None
+        if self.inference_ == MIXTURE:
+            laplace, *laplace_scores = results[per_method:]
+            laplace = self._mixture_component(laplace, laplace_scores, folds, X.shape[0])
         with progress.stage("posterior predictive draws"):
-            self._set_posterior(posterior, seeds["predict"])
+            self._set_posterior(posterior, seeds["predict"], laplace=laplace)
         return self
 
     def _fits_stage_name(self, n_fits: int, folds) -> str:
         """What the fit's main stage does, in words (for :class:`FitProgress`)."""
         if self.inference_ == "nuts":
             return f"NUTS sampling ({self.chains} chains)"
-        method = {"advi": "ADVI", "laplace": "Laplace"}.get(self.inference_, "full-rank ADVI")
+        method = {"advi": "ADVI", "laplace": "Laplace", MIXTURE: "ADVI and Laplace"}.get(
+            self.inference_, "full-rank ADVI")
         starts = f", each from {self.n_init} starts" if self.n_init > 1 else ""
         if not folds:
             return f"{method} fit{starts}"
@@ -330,7 +344,8 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         with progress.stage(("the network, and " if ahead else "") + f"{n_folds} fits on "
                             f"held-out folds to choose {what}", fits=len(tasks)):
             scores = fit_concurrently([progress.counted(t) for t in tasks])
-        posterior, start_losses = (scores[0], kept.get("start_losses")) if ahead else (None, None)
+        posterior, start_losses = ((scores[0], kept.get(candidates[0][0])) if ahead
+                                   else (None, None))
         scores = np.reshape(scores[1:] if ahead else scores, (len(candidates), len(folds), -1))
         selections = [choose_temperature(s, X.shape[0], grid)
                       for s, grid in zip(scores, grids)]
@@ -353,7 +368,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                 posterior = progress.counted(fit_rows)(None, seeds["fit"],
                                                        kl_weight=self.kl_weight_,
                                                        method=self.inference_)
-            start_losses = kept["start_losses"]
+            start_losses = kept[self.inference_]
         self.start_losses_ = start_losses
         with progress.stage("posterior predictive draws"):
             self._set_posterior(posterior, seeds["predict"])
@@ -399,7 +414,8 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         why = self._laplace_unsupported(streamed=streamed, grouped=grouped)
         if why is not None:
             raise ValueError(
-                f"inference='laplace' fits a network without groups (a regressor's: "
+                f"inference={self.inference_!r} fits a Laplace approximation of a network "
+                f"without groups (a regressor's: "
                 f"homoscedastic, with its own evidence in place of an ELBO), on data in "
                 f"memory; {why} is not supported with it. Use inference='advi' (or 'auto').")
 
@@ -438,7 +454,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                      minibatch_source=None, method=None):
         """``build_model`` + ``fit`` with this estimator's settings (by ``method``,
         default ``inference_``): a Posterior."""
-        if (method or self.inference_) == "laplace":
+        if (method or self._fit_method) == "laplace":
             return self._fit_laplace(X, y_model, target_kwargs, init_seed, warn=warn)
         model = build_model(
             X,
@@ -458,7 +474,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         )
         return fit(
             model,
-            method=method or self.inference_,
+            method=method or self._fit_method,
             n_iter=self.n_iter,
             learning_rate=self.learning_rate,
             draws=self.n_draws,
@@ -526,15 +542,42 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
             return None if n_rows <= AUTO_BATCH_SIZE else AUTO_BATCH_SIZE
         return min(int(self.batch_size), n_rows)
 
-    def _set_posterior(self, posterior, predict_seed):
+    def _set_posterior(self, posterior, predict_seed, *, laplace=None):
+        """Set the fitted posterior and its predictive draws; ``laplace`` (a mixture's
+        Laplace half, :meth:`_mixture_component`): half the draws are its linearised
+        ones (``mixture_`` records it)."""
         self.posterior_ = posterior
         self.approx_ = posterior.approx
         self.loss_curve_ = posterior.loss
         self.diagnostics_ = dict(posterior.diagnostics)
         if posterior.laplace is not None:  # its own evidence chose the scales
             self.prior_sigma_ = posterior.spec.prior_sigma
-        self.idata_ = posterior_draws(posterior, n_draws=self.n_draws, random_seed=predict_seed,
-                                      temperature=getattr(self, "posterior_temperature_", 1.0))
+        temperature = getattr(self, "posterior_temperature_", 1.0)
+        self.mixture_ = None
+        if laplace is None:
+            self.idata_ = posterior_draws(posterior, n_draws=self.n_draws,
+                                          random_seed=predict_seed, temperature=temperature)
+        else:
+            from pymc_bnn.laplace import mixture_idata
+
+            n_linear = self.n_draws // 2
+            network = posterior_draws(posterior, n_draws=self.n_draws - n_linear,
+                                      random_seed=predict_seed, temperature=temperature)
+            linear = posterior_draws(laplace["posterior"], n_draws=n_linear,
+                                     random_seed=predict_seed,
+                                     temperature=laplace["temperature"])
+            self.idata_ = mixture_idata(network, linear, posterior.spec.weight_names)
+            selection = laplace["selection"]
+            self.mixture_ = {
+                "methods": [posterior.method, "laplace"],
+                "n_draws": [self.n_draws - n_linear, n_linear],
+                "laplace_temperature": float(laplace["temperature"]),
+                "laplace_temperature_selection": (None if selection is None
+                                                  else selection.as_dict()),
+                "laplace_prior_sigma": [float(v) for v in
+                                        laplace["posterior"].spec.prior_sigma],
+                "laplace_diagnostics": dict(laplace["posterior"].diagnostics),
+            }
         self.predictive_ = from_idata(posterior.spec, self.idata_)
 
     def sample_more(self, n_draws, *, tune=0):

@@ -10,10 +10,42 @@ from sklearn.utils.multiclass import check_classification_targets
 from pymc_bnn import persistence
 from pymc_bnn.base import BayesianMLPBase
 from pymc_bnn.dask import is_dask_collection
+from pymc_bnn.fit_settings import MIXTURE
 from pymc_bnn.inference import METHODS
 from pymc_bnn.predictive import from_idata, posterior_predictive
 
-__all__ = ["BayesianMLPClassifier"]
+__all__ = ["AUTO_MIXTURE_MAX_FLOPS", "AUTO_MIXTURE_MAX_ROWS", "BayesianMLPClassifier",
+           "mixture_affordable"]
+
+#: ``inference="auto"``: the most work one Gauss-Newton step of the mixture's Laplace
+#: half may take, ``rows x outputs x weights^2`` (the curvature) ``+ weights^3 / 3``
+#: (its Cholesky factor), in floating-point operations. A Laplace fit takes tens of
+#: such steps, and four fits run (the kept one and three for its temperature): at this
+#: bound the Laplace half costs about as much as the ADVI half on the 2-core reference
+#: machine (``benchmarks/results/reference/classifier_mixture_cost.json``).
+AUTO_MIXTURE_MAX_FLOPS = 1e9
+#: ``inference="auto"``: the most training rows on which the Laplace half is fit. Its
+#: MAP fit (full-batch L-BFGS) costs rows x weights per iteration, where ADVI's
+#: minibatches cost the same at any size: beyond this the mixture would make the
+#: default fit's cost grow with the table.
+AUTO_MIXTURE_MAX_ROWS = 4096
+
+
+def mixture_affordable(shape, hidden: tuple, n_classes: int) -> bool:
+    """Whether ``inference="auto"`` fits the ADVI + Laplace mixture on data of
+    ``shape`` (rows, features) for a network of ``hidden`` units and ``n_classes``
+    classes: at most :data:`AUTO_MIXTURE_MAX_ROWS` rows, at most
+    :data:`pymc_bnn.laplace.MAX_PARAMS` weights and a Gauss-Newton step within
+    :data:`AUTO_MIXTURE_MAX_FLOPS`."""
+    from pymc_bnn.flat_network import n_params
+    from pymc_bnn.laplace import MAX_PARAMS
+
+    outputs = 1 if n_classes == 2 else n_classes
+    widths = (int(shape[1]), *hidden, outputs)
+    P = n_params(tuple(zip(widths[:-1], widths[1:])))
+    step = float(shape[0]) * outputs * P**2 + P**3 / 3
+    return (shape[0] <= AUTO_MIXTURE_MAX_ROWS and P <= MAX_PARAMS
+            and step <= AUTO_MIXTURE_MAX_FLOPS)
 
 
 class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
@@ -57,11 +89,16 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
         (``docs/calibration.md``). ``prior_sigma_`` holds the scales used.
     precision_shape, precision_rate : float, default 1.0
         Gamma shape and rate of the precisions (``prior="gamma_precision"``).
-    inference : {"auto", "advi", "fullrank_advi", "nuts", "laplace"}, default "auto"
+    inference : {"auto", "advi", "fullrank_advi", "nuts", "laplace", "advi+laplace"}, \
+default "auto"
         ``"auto"``: NUTS for a hierarchical network (``fit(..., groups=...)``, rows in
-        memory) and mean-field ADVI otherwise, or wherever a setting only variational
-        inference uses is given (``n_iter``, ``learning_rate``, ``batch_size``,
-        ``n_init`` > 1, or a ``posterior_temperature`` other than ``"auto"`` / 1). Why:
+        memory); without groups, ``"advi+laplace"`` where it is affordable
+        (:func:`mixture_affordable`: at most :data:`AUTO_MIXTURE_MAX_ROWS` rows and a
+        Gauss-Newton step within :data:`AUTO_MIXTURE_MAX_FLOPS`) and mean-field ADVI
+        beyond; mean-field ADVI alone wherever a setting only variational inference
+        uses is given (``n_iter``, ``learning_rate``, ``batch_size``, ``n_init`` > 1, or
+        a ``posterior_temperature`` other than ``"auto"`` / 1), or a fixed
+        ``prior_sigma`` or ``prior="gamma_precision"``. Why:
         mean-field ADVI shrinks how far groups may differ and gains little over
         separate networks (18 rotated-moons tasks: 0.86 test accuracy against 0.84 for
         separate networks; NUTS 0.90), see ``docs/experiments/calibration-log.md``. ``inference_``
@@ -73,6 +110,16 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
         MAP (the "GLM" predictive); with ``posterior_temperature="auto"`` the draws'
         spread is cross-fitted as ADVI's. Networks of at most
         :data:`pymc_bnn.laplace.MAX_PARAMS` weights, data in memory, no groups.
+        ``"advi+laplace"``: both fits, and their equal-weight mixture: half the
+        ``n_draws`` predictive draws from the ADVI fit (through the network), half from
+        the Laplace fit (through the linearised network), each half tempered by its
+        own cross-fitted temperature; ``mixture_`` records the halves. Why: the log
+        score of an equal mixture is at least the mean of its halves' (Jensen), and
+        ADVI and Laplace err differently (ADVI's Gaussian has no correlations between
+        weights, the Laplace Gaussian has them all but is local to one mode); on the
+        calibration benchmark's splits the mixture's NLL was at most a 5-MLP deep
+        ensemble's on most splits of 6 of 8 sets, ADVI's on 4
+        (``docs/experiments/calibration-log.md``). It costs both fits.
     n_iter : int, optional
         Optimisation steps (VI). None: 10,000 for ADVI, 20,000 for full-rank ADVI.
     learning_rate : float, optional
@@ -166,6 +213,14 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
         With ``posterior_temperature="auto"``: the grid of temperatures and their
         held-out negative log predictive densities (None when not chosen by
         cross-fitting, e.g. NUTS, a fixed temperature, or fewer than 2 rows in a class).
+    mixture_ : dict or None
+        ``inference_ == "advi+laplace"``: the halves' ``"methods"`` and ``"n_draws"``
+        (``idata_`` holds the ADVI draws first), the Laplace half's
+        ``"laplace_temperature"`` (with its ``"laplace_temperature_selection"``, plain
+        data), ``"laplace_prior_sigma"`` (its evidence's scales) and
+        ``"laplace_diagnostics"``; the other attributes (``posterior_``,
+        ``diagnostics_``, ``posterior_temperature_``, ``prior_sigma_``, ...) are the
+        ADVI half's. None for one method.
     start_losses_ : ndarray of shape (n_init,) or None
         Final loss (negative ELBO; ``diagnostics_["final_loss"]``, a trimmed mean of
         the last steps) of each start of the kept fit; the kept start is the lowest.
@@ -189,8 +244,26 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
 
     _parameter_constraints: dict = {
         **BayesianMLPBase._parameter_constraints,
-        "inference": [StrOptions({"auto", *METHODS, "laplace"})],
+        "inference": [StrOptions({"auto", *METHODS, "laplace", MIXTURE})],
     }
+
+    def _resolve_inference(self, *, grouped: bool) -> str:
+        inference = super()._resolve_inference(grouped=grouped)
+        if inference == MIXTURE and self.n_draws < 2:
+            raise ValueError(f"inference={MIXTURE!r} draws half its n_draws from each "
+                             f"fit; it needs n_draws >= 2, got {self.n_draws}.")
+        return inference
+
+    def _inference_for_data(self, shape, target_kwargs, *, grouped: bool) -> str:
+        """``inference="auto"``: the ADVI + Laplace mixture where it applies and the
+        Laplace half is affordable (:func:`mixture_affordable`); else as resolved."""
+        eligible = (self.inference == "auto" and self.inference_ == "advi" and not grouped
+                    and self.prior == "normal" and self.prior_sigma in ("auto", "evidence")
+                    and not self._vi_settings_given() and self.n_draws >= 2)
+        if eligible and mixture_affordable(shape, self._hidden_tuple(),
+                                           int(target_kwargs["n_classes"])):
+            return MIXTURE
+        return self.inference_
 
     def _encode_target(self, y):
         check_classification_targets(y)

@@ -20,6 +20,10 @@ from pymc_bnn.tempering import choose_temperature
 #: the data shape the function where they can, and the held-out density says where
 #: that is (``docs/experiments/uci_regression.md``).
 KL_WEIGHTS = (1.0, 0.25, 0.0625)
+#: ``inference`` of the equal-weight mixture of a mean-field ADVI fit and a linearised
+#: Laplace fit (classifier): half the predictive draws from each, each half tempered by
+#: its own cross-fitted temperature (``docs/experiments/calibration-log.md``).
+MIXTURE = "advi+laplace"
 
 
 class FitSettingsMixin:
@@ -39,6 +43,30 @@ class FitSettingsMixin:
         KL weight (:meth:`_kl_weight_candidates`) by ``inference_``; a single one is
         fit without a choice."""
         return [(self.inference_, w) for w in self._kl_weight_candidates()]
+
+    @property
+    def _fit_method(self) -> str:
+        """The method of the network's own fits: ``inference_``, or ADVI for a mixture
+        (its Laplace half is asked for by name)."""
+        return "advi" if self.inference_ == MIXTURE else self.inference_
+
+    def _inference_for_data(self, shape, target_kwargs, *, grouped: bool) -> str:
+        """``inference_`` once the data are known (the classifier's ``"auto"`` may take
+        the ADVI + Laplace mixture where it is affordable); here: unchanged."""
+        return self.inference_
+
+    def _mixture_component(self, posterior, fold_scores, folds, n_rows) -> dict:
+        """The Laplace half of a mixture: its posterior and its own temperature, chosen
+        on the same folds as ADVI's (or fixed, as for ADVI)."""
+        selection = None
+        if self.posterior_temperature != "auto":
+            temperature = float(self.posterior_temperature)
+        elif folds is None:
+            temperature = 1.0
+        else:
+            selection = choose_temperature(fold_scores, n_rows)
+            temperature = selection.temperature
+        return {"posterior": posterior, "temperature": temperature, "selection": selection}
 
     def _check_n_init_for_inference(self) -> None:
         """Refuse several starts with NUTS before anything is fit."""

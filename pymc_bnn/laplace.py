@@ -59,12 +59,16 @@ from pymc_bnn.flat_network import (compile_mode, flat_logits, layer_index, n_par
                                    network_jacobian, unflatten)
 from pymc_bnn.model import initial_sds
 
-__all__ = ["LINEARIZATION_GROUP", "MAX_PARAMS", "LaplaceGaussian", "fit_laplace",
-           "laplace_draws", "laplace_idata", "linearised_outputs"]
+__all__ = ["FIRST_LINEARIZED", "LINEARIZATION_GROUP", "MAX_PARAMS", "LaplaceGaussian",
+           "fit_laplace", "laplace_draws", "laplace_idata", "linearised_outputs",
+           "mixture_idata"]
 
 #: Group of a Laplace posterior's draws (``idata_``, saved files) holding the MAP
 #: weights the predictive linearises the network at.
 LINEARIZATION_GROUP = "linearization"
+#: Attribute of :data:`LINEARIZATION_GROUP` in a mixture's draws: the index of the first
+#: linearised draw (the draws before it are the network's own, e.g. ADVI's).
+FIRST_LINEARIZED = "first_linearized_draw"
 
 #: Most weights the exact posterior precision (``P x P``, float64) is built for: 4,096
 #: weights hold 128 MiB per matrix; the curvature of larger networks would need a
@@ -476,3 +480,27 @@ def laplace_idata(gaussian: LaplaceGaussian, layer_shapes, n_draws: int, random_
         point[f"w{i}"], point[f"b{i}"] = variable(f"w{i}", W, ()), variable(f"b{i}", b, ())
     return xr.DataTree.from_dict({"/posterior": posterior,
                                   f"/{LINEARIZATION_GROUP}": xr.Dataset(point)})
+
+
+def mixture_idata(network, linearised, weight_names):
+    """One DataTree of an equal-weight mixture's draws: the ``posterior`` group holds
+    the network draws of ``network`` (e.g. ADVI's) then the linearised draws of
+    ``linearised`` (:func:`laplace_idata`) along ``draw``, in one chain, and the
+    :data:`LINEARIZATION_GROUP` group the linearisation point, with the index of the
+    first linearised draw in its :data:`FIRST_LINEARIZED` attribute. Only the weights
+    and biases (``weight_names``: pairs) are kept: the predictive needs nothing else."""
+    import xarray as xr
+
+    names = [name for pair in weight_names for name in pair]
+
+    def one_chain(tree):
+        post = tree.posterior.to_dataset()[names]
+        stacked = post.stack(sample=("chain", "draw")).transpose("sample", ...)
+        return stacked.drop_vars(["sample", "chain", "draw"]).rename(sample="draw")
+
+    first = one_chain(network)
+    both = xr.concat([first, one_chain(linearised)], dim="draw").expand_dims("chain")
+    both = both.assign_coords(chain=[0], draw=np.arange(both.sizes["draw"]))
+    point = linearised[LINEARIZATION_GROUP].to_dataset()
+    point.attrs[FIRST_LINEARIZED] = int(first.sizes["draw"])
+    return xr.DataTree.from_dict({"/posterior": both, f"/{LINEARIZATION_GROUP}": point})

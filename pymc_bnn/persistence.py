@@ -93,6 +93,10 @@ def save(estimator, path, *, extra: dict | None = None) -> Path:
         "feature_names_in": None if names is None else [str(n) for n in names],
         "spec": dataclasses.asdict(post.spec),
         "method": post.method,
+        # inference_ where it is not the posterior's method (the ADVI + Laplace mixture)
+        "inference": estimator.inference_,
+        # a mixture's halves: the draws of each, the Laplace half's temperature (plain data)
+        "mixture": getattr(estimator, "mixture_", None),
         "seed": int(post.seed),
         "learning_rate": post.learning_rate,
         "nuts_sampler": post.nuts_sampler,
@@ -292,6 +296,10 @@ def load(cls, path):
         inference_selection = meta.get("inference_selection")
         if inference_selection is not None and not isinstance(inference_selection, dict):
             raise TypeError("the method's selection is not a JSON object")
+        # files written before the mixture existed hold one method's draws
+        mixture = meta.get("mixture")
+        if mixture is not None and not isinstance(mixture, dict):
+            raise TypeError("the mixture's record is not a JSON object")
         # files written before diagnostics existed have none: {} (not computed)
         diagnostics = meta.get("diagnostics") or {}
         if not isinstance(diagnostics, dict):
@@ -313,7 +321,8 @@ def load(cls, path):
         diagnostics=diagnostics,
     )
     est.approx_ = None
-    est.inference_ = meta["method"]
+    est.inference_ = meta.get("inference", meta["method"])
+    est.mixture_ = mixture
     est.posterior_temperature_ = temperature
     est.temperature_selection_ = selection
     est.kl_weight_ = kl_weight

@@ -37,7 +37,8 @@ from pymc_bnn.forward_graphs import UNROLL_MAX, WIDE_MIN_ROWS  # noqa: F401
 from pymc_bnn.forward_graphs import (backend, compiled_forward, compiled_wide, network_head,
                                      padded_rows, static_shapes)
 from pymc_bnn.flat_network import flatten
-from pymc_bnn.laplace import LINEARIZATION_GROUP, laplace_draws, linearised_outputs
+from pymc_bnn.laplace import (FIRST_LINEARIZED, LINEARIZATION_GROUP, laplace_draws,
+                              linearised_outputs)
 from pymc_bnn.model import NetworkSpec
 from pymc_bnn.posterior_draws import (check_n_draws, check_temperature, fast_draws_apply,
                                       posterior_draws, tempered, vi_draws)
@@ -130,6 +131,11 @@ class PosteriorPredictive:
         each draw's output is then that of the network *linearised* there, ``f(x;
         theta) + J(x) (theta_s - theta)`` (:mod:`pymc_bnn.laplace`), not ``f(x;
         theta_s)``. None: the network itself.
+    linearized_from : int, default 0
+        With ``linearized_at``: the first draw that is linearised. The draws before it
+        are the network's own (a mixture: e.g. ADVI draws, then Laplace draws; every
+        summary is over all draws, so it is the equal-weight mixture of the draws);
+        0: all are linearised.
 
     Methods taking ``groups`` route each point through its group's weights; a point
     of group code -1 (a group not seen in training), or every point when ``groups``
@@ -142,6 +148,14 @@ class PosteriorPredictive:
     weights: tuple
     noise: np.ndarray | None = None
     linearized_at: np.ndarray | None = None
+    linearized_from: int = 0
+
+    def __post_init__(self):
+        if self.linearized_from and not 0 < self.linearized_from < self.n_draws:
+            raise ValueError(f"linearized_from={self.linearized_from} must lie in 1 .. "
+                             f"{self.n_draws - 1} (a mixture of network and linearised draws).")
+        if self.linearized_from and self.linearized_at is None:
+            raise ValueError("linearized_from needs linearized_at (the linearisation point).")
 
     @property
     def n_draws(self) -> int:
@@ -285,7 +299,10 @@ class PosteriorPredictive:
             )
         index = self._group_index(groups, X.shape[0])
         if self.linearized_at is not None:
-            yield from self._linearized_chunks(X, columns=columns, head=head)
+            if self.linearized_from:
+                yield from self._mixture_chunks(X, columns=columns, head=head, dtype=dtype)
+            else:
+                yield from self._linearized_chunks(X, columns=columns, head=head)
             return
         dtype = dtype or self._dtype_for(X)
         if self._wide:
@@ -327,6 +344,34 @@ class PosteriorPredictive:
     def _offsets(self) -> np.ndarray:
         """The draws' distances from the linearisation point, (n_draws, n_params)."""
         return flatten(self.weights) - self.linearized_at[None, :]
+
+    @functools.cached_property
+    def _parts(self) -> tuple[PosteriorPredictive, PosteriorPredictive]:
+        """A mixture's two predictives (views of the draws): the network's draws (before
+        :attr:`linearized_from`) and the linearised ones."""
+        def take(part):
+            weights = tuple((W[part], b[part]) for W, b in self.weights)
+            return weights, None if self.noise is None else self.noise[part]
+
+        first = slice(None, self.linearized_from)
+        rest = slice(self.linearized_from, None)
+        network = PosteriorPredictive(self.spec, *take(first))
+        linear = PosteriorPredictive(self.spec, *take(rest), linearized_at=self.linearized_at)
+        return network, linear
+
+    def _mixture_chunks(self, X: np.ndarray, *, columns: bool, head: str | None, dtype):
+        """:meth:`_chunks` of a mixture: each chunk of rows through the network's draws
+        (its own fast path) and the linearised draws, stacked along the draws in float64."""
+        network, linear = self._parts
+        for start, net in network._chunks(X, head=head, dtype=dtype, columns=columns):
+            rows = (net[0] if columns else net).shape[1]
+            lin = np.concatenate([out for _, out in linear._linearized_chunks(
+                X[start : start + rows], columns=False, head=head)], axis=1)
+            if columns:
+                yield start, [np.concatenate([np.asarray(c, dtype=np.float64), lin[..., k]])
+                              for k, c in enumerate(net)]
+            else:
+                yield start, np.concatenate([net, lin])
 
     def _linearized_chunks(self, X: np.ndarray, *, columns: bool, head: str | None = None):
         """:meth:`_chunks` of a network linearised at :attr:`linearized_at` (float64): a
@@ -633,11 +678,13 @@ def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> Poste
     """
     post = idata.posterior
     total = int(post.sizes["chain"] * post.sizes["draw"])
-    linearized_at = None
+    linearized_at, first_linear = None, 0
     if LINEARIZATION_GROUP in idata.children:  # a Laplace posterior's MAP weights
         point = idata[LINEARIZATION_GROUP]
         linearized_at = flatten([(point[w].values, point[b].values)
                                  for w, b in spec.weight_names])
+        # a mixture: the (chain-0) draws from this one on are linearised
+        first_linear = int(point.attrs.get(FIRST_LINEARIZED, 0))
     n_draws = check_n_draws(n_draws, allow_none=True)
     if n_draws is None:
         idx = slice(None)
@@ -648,6 +695,11 @@ def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> Poste
         )
     else:
         idx = np.unique(np.linspace(0, total - 1, n_draws).round().astype(int))
+    if first_linear:  # the draws kept before the first linearised one
+        kept = np.arange(total)[idx]
+        first_linear = int(np.sum(kept < first_linear))
+        if first_linear == kept.size:  # none of the linearised draws kept
+            linearized_at, first_linear = None, 0
 
     def values(name):
         if name not in post:
@@ -655,10 +707,11 @@ def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> Poste
         values = post[name].values
         return values.reshape(total, *values.shape[2:])[idx]
 
-    return _from_values(spec, values, linearized_at)
+    return _from_values(spec, values, linearized_at, first_linear)
 
 
-def _from_values(spec: NetworkSpec, values, linearized_at=None) -> PosteriorPredictive:
+def _from_values(spec: NetworkSpec, values, linearized_at=None,
+                 linearized_from: int = 0) -> PosteriorPredictive:
     """A predictive from ``values(name) -> draws of shape (n_draws, ...)``."""
 
     def get(name):
@@ -682,7 +735,7 @@ def _from_values(spec: NetworkSpec, values, linearized_at=None) -> PosteriorPred
     if linearized_at is not None:
         linearized_at = _readonly(linearized_at)
     return PosteriorPredictive(spec=spec, weights=weights, noise=noise,
-                               linearized_at=linearized_at)
+                               linearized_at=linearized_at, linearized_from=linearized_from)
 
 
 def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: int | None = None,

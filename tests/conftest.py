@@ -178,9 +178,10 @@ def tiny():
 
 @pytest.fixture(scope="session")
 def advi_clf(moons):
-    """The default estimator (mean-field ADVI, full batch) fit on moons."""
+    """The default estimator with mean-field ADVI alone (full batch) fit on moons
+    (``inference="auto"`` fits it with a Laplace half too: tests/test_mixture_classifier.py)."""
     X_train, _, y_train, _ = moons
-    return BayesianMLPClassifier(random_state=SEED).fit(X_train, y_train)
+    return BayesianMLPClassifier(inference="advi", random_state=SEED).fit(X_train, y_train)
 
 
 @pytest.fixture(scope="session")

@@ -144,10 +144,10 @@ def test_auto_inference_rule(params, grouped, expected):
     assert regressor == (expected if params.get("inference", "auto") != "auto" else "advi")
 
 
-def test_default_fit_without_groups_is_advi(advi_clf, hier_clf):
-    assert advi_clf.get_params()["inference"] == "auto"
-    assert advi_clf.inference_ == "advi" and advi_clf.posterior_.method == "advi"
-    assert hier_clf[0].inference_ == "advi"  # n_iter given: variational
+def test_default_fit_without_groups_is_variational(hier_clf):
+    # without groups "auto" is ADVI, or the ADVI + Laplace mixture where affordable
+    # (tests/test_mixture_classifier.py); with n_iter given: ADVI alone
+    assert hier_clf[0].inference_ == "advi"
 
 
 # 30 draws per chain: ESS below 100 per chain is expected; the test is about which

@@ -1,0 +1,77 @@
+"""Experiment: what the classifier's default (``inference="auto"``: the ADVI + Laplace
+mixture where :func:`pymc_bnn.classifier.mixture_affordable` allows) costs beside
+mean-field ADVI alone, on standardised ``make_classification`` tables of growing size,
+for both architectures the calibration benchmark runs.
+
+    python benchmarks/experiments/classifier_mixture_cost.py OUT.json [ROWS ...]
+
+Per table: fit seconds of each (one fit each, in this process, after a warm-up fit of
+both so compilation is not counted), which method ``"auto"`` took, the Gauss-Newton
+step's work that decided it, and the held-out NLL of each.
+"""
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+import _common  # noqa: E402
+
+
+def step_flops(shape, hidden, n_classes):
+    from pymc_bnn.flat_network import n_params
+
+    outputs = 1 if n_classes == 2 else n_classes
+    widths = (shape[1], *hidden, outputs)
+    P = n_params(tuple(zip(widths[:-1], widths[1:])))
+    return P, float(shape[0]) * outputs * P**2 + P**3 / 3
+
+
+def main():
+    from sklearn.datasets import make_classification
+    from sklearn.preprocessing import StandardScaler
+
+    from pymc_bnn import BayesianMLPClassifier
+
+    out = Path(sys.argv[1])
+    rows_list = [int(r) for r in sys.argv[2:]] or [250, 500, 1000, 2000, 4096]
+    records = []
+
+    def fit(X, y, hidden, **kw):
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf = BayesianMLPClassifier(hidden, random_state=0, **kw).fit(X, y)
+        return clf, time.perf_counter() - t0
+
+    for hidden in [(5, 5), (32,)]:
+        Xw, yw = make_classification(200, n_features=20, n_informative=5, random_state=1)
+        fit(Xw, yw, hidden)  # warm-up: compile both halves' graphs for this shape
+        for n in rows_list:
+            X, y = make_classification(2 * n, n_features=20, n_informative=5, flip_y=0.05,
+                                       random_state=n)
+            X = StandardScaler().fit_transform(X)
+            Xtr, Xte, ytr, yte = X[:n], X[n:], y[:n], y[n:]
+            rec = {"rows": n, "features": 20, "hidden": list(hidden)}
+            rec["weights"], rec["step_flops"] = step_flops(Xtr.shape, hidden, 2)
+            for name, kw in (("advi", {"inference": "advi"}), ("auto", {})):
+                clf, seconds = fit(Xtr, ytr, hidden, **kw)
+                p = clf.predict_proba(Xte)[np.arange(n), yte]
+                rec[f"{name}_s"] = seconds
+                rec[f"{name}_nll"] = float(-np.mean(np.log(np.clip(p, 1e-300, None))))
+                rec[f"{name}_inference"] = clf.inference_
+            records.append(rec)
+            print(f"{str(hidden):8s} rows {n:5d}  weights {rec['weights']:4d}  step "
+                  f"{rec['step_flops']:.2e}  advi {rec['advi_s']:6.1f} s  auto "
+                  f"({rec['auto_inference']}) {rec['auto_s']:6.1f} s  NLL advi "
+                  f"{rec['advi_nll']:.4f} auto {rec['auto_nll']:.4f}", flush=True)
+            out.write_text(json.dumps({"machine": _common.machine_info(),
+                                       "records": records}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
