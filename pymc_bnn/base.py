@@ -243,10 +243,11 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         # decided on all the rows: the temperature's fold fits train as the kept fit does
         batch = self._batch_rows(X.shape[0])
 
-        def fit_rows(rows, fit_seed, kl_weight=None, method=None):
+        def fit_rows(rows, fit_seed, kl_weight=None, method=None, laplace_start=None):
             """Build and fit the network on ``X[rows]`` (all rows: ``rows=None``), its
             ELBO's KL term weighted ``kl_weight`` (default: the estimator's own), by
-            ``method`` (default: ``inference_``)."""
+            ``method`` (default: ``inference_``); a Laplace fit from ``laplace_start``
+            (its precisions kept) where given."""
             sub = slice(None) if rows is None else rows
             n_rows = X.shape[0] if rows is None else len(rows)
             if kl_weight is None:
@@ -256,6 +257,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                 groups=None if group_codes is None else group_codes[sub], n_groups=n_groups,
                 batch_size=None if batch is None else min(batch, n_rows),
                 total_size=None if kl_weight == 1.0 else int(round(n_rows / kl_weight)),
+                laplace_start=laplace_start,
                 # only the kept fit warns: a fold fit that has not quite levelled off
                 # moves the temperature score a little, and the user cannot act on it
                 warn=rows is None)
@@ -277,35 +279,67 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         # its held-out rows right after it) are independent: they run at the same
         # time (threads; the results do not depend on it)
         folds = self._cross_fitting_folds(y_model, seeds["temperature"])
-        # a mixture: the Laplace half's kept fit and fold fits too, all at once
+        # a mixture: the Laplace half's fits too, at the same time
         methods = ("advi", "laplace") if self.inference_ == MIXTURE else (self._fit_method,)
+        # a Laplace fit's folds start from the kept fit, so they come after it
+        later = self._LAPLACE_FOLDS_FROM_KEPT and bool(folds) and "laplace" in methods
         tasks = []
         for method in methods:
             rows_fit = functools.partial(fit_rows, method=method)
             tasks += [functools.partial(rows_fit, None, seeds["fit"])]
-            tasks += fold_tasks(rows_fit, X, y_model, folds=folds or [],
-                                seed=seeds["temperature"], groups=group_codes)
-        with progress.stage(self._fits_stage_name(len(tasks), folds), fits=len(tasks)):
-            results = fit_concurrently([progress.counted(t) for t in tasks])
-        per_method = len(tasks) // len(methods)
-        posterior, *fold_scores = results[:per_method]
+            if not (later and method == "laplace"):
+                tasks += fold_tasks(rows_fit, X, y_model, folds=folds or [],
+                                    seed=seeds["temperature"], groups=group_codes)
+        with progress.stage(self._fits_stage_name(len(tasks), folds, later=later),
+                            fits=len(tasks)):
+            results = iter(fit_concurrently([progress.counted(t) for t in tasks]))
+        fits = {}
+        for method in methods:
+            kept_fit = next(results)
+            fits[method] = (kept_fit, [] if later and method == "laplace"
+                            else [next(results) for _ in folds or []])
+        if later:
+            start = fits["laplace"][0].laplace
+            tasks = fold_tasks(functools.partial(fit_rows, method="laplace",
+                                                 laplace_start=start),
+                               X, y_model, folds=folds, seed=seeds["temperature"],
+                               groups=group_codes)
+            with progress.stage(f"{len(tasks)} Laplace fits on held-out folds, from the "
+                                "network's, to choose the temperature", fits=len(tasks)):
+                fits["laplace"] = (fits["laplace"][0],
+                                   fit_concurrently([progress.counted(t) for t in tasks]))
+        posterior, fold_scores = fits[methods[0]]
         self.start_losses_ = kept[methods[0]]
         self._choose_temperature(fold_scores, folds, X.shape[0])
         laplace = None
         if self.inference_ == MIXTURE:
-            laplace, *laplace_scores = results[per_method:]
-            laplace = self._mixture_component(laplace, laplace_scores, folds, X.shape[0])
+            laplace = self._mixture_component(*fits["laplace"], folds, X.shape[0])
         with progress.stage("posterior predictive draws"):
             self._set_posterior(posterior, seeds["predict"], laplace=laplace)
         return self
 
-    def _fits_stage_name(self, n_fits: int, folds) -> str:
-        """What the fit's main stage does, in words (for :class:`FitProgress`)."""
+    #: Whether a Laplace fit's temperature folds start from the kept Laplace fit, its
+    #: precisions kept (:func:`pymc_bnn.laplace.fit_laplace` ``start=``): a fraction of
+    #: a full fit each. The classifier's do (``docs/experiments/calibration-log.md``);
+    #: the regressor's choice between ADVI and Laplace was measured on the UCI splits
+    #: with full fold fits, which it keeps.
+    _LAPLACE_FOLDS_FROM_KEPT = False
+
+    def _fits_stage_name(self, n_fits: int, folds, *, later: bool = False) -> str:
+        """What the fit's main stage does, in words (for :class:`FitProgress`);
+        ``later``: the Laplace folds come in a stage of their own."""
         if self.inference_ == "nuts":
             return f"NUTS sampling ({self.chains} chains)"
         method = {"advi": "ADVI", "laplace": "Laplace", MIXTURE: "ADVI and Laplace"}.get(
             self.inference_, "full-rank ADVI")
         starts = f", each from {self.n_init} starts" if self.n_init > 1 else ""
+        if self.inference_ == MIXTURE:
+            return (f"{n_fits} fits{starts}: the network by ADVI and by Laplace, and "
+                    f"{len(folds or [])} {'ADVI fits' if later else 'of each'} on held-out "
+                    f"folds to choose {'the' if later else 'their'} temperature"
+                    f"{'' if later else 's'}")
+        if later:
+            return f"{method} fit{starts} of the network"
         if not folds:
             return f"{method} fit{starts}"
         return (f"{n_fits} {method} fits{starts}: the network, and {len(folds)} on "
@@ -427,15 +461,16 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                            activation=self.activation, prior_sigma=1.0, n_rows=X.shape[0],
                            batch_size=None)
 
-    def _fit_laplace(self, X, y_model, target_kwargs, init_seed, *, warn=True):
-        """The evidence-tuned linearised Laplace fit (:mod:`pymc_bnn.laplace`)."""
+    def _fit_laplace(self, X, y_model, target_kwargs, init_seed, *, warn=True, start=None):
+        """The evidence-tuned linearised Laplace fit (:mod:`pymc_bnn.laplace`), from
+        ``start`` (a LaplaceGaussian, its precisions kept) where given."""
         from pymc_bnn.inference import Posterior
         from pymc_bnn.laplace import fit_laplace
 
         spec = self._laplace_spec(X, target_kwargs)
         gaussian, info = fit_laplace(X, y_model, layer_shapes=spec.layer_shapes,
                                      activation=self.activation, random_state=init_seed,
-                                     likelihood=spec.likelihood)
+                                     likelihood=spec.likelihood, start=start)
         diagnostics = {
             "method": "laplace", "final_loss": -gaussian.log_evidence,
             "log_evidence": gaussian.log_evidence,
@@ -451,11 +486,12 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
 
     def _fit_network(self, X, y_model, target_kwargs, fit_seed, init_seed, *, groups=None,
                      n_groups=None, batch_size=None, warn=True, total_size=None,
-                     minibatch_source=None, method=None):
+                     minibatch_source=None, method=None, laplace_start=None):
         """``build_model`` + ``fit`` with this estimator's settings (by ``method``,
         default ``inference_``): a Posterior."""
         if (method or self._fit_method) == "laplace":
-            return self._fit_laplace(X, y_model, target_kwargs, init_seed, warn=warn)
+            return self._fit_laplace(X, y_model, target_kwargs, init_seed, warn=warn,
+                                     start=laplace_start)
         model = build_model(
             X,
             y_model,

@@ -50,6 +50,9 @@ def describe(estimator) -> list[str]:
         lines.append(_temperature_line(estimator))
     if getattr(estimator, "evidence_", None) is not None:
         lines.append(_prior_line(estimator.prior_sigma_))
+    mixture = getattr(estimator, "mixture_", None)
+    if mixture:
+        lines.append(_mixture_line(mixture))
     kl = getattr(estimator, "kl_weight_", 1.0)
     if kl is not None and kl != 1.0:
         lines.append(f"fit: the prior counted {kl:g} times as much as usual against the data "
@@ -82,6 +85,17 @@ def _temperature_line(estimator) -> str:
         line += (" (unusual: the widest tried; the network may over-fit: try fewer hidden "
                  "units)")
     return line
+
+
+def _mixture_line(mixture: dict) -> str:
+    """The ADVI + Laplace mixture: what its second half is (its temperature is not
+    flagged: the Laplace half's folds choose ~0, its most probable network, on clean
+    data as a rule)."""
+    t = float(mixture["laplace_temperature"])
+    return ("predictions: the average of two approximations of the posterior, half the "
+            "draws each: ADVI's (above) and the Laplace approximation's, the network "
+            "linearised at its most probable weights with its spread scaled by temperature "
+            f"{t:g} (chosen on held-out rows)")
 
 
 def _prior_line(sigmas) -> str:

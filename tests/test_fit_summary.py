@@ -46,6 +46,14 @@ def test_the_prior_scales_in_words_name_the_layers_and_flag_the_limits():
     assert "unusual: output at the largest allowed" in high
 
 
+def test_the_mixture_says_what_its_second_half_is_without_flagging_its_temperature():
+    est = _est(0.3)
+    est.mixture_ = {"laplace_temperature": 0.001}
+    line = describe(est)[-1]
+    assert "Laplace approximation" in line and "temperature 0.001" in line
+    assert "unusual" not in line
+
+
 def test_a_colder_elbo_is_said():
     assert "KL weight 0.25" in describe(_est(1.0, kl=0.25))[-1]
 
@@ -96,3 +104,22 @@ def test_a_default_fit_reports_its_stages(capsys):
            "temperature ..." in err
     assert "4 of 4 fits done" in err and "fit: posterior predictive draws: done" in err
     assert "ADVI ━" not in err and "loss" not in err
+
+
+def test_the_default_mixture_fit_reports_both_halves(capsys):
+    import numpy as np
+
+    from pymc_bnn import BayesianMLPClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    BayesianMLPClassifier((3,), n_draws=20, progressbar=True, random_state=0).fit(X, y)
+    err = capsys.readouterr().err
+    assert ("fit: 5 fits: the network by ADVI and by Laplace, and 3 ADVI fits on "
+            "held-out folds to choose the temperature") in err
+    assert "5 of 5 fits done" in err
+    # the Laplace folds start from its kept fit: after it, in a stage of their own
+    assert ("fit: 3 Laplace fits on held-out folds, from the network's, to choose the "
+            "temperature") in err
+    assert "3 of 3 fits done" in err
