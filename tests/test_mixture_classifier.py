@@ -143,3 +143,44 @@ def test_the_default_reaches_95_percent_on_moons(moons):
     clf = BayesianMLPClassifier(random_state=0).fit(X_train, y_train)
     assert clf.inference_ == MIXTURE
     assert clf.score(X_test, y_test) >= 0.95
+
+
+def test_a_laplace_fit_from_a_start_keeps_its_precisions_and_finds_the_fold_s_mode():
+    """``fit_laplace(start=)``, the folds' fast path: the start's prior scales are kept,
+    the weights move to a mode of the fold's own objective (gradient ~0), and on the
+    start's own rows the start is already that mode."""
+    from pymc_bnn.laplace import fit_laplace
+
+    X, y = make_moons(120, noise=0.3, random_state=0)
+    shapes = ((2, 4), (4, 1))
+    full, _ = fit_laplace(X, y, layer_shapes=shapes, random_state=0, likelihood="categorical")
+    fold, info = fit_laplace(X[:80], y[:80], layer_shapes=shapes, likelihood="categorical",
+                             start=full)
+    assert fold.prior_sigmas == full.prior_sigmas
+    assert info["map_iterations"] == 0 and info["rounds"] == 1
+    assert info["gradient_norm"] < 1e-6
+    assert not np.allclose(fold.theta, full.theta)
+    again, _ = fit_laplace(X, y, layer_shapes=shapes, likelihood="categorical", start=full)
+    np.testing.assert_allclose(again.theta, full.theta, atol=1e-4)
+    with pytest.raises(ValueError, match="weights"):
+        fit_laplace(X, y, layer_shapes=((2, 3), (3, 1)), likelihood="categorical",
+                    start=full)
+
+
+def test_the_classifier_s_laplace_folds_start_from_its_kept_fit(data, monkeypatch):
+    import pymc_bnn.laplace as L
+
+    starts = []
+    original = L.fit_laplace
+
+    def recording(*args, **kwargs):
+        gaussian, info = original(*args, **kwargs)
+        starts.append((kwargs.get("start"), gaussian))
+        return gaussian, info
+
+    monkeypatch.setattr(L, "fit_laplace", recording)
+    X, y = data
+    fitted(X, y, inference="laplace")
+    assert [s is None for s, _ in starts] == [True, False, False, False]
+    kept = starts[0][1]
+    assert all(s is kept for s, _ in starts[1:])
