@@ -20,8 +20,8 @@ __all__ = ["AUTO_MIXTURE_MAX_FLOPS", "AUTO_MIXTURE_MAX_ROWS", "BayesianMLPClassi
 #: ``inference="auto"``: the most work one Gauss-Newton step of the mixture's Laplace
 #: half may take, ``rows x outputs x weights^2`` (the curvature) ``+ weights^3 / 3``
 #: (its Cholesky factor), in floating-point operations. A Laplace fit takes tens of
-#: such steps, and four fits run (the kept one and three for its temperature): at this
-#: bound the Laplace half costs about as much as the ADVI half on the 2-core reference
+#: such steps, and four fits run (the kept one and three for its temperature): up to
+#: this bound the whole mixture cost 1.3-2.9x ADVI alone on the 2-core reference
 #: machine (``benchmarks/results/reference/classifier_mixture_cost.json``).
 AUTO_MIXTURE_MAX_FLOPS = 1e9
 #: ``inference="auto"``: the most training rows on which the Laplace half is fit. Its
@@ -117,8 +117,8 @@ default "auto"
         score of an equal mixture is at least the mean of its halves' (Jensen), and
         ADVI and Laplace err differently (ADVI's Gaussian has no correlations between
         weights, the Laplace Gaussian has them all but is local to one mode); on the
-        calibration benchmark's splits the mixture's NLL was at most a 5-MLP deep
-        ensemble's on most splits of 6 of 8 sets, ADVI's on 4
+        calibration benchmark's ten splits the default's NLL is at most a 5-MLP deep
+        ensemble's on most splits of 5 of 9 sets at (32,), ADVI's alone on 3
         (``docs/experiments/calibration-log.md``). It costs both fits.
     n_iter : int, optional
         Optimisation steps (VI). None: 10,000 for ADVI, 20,000 for full-rank ADVI.
