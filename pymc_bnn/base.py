@@ -468,13 +468,17 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         from pymc_bnn.laplace import fit_laplace
 
         spec = self._laplace_spec(X, target_kwargs)
+        hidden = None if start is not None else self._laplace_hidden_sigmas(X.shape,
+                                                                            target_kwargs)
         gaussian, info = fit_laplace(X, y_model, layer_shapes=spec.layer_shapes,
                                      activation=self.activation, random_state=init_seed,
-                                     likelihood=spec.likelihood, start=start)
+                                     likelihood=spec.likelihood, start=start,
+                                     hidden_prior_sigmas=hidden)
         diagnostics = {
             "method": "laplace", "final_loss": -gaussian.log_evidence,
             "log_evidence": gaussian.log_evidence,
-            "effective_parameters": float(sum(gaussian.effective_parameters)),
+            "effective_parameters": float(np.nansum(gaussian.effective_parameters)),
+            "structure": "last_layer" if gaussian.last_layer else "full",
             "gradient_norm": info["gradient_norm"], "rounds": info["rounds"],
             "map_iterations": info["map_iterations"], "polish_steps": info["polish_steps"]}
         if gaussian.noise_sd is not None:
@@ -483,6 +487,12 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         spec = dataclasses.replace(spec, prior_sigma=gaussian.prior_sigmas)
         return Posterior(method="laplace", spec=spec, seed=int(init_seed), loss=info["loss"],
                          laplace=gaussian, diagnostics=diagnostics)
+
+    def _laplace_hidden_sigmas(self, shape, target_kwargs):
+        """The hidden layers' prior scales of a last-layer Laplace fit (the output layer's
+        Gaussian only; :func:`pymc_bnn.laplace.fit_laplace`), or None: the whole
+        network's."""
+        return None
 
     def _fit_network(self, X, y_model, target_kwargs, fit_seed, init_seed, *, groups=None,
                      n_groups=None, batch_size=None, warn=True, total_size=None,

@@ -15,14 +15,15 @@ from pymc_bnn.inference import METHODS
 from pymc_bnn.predictive import from_idata, posterior_predictive
 
 __all__ = ["AUTO_MIXTURE_MAX_FLOPS", "AUTO_MIXTURE_MAX_ROWS", "BayesianMLPClassifier",
-           "mixture_affordable"]
+           "laplace_structure", "mixture_affordable"]
 
-#: ``inference="auto"``: the most work one Gauss-Newton step of the mixture's Laplace
-#: half may take, ``rows x outputs x weights^2`` (the curvature) ``+ weights^3 / 3``
-#: (its Cholesky factor), in floating-point operations. A Laplace fit takes tens of
-#: such steps, and four fits run (the kept one and three for its temperature): up to
-#: this bound the whole mixture cost 1.3-2.9x ADVI alone on the 2-core reference
-#: machine (``benchmarks/results/reference/classifier_mixture_cost.json``).
+#: The most work one Gauss-Newton step of the mixture's Laplace half may take, ``rows x
+#: outputs x weights^2`` (the curvature) ``+ weights^3 / 3`` (its Cholesky factor), in
+#: floating-point operations. A Laplace fit takes tens of such steps, and four fits run
+#: (the kept one and three for its temperature): up to this bound the whole mixture
+#: cost 1.3-2.9x ADVI alone on the 2-core reference machine
+#: (``benchmarks/results/reference/classifier_mixture_cost.json``). Beyond it the
+#: Laplace half covers the output layer only (:func:`laplace_structure`).
 AUTO_MIXTURE_MAX_FLOPS = 1e9
 #: ``inference="auto"``: the most training rows on which the Laplace half is fit. Its
 #: MAP fit (full-batch L-BFGS) costs rows x weights per iteration, where ADVI's
@@ -31,21 +32,38 @@ AUTO_MIXTURE_MAX_FLOPS = 1e9
 AUTO_MIXTURE_MAX_ROWS = 4096
 
 
-def mixture_affordable(shape, hidden: tuple, n_classes: int) -> bool:
-    """Whether ``inference="auto"`` fits the ADVI + Laplace mixture on data of
-    ``shape`` (rows, features) for a network of ``hidden`` units and ``n_classes``
-    classes: at most :data:`AUTO_MIXTURE_MAX_ROWS` rows, at most
-    :data:`pymc_bnn.laplace.MAX_PARAMS` weights and a Gauss-Newton step within
-    :data:`AUTO_MIXTURE_MAX_FLOPS`."""
+def laplace_structure(shape, hidden: tuple, n_classes: int) -> str | None:
+    """What the ADVI + Laplace mixture's Laplace half covers on data of ``shape``
+    (rows, features) for a network of ``hidden`` units and ``n_classes`` classes:
+    ``"full"``, the whole network, where one Gauss-Newton step of it is within
+    :data:`AUTO_MIXTURE_MAX_FLOPS`; else ``"last_layer"``, the output layer (the hidden
+    layers a point estimate under the evidence step's scales; :func:`pymc_bnn.laplace.
+    fit_laplace` ``hidden_prior_sigmas``) where its step is (``rows x outputs^2 x
+    (units + 1)^2``: its curvature's structure); else None. Either way at most
+    :data:`AUTO_MIXTURE_MAX_ROWS` rows and :data:`pymc_bnn.laplace.MAX_PARAMS`
+    weights (each MAP iteration costs rows x weights, as the full fit's did)."""
     from pymc_bnn.flat_network import n_params
     from pymc_bnn.laplace import MAX_PARAMS
 
     outputs = 1 if n_classes == 2 else n_classes
     widths = (int(shape[1]), *hidden, outputs)
     P = n_params(tuple(zip(widths[:-1], widths[1:])))
-    step = float(shape[0]) * outputs * P**2 + P**3 / 3
-    return (shape[0] <= AUTO_MIXTURE_MAX_ROWS and P <= MAX_PARAMS
-            and step <= AUTO_MIXTURE_MAX_FLOPS)
+    if shape[0] > AUTO_MIXTURE_MAX_ROWS or P > MAX_PARAMS:
+        return None
+    if float(shape[0]) * outputs * P**2 + P**3 / 3 <= AUTO_MIXTURE_MAX_FLOPS:
+        return "full"
+    last = (widths[-2] + 1) * outputs
+    if (len(widths) > 2 and float(shape[0]) * outputs**2 * (widths[-2] + 1) ** 2
+            + last**3 / 3 <= AUTO_MIXTURE_MAX_FLOPS):
+        return "last_layer"
+    return None
+
+
+def mixture_affordable(shape, hidden: tuple, n_classes: int) -> bool:
+    """Whether ``inference="auto"`` fits the ADVI + Laplace mixture on data of
+    ``shape`` (rows, features) for a network of ``hidden`` units and ``n_classes``
+    classes: where :func:`laplace_structure` is not None."""
+    return laplace_structure(shape, hidden, n_classes) is not None
 
 
 class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
@@ -268,6 +286,17 @@ default "auto"
                                            int(target_kwargs["n_classes"])):
             return MIXTURE
         return self.inference_
+
+    def _laplace_hidden_sigmas(self, shape, target_kwargs):
+        """A mixture's Laplace half over the output layer only (:func:`laplace_structure`):
+        the hidden layers' prior scales, the ADVI half's (its evidence's); else None."""
+        if self.inference_ != MIXTURE or laplace_structure(
+                shape, self._hidden_tuple(), int(target_kwargs["n_classes"])) != "last_layer":
+            return None
+        n_layers = len(self._hidden_tuple()) + 1
+        sigmas = np.broadcast_to(np.atleast_1d(np.asarray(self.prior_sigma_, dtype=float)),
+                                 (n_layers,))
+        return tuple(float(s) for s in sigmas[:-1])
 
     def _encode_target(self, y):
         check_classification_targets(y)

@@ -108,8 +108,9 @@ class LaplaceGaussian:
     ----------
     theta : ndarray of shape (P,)
         The MAP weights, flat (:func:`pymc_bnn.flat_network.unflatten`).
-    chol : ndarray of shape (P, P)
-        Lower Cholesky factor ``L`` of the posterior precision ``A = L L^T``.
+    chol : ndarray of shape (P - first_random, P - first_random)
+        Lower Cholesky factor ``L`` of the posterior precision ``A = L L^T`` of the
+        weights ``theta[first_random:]``.
     noise_sd : float or None
         The noise standard deviation ``1 / sqrt(beta)`` chosen by the evidence (None
         for a classification network).
@@ -118,7 +119,14 @@ class LaplaceGaussian:
     log_evidence : float
         Laplace approximation of the log marginal likelihood at the final precisions.
     effective_parameters : tuple of float
-        ``gamma_l``, the well-determined parameters of each layer.
+        ``gamma_l``, the well-determined parameters of each layer (NaN for a layer the
+        Gaussian does not cover).
+    first_random : int
+        Index of the first weight the Gaussian covers: 0 (all of them), or the output
+        layer's first weight for a last-layer fit (:func:`fit_laplace`
+        ``hidden_prior_sigmas``), whose hidden weights are a point estimate at
+        ``theta``. The network's outputs are linear in its output layer, so the draws
+        of a last-layer fit need no linearisation: the network itself is exact.
     """
 
     theta: np.ndarray
@@ -127,6 +135,12 @@ class LaplaceGaussian:
     prior_sigmas: tuple
     log_evidence: float
     effective_parameters: tuple
+    first_random: int = 0
+
+    @property
+    def last_layer(self) -> bool:
+        """Whether the Gaussian covers the output layer only."""
+        return self.first_random > 0
 
 
 @functools.lru_cache(maxsize=16)
@@ -188,13 +202,18 @@ def _class_curvature(layer_shapes, activation, mode, theta, X, Y):
     """Classification at ``theta``: ``(G, g)``, the lower triangle of the generalised
     Gauss-Newton matrix ``sum_i J_i^T H_i J_i`` (``H_i`` the Hessian of row ``i``'s
     negative log likelihood in its logits: ``p (1 - p)`` for one logit, ``diag(p) - p
-    p^T`` for a softmax) and the likelihood's gradient ``sum_i J_i^T (p_i - y_i)``.
-    Accumulated a chunk of rows at a time, so memory stays (rows x k x P) per chunk.
-    ``H = M^T M`` with ``M = diag(sqrt p) - sqrt(p) p^T`` (as ``sum p = 1``), so each
-    chunk adds ``(M J)^T (M J)`` by a symmetric rank-k update."""
-    P = theta.size
+    p^T`` for a softmax) and the likelihood's gradient ``sum_i J_i^T (p_i - y_i)``."""
+    return _class_curvature_of(
+        _output_jacobians(layer_shapes, activation, mode, theta, X), Y, theta.size)
+
+
+def _class_curvature_of(chunks, Y, P):
+    """:func:`_class_curvature` from ``(start, logits, Jacobian)`` chunks of rows (of
+    ``P`` weights): memory stays (rows x k x P) per chunk. ``H = M^T M`` with ``M =
+    diag(sqrt p) - sqrt(p) p^T`` (as ``sum p = 1``), so each chunk adds ``(M J)^T (M J)``
+    by a symmetric rank-k update."""
     G, g = np.zeros((P, P), order="F"), np.zeros(P)
-    for start, z, J in _output_jacobians(layer_shapes, activation, mode, theta, X):
+    for start, z, J in chunks:
         y = Y[start : start + len(z)]
         if z.shape[1] == 1:
             p = 1.0 / (1.0 + np.exp(-z))
@@ -209,6 +228,53 @@ def _class_curvature(layer_shapes, activation, mode, theta, X, Y):
             g += np.einsum("nkp,nk->p", J, p - y)
         G = sla.blas.dsyrk(1.0, weighted, beta=1.0, c=G, trans=1, lower=1, overwrite_c=1)
     return G, g
+
+
+@functools.lru_cache(maxsize=16)
+def _features(layer_shapes: tuple, activation: str, mode: str):
+    """``f(theta_hidden, X) -> [h]``: the last hidden layer's activations, ``theta_hidden``
+    the weights of every layer but the output layer (flat, as ``theta``'s head)."""
+    from pymc_bnn.model import ACTIVATIONS
+
+    hidden = layer_shapes[:-1]
+    theta = pt.tensor("theta", dtype="float64", shape=(n_params(hidden),))
+    X = pt.matrix("X", dtype="float64")
+    h = ACTIVATIONS[activation](flat_logits(theta, X, hidden, activation))
+    return compiled_function(("_laplace_features", layer_shapes, activation), [theta, X], [h],
+                             mode=mode)
+
+
+def _last_layer_curvature(layer_shapes, activation, mode, theta, X, Y, classify):
+    """``(G, g)`` of the output layer's weights only (``theta``'s tail: ``W`` flattened
+    row by row, then ``b``), as :func:`_class_curvature` (or, regression, ``J^T J`` and
+    ``-J^T (y - f)``) over those weights. With ``h~`` the last hidden layer's
+    activations and a 1 appended (the bias), weight ``j k + c`` (``W[j, c]``, or ``b[c]``
+    for ``j = H``) has ``d z_c / d theta = h~_j`` and no other output moves with it, so
+    ``G[j k + c, j' k + c'] = sum_i h~_ij h~_ij' H_i[c, c']``: ``rows x k^2 x (H + 1)^2``
+    multiplications, not the ``rows x k^3 x (H + 1)^2`` of a dense Jacobian's."""
+    H, k = layer_shapes[-1]
+    first = theta.size - (H * k + k)
+    h = np.asarray(_features(layer_shapes, activation, mode)(theta[:first], X)[0])
+    phi = np.column_stack([h, np.ones(len(h))])
+    z = phi @ theta[first:].reshape(H + 1, k)
+    if not classify:
+        return phi.T @ phi, -(phi.T @ (Y - z[:, 0])).ravel()
+    if k == 1:
+        p = 1.0 / (1.0 + np.exp(-z))
+        hess = (p * (1.0 - p))[:, :, None]
+    else:
+        p = np.exp(z - z.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        hess = p[:, :, None] * np.eye(k) - p[:, :, None] * p[:, None, :]
+    g = (phi.T @ (p - Y)).ravel()
+    G = np.zeros((H + 1, k, k, H + 1))
+    step = max(1, (32 * 2**20) // (8 * (H + 1) * k * k))
+    for start in range(0, len(phi), step):
+        rows = phi[start : start + step]
+        weighted = rows[:, :, None] * hess[start : start + step].reshape(len(rows), 1, k * k)
+        G += np.tensordot(weighted, rows, axes=([0], [0])).reshape(H + 1, k, k, H + 1)
+    # (j, c, c', j') -> (j, c, j', c')
+    return np.ascontiguousarray(G.transpose(0, 1, 3, 2)).reshape((H + 1) * k, (H + 1) * k), g
 
 
 def _gram(J) -> np.ndarray:
@@ -287,7 +353,8 @@ def _lm_polish(value_grad, curvature, theta, X, y, beta, delta_vec, steps):
 
 def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str = "tanh",
                 random_state: int | None = None, likelihood: str = "normal",
-                start: LaplaceGaussian | None = None) -> tuple[LaplaceGaussian, dict]:
+                start: LaplaceGaussian | None = None,
+                hidden_prior_sigmas=None) -> tuple[LaplaceGaussian, dict]:
     """Fit the evidence-tuned linearised Laplace approximation (see the module).
 
     Parameters
@@ -308,7 +375,17 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
         A posterior of the same network on other rows (e.g. all of them, for a fit on
         a fold): its precisions are kept, not chosen again, and the MAP is found from
         its weights by :data:`POLISH_STEPS` Gauss-Newton steps (no rounds, no random
-        start): a fraction of a full fit's cost.
+        start): a fraction of a full fit's cost. A last-layer ``start`` gives a
+        last-layer fit (its hidden weights refit by L-BFGS-B first).
+    hidden_prior_sigmas : sequence of float, optional
+        A **last-layer** fit (Kristiadi, Hein & Hennig 2020; the default of Daxberger et
+        al. 2021, "Laplace Redux"): the hidden layers keep these prior scales (one per
+        hidden layer, e.g. chosen by :func:`pymc_bnn.evidence.evidence_prior_scales`)
+        and are a point estimate at the MAP; the Gaussian, its curvature and the
+        evidence's rounds cover the output layer only (``H k + k`` weights), so its
+        cost does not grow with the square of the network's size, and no size limit
+        applies to the hidden layers. Default: the whole network (at most
+        :data:`MAX_PARAMS` weights).
 
     Returns
     -------
@@ -320,11 +397,15 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
     """
     shapes = tuple((int(a), int(b)) for a, b in layer_shapes)
     P = n_params(shapes)
-    if P > MAX_PARAMS:
+    last = len(shapes) > 1 and (hidden_prior_sigmas is not None
+                                or (start is not None and start.last_layer))
+    first = P - n_params(shapes[-1:]) if last else 0
+    if P - first > MAX_PARAMS:
         raise ValueError(
-            f"inference='laplace' builds the exact {P} x {P} posterior precision; it "
-            f"supports networks of at most {MAX_PARAMS} weights and biases. Use fewer "
-            "hidden units, or inference='advi'.")
+            f"inference='laplace' builds the exact {P - first} x {P - first} posterior "
+            f"precision; it supports {'an output layer' if last else 'networks'} of at "
+            f"most {MAX_PARAMS} weights and biases. Use fewer hidden units, or "
+            "inference='advi'.")
     X = np.ascontiguousarray(X, dtype=np.float64)
     classify = likelihood == "categorical"
     n = X.shape[0]
@@ -344,16 +425,28 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
     theta = np.concatenate([rng.normal(0.0, sd, size=size) for a, b in shapes
                             for sd, size in zip(initial_sds(a), (a * b, b))])
     beta, delta = 1.0, np.ones(len(shapes))
+    if last and hidden_prior_sigmas is not None:
+        hidden = np.asarray(hidden_prior_sigmas, dtype=np.float64).ravel()
+        if hidden.shape != (len(shapes) - 1,) or not np.all(np.isfinite(hidden) & (hidden > 0)):
+            raise ValueError(f"hidden_prior_sigmas must be {len(shapes) - 1} positive "
+                             f"numbers, one per hidden layer; got {hidden_prior_sigmas!r}.")
+        delta[:-1] = 1.0 / hidden**2
     if start is not None:
         theta = np.array(start.theta, dtype=np.float64)
         if theta.shape != (P,):
             raise ValueError(f"start has {theta.size} weights; this network has {P}.")
         delta = 1.0 / np.square(np.asarray(start.prior_sigmas, dtype=np.float64))
         beta = 1.0 if start.noise_sd is None else 1.0 / start.noise_sd**2
+    # the layers the Gaussian covers: the whole network, or the output layer
+    rounds_of = layer_of[first:] - layer_of[first]
+    covered = slice(len(shapes) - 1, None) if last else slice(None)
     iterations, losses, polished = 0, [], 0
 
     def curvature(t):
-        """``(G, g)``: the GGN's lower triangle and the data term's gradient."""
+        """``(G, g)`` over the covered weights: the GGN's lower triangle and the data
+        term's gradient (``t``: all the weights)."""
+        if last:
+            return _last_layer_curvature(shapes, activation, mode, t, X, y, classify)
         if classify:
             return _class_curvature(shapes, activation, mode, t, X, y)
         f, J = _jacobian_rows(shapes, activation, mode, t, X)
@@ -372,39 +465,55 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
             raise FloatingPointError("the MAP fit of the Laplace approximation diverged.")
         return result.x, int(result.nit)
 
+    def polish(theta, steps):
+        """Gauss-Newton steps on the covered weights (the rest held): ``(theta, steps
+        taken)``. The output layer of a last-layer fit is a GLM in the hidden layer's
+        activations: its MAP is convex given them."""
+        head = theta[:first]
+
+        def value(t, *args):
+            return value_grad(np.concatenate([head, t]), *args[:3], delta[layer_of])
+
+        out, taken = _lm_polish(value if last else value_grad,
+                                (lambda t: curvature(np.concatenate([head, t]))) if last
+                                else curvature, theta[first:], X, y, beta,
+                                delta[layer_of][first:], steps)
+        return np.concatenate([head, out]), taken
+
     with threadpool_limits(limits=1, user_api="blas"):
         best = None
 
         def state(theta):
             """The posterior at ``theta`` under the current precisions, and the Laplace
-            evidence of those precisions there."""
-            if classify:
+            evidence of those precisions there (of the covered weights' Gaussian; a
+            last-layer fit's hidden weights count by their prior density only)."""
+            if classify or last:  # the data term: the nll, or the residual sum of squares
                 G, _ = curvature(theta)
-                ssr = float(value_grad(theta, X, y, beta, delta[layer_of])[2])  # the nll
+                ssr = float(value_grad(theta, X, y, beta, delta[layer_of])[2])
             else:
                 f, J = _jacobian_rows(shapes, activation, mode, theta, X)
                 G = _gram(J)
                 ssr = float(np.sum((y - f) ** 2))
             sq_norms = np.bincount(layer_of, weights=theta**2, minlength=len(shapes))
-            L = _precision_chol(G, beta, delta[layer_of])
+            L = _precision_chol(G, beta, delta[layer_of][first:])
             return {"theta": theta, "beta": beta, "delta": delta, "G": G, "ssr": ssr,
                     "sq_norms": sq_norms, "L": L,
                     "log_evidence": _log_evidence(L, ssr, sq_norms, n, beta, delta, sizes,
                                                   classify)}
 
         if start is not None:  # the precisions given: the MAP from the start's weights
-            theta, polished = _lm_polish(value_grad, curvature, theta, X, y, beta,
-                                         delta[layer_of], POLISH_STEPS)
+            if last:  # the hidden weights too: by L-BFGS-B (no curvature of theirs)
+                theta, nit = map_fit(theta, MAX_ITER)
+                iterations += nit
+            theta, polished = polish(theta, POLISH_STEPS)
             best = state(theta)
             losses.append(-best["log_evidence"])
         for r in range(0 if start is not None else ROUNDS + 1):
-            if r == 0:
-                theta, nit = map_fit(theta, 2 * MAX_ITER)
+            if r == 0 or last:  # a last-layer fit's hidden weights move by L-BFGS-B only
+                theta, nit = map_fit(theta, 2 * MAX_ITER if r == 0 else MAX_ITER)
                 iterations += nit
-            else:  # warm-started: Gauss-Newton steps converge where L-BFGS-B creeps
-                theta, nit = _lm_polish(value_grad, curvature, theta, X, y, beta,
-                                        delta[layer_of],
-                                        ROUND_STEPS if r < ROUNDS else POLISH_STEPS)
+            if r > 0 or last:  # warm: Gauss-Newton steps converge where L-BFGS-B creeps
+                theta, nit = polish(theta, ROUND_STEPS if r < ROUNDS else POLISH_STEPS)
                 polished += nit
             # each round's precisions at their own MAP: their evidence is comparable
             current = state(theta)
@@ -415,14 +524,18 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
                 worse += 1
             if r == ROUNDS or (PATIENCE and worse >= PATIENCE):
                 break
-            new_beta, new_delta = _mackay(current["G"], current["ssr"], current["sq_norms"],
-                                          layer_of, sizes, n, beta, delta, classify)
+            new_beta, new_delta = _mackay(current["G"], current["ssr"],
+                                          current["sq_norms"][covered], rounds_of,
+                                          sizes[covered], n, beta, delta[covered], classify)
+            new_delta = np.concatenate([delta[: len(delta) - len(new_delta)], new_delta])
             change = max(abs(math.log(new_beta / beta)),
                          float(np.max(np.abs(np.log(new_delta / delta)))))
             beta, delta = new_beta, new_delta
             if change < HYPER_RTOL:  # settled: one more round polishes the MAP
-                theta, nit = _lm_polish(value_grad, curvature, theta, X, y, beta,
-                                        delta[layer_of], POLISH_STEPS)
+                if last:
+                    theta, nit = map_fit(theta, MAX_ITER)
+                    iterations += nit
+                theta, nit = polish(theta, POLISH_STEPS)
                 polished += nit
                 current = state(theta)
                 losses.append(-current["log_evidence"])
@@ -430,14 +543,16 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
                     best = current
                 break
         theta, beta, delta, L = best["theta"], best["beta"], best["delta"], best["L"]
-        gamma = sizes - delta * np.bincount(layer_of, weights=_diag_inverse(L),
-                                            minlength=len(shapes))
+        gamma = np.full(len(shapes), np.nan)
+        gamma[covered] = sizes[covered] - delta[covered] * np.bincount(
+            rounds_of, weights=_diag_inverse(L), minlength=len(sizes[covered]))
         log_evidence = best["log_evidence"]
         grad = np.asarray(value_grad(theta, X, y, beta, delta[layer_of])[1]) / n
     gaussian = LaplaceGaussian(
         theta=theta, chol=L, noise_sd=None if classify else float(1.0 / math.sqrt(beta)),
         prior_sigmas=tuple(float(s) for s in 1.0 / np.sqrt(delta)),
-        log_evidence=log_evidence, effective_parameters=tuple(float(g) for g in gamma))
+        log_evidence=log_evidence, effective_parameters=tuple(float(g) for g in gamma),
+        first_random=first)
     info = {"map_iterations": iterations, "polish_steps": polished, "rounds": len(losses),
             "gradient_norm": float(np.linalg.norm(grad)), "loss": np.array(losses)}
     return gaussian, info
@@ -450,9 +565,11 @@ def laplace_draws(gaussian: LaplaceGaussian, layer_shapes, n_draws: int, random_
     tempered posterior ``Normal(theta, T A^-1)``, and a regression network's noise sd
     (a point estimate, the same in every draw)."""
     rng = np.random.default_rng(random_seed)
-    z = rng.standard_normal((gaussian.theta.size, int(n_draws)))
+    first = gaussian.first_random
+    z = rng.standard_normal((gaussian.theta.size - first, int(n_draws)))
     step = sla.solve_triangular(gaussian.chol, z, lower=True, trans="T", check_finite=False)
-    flat = gaussian.theta[None, :] + math.sqrt(float(temperature)) * step.T
+    flat = np.repeat(gaussian.theta[None, :], int(n_draws), axis=0)
+    flat[:, first:] += math.sqrt(float(temperature)) * step.T
     out = {}
     for i, (W, b) in enumerate(unflatten(flat, layer_shapes)):
         out[f"w{i}"], out[f"b{i}"] = np.ascontiguousarray(W), np.ascontiguousarray(b)
@@ -479,7 +596,9 @@ def linearised_outputs(layer_shapes, activation: str, theta: np.ndarray, X: np.n
 def laplace_idata(gaussian: LaplaceGaussian, layer_shapes, n_draws: int, random_seed,
                   temperature: float = 1.0):
     """:func:`laplace_draws` as an ArviZ DataTree: a ``posterior`` group (one chain) and
-    the :data:`LINEARIZATION_GROUP` group with the MAP weights."""
+    the :data:`LINEARIZATION_GROUP` group with the MAP weights. A last-layer Gaussian's
+    draws have no such group: the network is linear in its output layer, so the
+    network itself is its linearisation, and its draws are plain network draws."""
     import xarray as xr
 
     draws = laplace_draws(gaussian, layer_shapes, n_draws, random_seed, temperature)
@@ -491,6 +610,8 @@ def laplace_idata(gaussian: LaplaceGaussian, layer_shapes, n_draws: int, random_
     posterior = xr.Dataset(
         {name: variable(name, values[None], ("chain", "draw")) for name, values in draws.items()},
         coords={"chain": [0], "draw": np.arange(int(n_draws))})
+    if gaussian.last_layer:
+        return xr.DataTree.from_dict({"/posterior": posterior})
     point = {}
     for i, (W, b) in enumerate(unflatten(gaussian.theta, layer_shapes)):
         point[f"w{i}"], point[f"b{i}"] = variable(f"w{i}", W, ()), variable(f"b{i}", b, ())
@@ -503,7 +624,9 @@ def mixture_idata(network, linearised, weight_names):
     the network draws of ``network`` (e.g. ADVI's) then the linearised draws of
     ``linearised`` (:func:`laplace_idata`) along ``draw``, in one chain, and the
     :data:`LINEARIZATION_GROUP` group the linearisation point, with the index of the
-    first linearised draw in its :data:`FIRST_LINEARIZED` attribute. Only the weights
+    first linearised draw in its :data:`FIRST_LINEARIZED` attribute (no such group
+    where ``linearised`` has none: a last-layer fit's draws are the network's own).
+    Only the weights
     and biases (``weight_names``: pairs) are kept: the predictive needs nothing else."""
     import xarray as xr
 
@@ -517,6 +640,8 @@ def mixture_idata(network, linearised, weight_names):
     first = one_chain(network)
     both = xr.concat([first, one_chain(linearised)], dim="draw").expand_dims("chain")
     both = both.assign_coords(chain=[0], draw=np.arange(both.sizes["draw"]))
+    if LINEARIZATION_GROUP not in linearised.children:  # a last-layer fit's: plain draws
+        return xr.DataTree.from_dict({"/posterior": both})
     point = linearised[LINEARIZATION_GROUP].to_dataset()
     point.attrs[FIRST_LINEARIZED] = int(first.sizes["draw"])
     return xr.DataTree.from_dict({"/posterior": both, f"/{LINEARIZATION_GROUP}": point})

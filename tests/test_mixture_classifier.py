@@ -112,7 +112,8 @@ def test_thinning_a_mixture_keeps_draws_of_both_halves(mixture):
 def test_auto_takes_the_mixture_only_where_it_applies_and_is_affordable():
     assert mixture_affordable((1000, 20), (32,), 2)  # a calibration-benchmark table
     assert not mixture_affordable((AUTO_MIXTURE_MAX_ROWS + 1, 2), (5, 5), 2)
-    assert not mixture_affordable((1500, 64), (32,), 10)  # digits: 2,410 weights x 10
+    # digits: 2,410 weights x 10 classes: the Laplace half over the output layer only
+    assert mixture_affordable((1500, 64), (32,), 10)
     assert not mixture_affordable((100, 200), (32,), 2)  # 6,465 weights: too many
 
     def resolved(X, y, **kw):
