@@ -488,12 +488,6 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         return Posterior(method="laplace", spec=spec, seed=int(init_seed), loss=info["loss"],
                          laplace=gaussian, diagnostics=diagnostics)
 
-    def _laplace_hidden_sigmas(self, shape, target_kwargs):
-        """The hidden layers' prior scales of a last-layer Laplace fit (the output layer's
-        Gaussian only; :func:`pymc_bnn.laplace.fit_laplace`), or None: the whole
-        network's."""
-        return None
-
     def _fit_network(self, X, y_model, target_kwargs, fit_seed, init_seed, *, groups=None,
                      n_groups=None, batch_size=None, warn=True, total_size=None,
                      minibatch_source=None, method=None, laplace_start=None):

@@ -111,8 +111,10 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
 default "auto"
         ``"auto"``: NUTS for a hierarchical network (``fit(..., groups=...)``, rows in
         memory); without groups, ``"advi+laplace"`` where it is affordable
-        (:func:`mixture_affordable`: at most :data:`AUTO_MIXTURE_MAX_ROWS` rows and a
-        Gauss-Newton step within :data:`AUTO_MIXTURE_MAX_FLOPS`) and mean-field ADVI
+        (:func:`mixture_affordable`: at most :data:`AUTO_MIXTURE_MAX_ROWS` rows and
+        :data:`pymc_bnn.laplace.MAX_PARAMS` weights, and a Gauss-Newton step of the
+        whole network, or else of its output layer, within
+        :data:`AUTO_MIXTURE_MAX_FLOPS`: :func:`laplace_structure`) and mean-field ADVI
         beyond; mean-field ADVI alone wherever a setting only variational inference
         uses is given (``n_iter``, ``learning_rate``, ``batch_size``, ``n_init`` > 1, or
         a ``posterior_temperature`` other than ``"auto"`` / 1), or a fixed
@@ -131,7 +133,11 @@ default "auto"
         ``"advi+laplace"``: both fits, and their equal-weight mixture: half the
         ``n_draws`` predictive draws from the ADVI fit (through the network), half from
         the Laplace fit (through the linearised network), each half tempered by its
-        own cross-fitted temperature; ``mixture_`` records the halves. Why: the log
+        own cross-fitted temperature; ``mixture_`` records the halves. Where the whole
+        network's curvature costs more than :data:`AUTO_MIXTURE_MAX_FLOPS` a step
+        (e.g. digits' 64 inputs and 10 classes at 32 units), the Laplace half covers
+        the output layer only, the hidden layers at their MAP under the ADVI half's
+        evidence scales (a last-layer Laplace; :func:`laplace_structure`). Why: the log
         score of an equal mixture is at least the mean of its halves' (Jensen), and
         ADVI and Laplace err differently (ADVI's Gaussian has no correlations between
         weights, the Laplace Gaussian has them all but is local to one mode); on the
@@ -236,7 +242,8 @@ default "auto"
         (``idata_`` holds the ADVI draws first), the Laplace half's
         ``"laplace_temperature"`` (with its ``"laplace_temperature_selection"``, plain
         data), ``"laplace_prior_sigma"`` (its evidence's scales) and
-        ``"laplace_diagnostics"``; the other attributes (``posterior_``,
+        ``"laplace_diagnostics"`` (its ``"structure"``: ``"full"`` or
+        ``"last_layer"``); the other attributes (``posterior_``,
         ``diagnostics_``, ``posterior_temperature_``, ``prior_sigma_``, ...) are the
         ADVI half's. None for one method.
     start_losses_ : ndarray of shape (n_init,) or None

@@ -87,6 +87,12 @@ class FitSettingsMixin:
             return "is not available for hierarchical networks (groups=) yet"
         return None
 
+    def _laplace_hidden_sigmas(self, shape, target_kwargs):
+        """The hidden layers' prior scales of a last-layer Laplace fit (the output layer's
+        Gaussian only; :func:`pymc_bnn.laplace.fit_laplace`), or None: the whole
+        network's (the classifier's mixture overrides it)."""
+        return None
+
     def _check_evidence_prior(self, *, streamed: bool, grouped: bool) -> bool:
         """Whether the evidence chooses the prior scales: ``"evidence"`` (refused with a
         clear error, before any fit, where unavailable) or ``"auto"`` where available."""

@@ -92,10 +92,13 @@ def _mixture_line(mixture: dict) -> str:
     flagged: the Laplace half's folds choose ~0, its most probable network, on clean
     data as a rule)."""
     t = float(mixture["laplace_temperature"])
+    last = mixture.get("laplace_diagnostics", {}).get("structure") == "last_layer"
+    what = ("the network at its most probable weights with a spread of the output "
+            "layer's only (the whole network's was too costly here)" if last else
+            "the network linearised at its most probable weights")
     return ("predictions: the average of two approximations of the posterior, half the "
-            "draws each: ADVI's (above) and the Laplace approximation's, the network "
-            "linearised at its most probable weights with its spread scaled by temperature "
-            f"{t:g} (chosen on held-out rows)")
+            f"draws each: ADVI's (above) and the Laplace approximation's, {what}, its "
+            f"spread scaled by temperature {t:g} (chosen on held-out rows)")
 
 
 def _prior_line(sigmas) -> str:

@@ -30,6 +30,17 @@ link, draw by draw.
    The same draws pushed through the network itself ("sampled Laplace") predict far
    worse (yacht RMSE 17 against 0.4; ``docs/experiments/uci_regression.md``).
 
+**Last layer only** (``fit_laplace(hidden_prior_sigmas=)``; Kristiadi, Hein & Hennig
+2020, "Being Bayesian, even just a bit, fixes overconfidence in ReLU networks", and the
+default of Daxberger et al. 2021, "Laplace Redux"): the hidden layers keep given prior
+scales and are a point estimate at the MAP; the Gaussian, its curvature and the
+evidence's rounds cover the output layer, a GLM in the last hidden layer's activations
+(its curvature from those activations, :func:`_last_layer_curvature`: no Jacobian of the
+whole network). Its cost grows with the output layer's size, not the network's; the
+network is linear in its output layer, so its draws need no linearisation. The
+classifier's ADVI + Laplace mixture uses it where the whole network's curvature is too
+costly (:func:`pymc_bnn.classifier.laplace_structure`).
+
 The package keeps its draw-based predictive: :func:`laplace_draws` gives weight draws
 ``theta + L^-T z`` (``A = L L^T``) and the MAP they are linearised at, and
 :class:`~pymc_bnn.predictive.PosteriorPredictive` evaluates ``f(x; theta) + J(x) (theta_s -

@@ -51,7 +51,11 @@ def test_the_mixture_says_what_its_second_half_is_without_flagging_its_temperatu
     est.mixture_ = {"laplace_temperature": 0.001}
     line = describe(est)[-1]
     assert "Laplace approximation" in line and "temperature 0.001" in line
-    assert "unusual" not in line
+    assert "unusual" not in line and "linearised" in line
+    est.mixture_ = {"laplace_temperature": 0.01,
+                    "laplace_diagnostics": {"structure": "last_layer"}}
+    line = describe(est)[-1]
+    assert "output layer's only" in line and "linearised" not in line
 
 
 def test_a_colder_elbo_is_said():

@@ -3,11 +3,13 @@ mixture where :func:`pymc_bnn.classifier.mixture_affordable` allows) costs besid
 mean-field ADVI alone, on standardised ``make_classification`` tables of growing size,
 for both architectures the calibration benchmark runs.
 
-    python benchmarks/experiments/classifier_mixture_cost.py OUT.json [ROWS ...]
+    python benchmarks/experiments/classifier_mixture_cost.py OUT.json [ROWS ...] \
+        [--features 20] [--classes 2] [--hidden 5,5 32]
 
 Per table: fit seconds of each (the second of two fits each, alternating, in this
-process, so compilation is not counted), which method ``"auto"`` took, the Gauss-Newton
-step's work that decided it, and the held-out NLL of each.
+process, so compilation is not counted), which method ``"auto"`` took and what its
+Laplace half covered (``structure``: the whole network, or its output layer), the
+Gauss-Newton step's work that decided it, and the held-out NLL of each.
 """
 import json
 import sys
@@ -20,6 +22,18 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 import _common  # noqa: E402
+
+
+def parse(argv):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("rows", nargs="*", type=int)
+    parser.add_argument("--features", type=int, default=20)
+    parser.add_argument("--classes", type=int, default=2)
+    parser.add_argument("--hidden", nargs="+", default=["5,5", "32"])
+    return parser.parse_args(argv)
 
 
 def step_flops(shape, hidden, n_classes):
@@ -37,8 +51,11 @@ def main():
 
     from pymc_bnn import BayesianMLPClassifier
 
-    out = Path(sys.argv[1])
-    rows_list = [int(r) for r in sys.argv[2:]] or [250, 500, 1000, 2000, 4096]
+    args = parse(sys.argv[1:])
+    out = Path(args.out)
+    rows_list = args.rows or [250, 500, 1000, 2000, 4096]
+    features, classes = args.features, args.classes
+    hiddens = [tuple(int(u) for u in h.split(",")) for h in args.hidden]
     records = []
 
     def fit(X, y, hidden, **kw):
@@ -48,16 +65,21 @@ def main():
             clf = BayesianMLPClassifier(hidden, random_state=0, **kw).fit(X, y)
         return clf, time.perf_counter() - t0
 
-    for hidden in [(5, 5), (32,)]:
-        Xw, yw = make_classification(200, n_features=20, n_informative=5, random_state=1)
+    def table(n, seed):
+        return make_classification(n, n_features=features, n_informative=min(features, 5),
+                                   n_classes=classes, n_clusters_per_class=1 if classes > 2
+                                   else 2, flip_y=0.05, random_state=seed)
+
+    for hidden in hiddens:
+        Xw, yw = table(200, 1)
         fit(Xw, yw, hidden)  # warm-up: compile both halves' graphs for this shape
         for n in rows_list:
-            X, y = make_classification(2 * n, n_features=20, n_informative=5, flip_y=0.05,
-                                       random_state=n)
+            X, y = table(2 * n, n)
             X = StandardScaler().fit_transform(X)
             Xtr, Xte, ytr, yte = X[:n], X[n:], y[:n], y[n:]
-            rec = {"rows": n, "features": 20, "hidden": list(hidden)}
-            rec["weights"], rec["step_flops"] = step_flops(Xtr.shape, hidden, 2)
+            rec = {"rows": n, "features": features, "classes": classes,
+                   "hidden": list(hidden)}
+            rec["weights"], rec["step_flops"] = step_flops(Xtr.shape, hidden, classes)
             # each fitted twice, alternating: the first fit of a new table size compiles
             # what depends on it, whichever comes first; the second of each is timed
             for name, kw in (("advi", {"inference": "advi"}), ("auto", {})) * 2:
@@ -66,13 +88,15 @@ def main():
                 rec[f"{name}_s"] = seconds
                 rec[f"{name}_nll"] = float(-np.mean(np.log(np.clip(p, 1e-300, None))))
                 rec[f"{name}_inference"] = clf.inference_
+                rec[f"{name}_structure"] = (clf.mixture_ or {}).get(
+                    "laplace_diagnostics", {}).get("structure")
             records.append(rec)
             print(f"{str(hidden):8s} rows {n:5d}  weights {rec['weights']:4d}  step "
                   f"{rec['step_flops']:.2e}  advi {rec['advi_s']:6.1f} s  auto "
-                  f"({rec['auto_inference']}) {rec['auto_s']:6.1f} s  NLL advi "
+                  f"({rec['auto_inference']} {rec['auto_structure']}) {rec['auto_s']:6.1f} s  NLL advi "
                   f"{rec['advi_nll']:.4f} auto {rec['auto_nll']:.4f}", flush=True)
             out.write_text(json.dumps({"machine": _common.machine_info(),
-                                       "records": records}, indent=1))
+                                       "argv": sys.argv[1:], "records": records}, indent=1))
 
 
 if __name__ == "__main__":
