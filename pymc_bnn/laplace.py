@@ -520,10 +520,13 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
             best = state(theta)
             losses.append(-best["log_evidence"])
         for r in range(0 if start is not None else ROUNDS + 1):
-            if r == 0 or last:  # a last-layer fit's hidden weights move by L-BFGS-B only
-                theta, nit = map_fit(theta, 2 * MAX_ITER if r == 0 else MAX_ITER)
+            if r == 0:
+                theta, nit = map_fit(theta, 2 * MAX_ITER)
                 iterations += nit
-            if r > 0 or last:  # warm: Gauss-Newton steps converge where L-BFGS-B creeps
+            # a last-layer fit's rounds move its output layer only (the evidence of its
+            # prior given the hidden activations, a GLM's); warm: Gauss-Newton steps
+            # converge where L-BFGS-B creeps
+            if r > 0 or last:
                 theta, nit = polish(theta, ROUND_STEPS if r < ROUNDS else POLISH_STEPS)
                 polished += nit
             # each round's precisions at their own MAP: their evidence is comparable
@@ -543,9 +546,6 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
                          float(np.max(np.abs(np.log(new_delta / delta)))))
             beta, delta = new_beta, new_delta
             if change < HYPER_RTOL:  # settled: one more round polishes the MAP
-                if last:
-                    theta, nit = map_fit(theta, MAX_ITER)
-                    iterations += nit
                 theta, nit = polish(theta, POLISH_STEPS)
                 polished += nit
                 current = state(theta)
@@ -553,6 +553,14 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
                 if current["log_evidence"] > best["log_evidence"]:
                     best = current
                 break
+        if last and start is None:  # the whole MAP under the kept precisions, once
+            beta, delta = best["beta"], best["delta"]
+            theta, nit = map_fit(best["theta"], MAX_ITER)
+            iterations += nit
+            theta, nit = polish(theta, POLISH_STEPS)
+            polished += nit
+            best = state(theta)
+            losses.append(-best["log_evidence"])
         theta, beta, delta, L = best["theta"], best["beta"], best["delta"], best["L"]
         gamma = np.full(len(shapes), np.nan)
         gamma[covered] = sizes[covered] - delta[covered] * np.bincount(
