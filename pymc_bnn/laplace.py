@@ -393,9 +393,10 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
         al. 2021, "Laplace Redux"): the hidden layers keep these prior scales (one per
         hidden layer, e.g. chosen by :func:`pymc_bnn.evidence.evidence_prior_scales`)
         and are a point estimate at the MAP; the Gaussian, its curvature and the
-        evidence's rounds cover the output layer only (``H k + k`` weights), so its
-        cost does not grow with the square of the network's size, and no size limit
-        applies to the hidden layers. Default: the whole network (at most
+        evidence's rounds cover the output layer only (``H k + k`` weights: the rounds
+        move it alone, the hidden activations held, then the whole MAP is found once
+        more under the kept precisions), so its cost does not grow with the square of
+        the network's size, and no size limit applies to the hidden layers. Default: the whole network (at most
         :data:`MAX_PARAMS` weights).
 
     Returns
