@@ -25,3 +25,17 @@ def numpy_forward_proba(X, weights, activation="tanh"):
             e = np.exp(h - h.max(axis=1, keepdims=True))
             out.append(e / e.sum(axis=1, keepdims=True))
     return np.stack(out)
+
+
+def numpy_logits(theta, X, shapes):
+    """A tanh MLP's logits from its flat weights (``pymc_bnn.flat_network``'s order), by
+    hand: the slow, obvious path."""
+    from pymc_bnn.flat_network import unflatten
+
+    h = X
+    layers = unflatten(theta, shapes)
+    for i, (W, b) in enumerate(layers):
+        h = h @ W + b
+        if i < len(layers) - 1:
+            h = np.tanh(h)
+    return h

@@ -7,19 +7,9 @@ from sklearn.datasets import make_blobs, make_moons
 
 import pymc_bnn.predictive as P
 from pymc_bnn import BayesianMLPClassifier
-from pymc_bnn.flat_network import compile_mode, flatten, n_params, unflatten
+from pymc_bnn.flat_network import compile_mode, flatten, n_params
 from pymc_bnn.laplace import MAX_PARAMS, _class_curvature, _value_grad, fit_laplace
-
-
-def numpy_logits(theta, X, shapes):
-    """A tanh MLP's logits, by hand (the slow, obvious path)."""
-    h = X
-    layers = unflatten(theta, shapes)
-    for i, (W, b) in enumerate(layers):
-        h = h @ W + b
-        if i < len(layers) - 1:
-            h = np.tanh(h)
-    return h
+from reference import numpy_logits
 
 
 def numeric_jacobian(theta, X, shapes, eps=1e-6):

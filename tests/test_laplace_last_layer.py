@@ -10,10 +10,11 @@ import pymc_bnn.classifier as C
 import pymc_bnn.predictive as P
 from pymc_bnn import BayesianMLPClassifier
 from pymc_bnn.fit_settings import MIXTURE
-from pymc_bnn.flat_network import compile_mode, n_params, unflatten
+from pymc_bnn.flat_network import compile_mode, n_params
 from pymc_bnn.laplace import (LINEARIZATION_GROUP, _class_curvature, _gram, _jacobian_rows,
                               _last_layer_curvature, _value_grad, fit_laplace, laplace_draws,
                               laplace_idata, linearised_outputs)
+from reference import numpy_logits
 
 SHAPES = ((3, 5), (5, 4), (4, 3))
 
@@ -112,18 +113,8 @@ def test_last_layer_draws_move_the_output_layer_only_and_need_no_linearisation(b
     idata = laplace_idata(gaussian, SHAPES, 30, random_seed=4)
     assert LINEARIZATION_GROUP not in idata.children
     linear = linearised_outputs(SHAPES, "tanh", gaussian.theta, X, flat - gaussian.theta)
-    network = np.stack([_numpy_logits(t, X) for t in flat])
+    network = np.stack([numpy_logits(t, X, SHAPES) for t in flat])
     np.testing.assert_allclose(network, linear, rtol=1e-8, atol=1e-10)
-
-
-def _numpy_logits(theta, X):
-    h = X
-    layers = unflatten(theta, SHAPES)
-    for i, (W, b) in enumerate(layers):
-        h = h @ W + b
-        if i < len(layers) - 1:
-            h = np.tanh(h)
-    return h
 
 
 def test_a_fold_fit_from_a_last_layer_start_is_last_layer_and_keeps_its_scales(blobs, last):
