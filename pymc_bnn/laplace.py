@@ -396,8 +396,9 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
         evidence's rounds cover the output layer only (``H k + k`` weights: the rounds
         move it alone, the hidden activations held, then the whole MAP is found once
         more under the kept precisions), so its cost does not grow with the square of
-        the network's size, and no size limit applies to the hidden layers. Default: the whole network (at most
-        :data:`MAX_PARAMS` weights).
+        the network's size, and no size limit applies to the hidden layers. Ignored
+        for a network without hidden layers (its output layer is all of it). Default:
+        the whole network (at most :data:`MAX_PARAMS` weights).
 
     Returns
     -------
