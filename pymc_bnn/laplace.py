@@ -482,15 +482,13 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
         """Gauss-Newton steps on the covered weights (the rest held): ``(theta, steps
         taken)``. The output layer of a last-layer fit is a GLM in the hidden layer's
         activations: its MAP is convex given them."""
-        head = theta[:first]
+        head = theta[:first]  # empty for a whole-network fit
 
-        def value(t, *args):
-            return value_grad(np.concatenate([head, t]), *args[:3], delta[layer_of])
+        def value(t, X, y, beta, _):  # the objective of all weights, the head held
+            return value_grad(np.concatenate([head, t]), X, y, beta, delta[layer_of])
 
-        out, taken = _lm_polish(value if last else value_grad,
-                                (lambda t: curvature(np.concatenate([head, t]))) if last
-                                else curvature, theta[first:], X, y, beta,
-                                delta[layer_of][first:], steps)
+        out, taken = _lm_polish(value, lambda t: curvature(np.concatenate([head, t])),
+                                theta[first:], X, y, beta, delta[layer_of][first:], steps)
         return np.concatenate([head, out]), taken
 
     with threadpool_limits(limits=1, user_api="blas"):
