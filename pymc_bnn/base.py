@@ -288,8 +288,8 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
             rows_fit = functools.partial(fit_rows, method=method)
             tasks += [functools.partial(rows_fit, None, seeds["fit"])]
             if not (later and method == "laplace"):
-                tasks += fold_tasks(rows_fit, X, y_model, folds=folds or [],
-                                    seed=seeds["temperature"], groups=group_codes)
+                tasks += fold_tasks(rows_fit, X, y_model, folds=folds or [], groups=group_codes,
+                                    seed=seeds["temperature"], per_row=len(methods) > 1)
         with progress.stage(self._fits_stage_name(len(tasks), folds, later=later),
                             fits=len(tasks)):
             results = iter(fit_concurrently([progress.counted(t) for t in tasks]))
@@ -303,7 +303,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
             tasks = fold_tasks(functools.partial(fit_rows, method="laplace",
                                                  laplace_start=start),
                                X, y_model, folds=folds, seed=seeds["temperature"],
-                               groups=group_codes)
+                               groups=group_codes, per_row=True)
             with progress.stage(f"{len(tasks)} Laplace fits on held-out folds, from the "
                                 "network's, to choose the temperature", fits=len(tasks)):
                 fits["laplace"] = (fits["laplace"][0],
@@ -313,7 +313,8 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         self._choose_temperature(fold_scores, folds, X.shape[0])
         laplace = None
         if self.inference_ == MIXTURE:
-            laplace = self._mixture_component(*fits["laplace"], folds, X.shape[0])
+            laplace = self._mixture_component(*fits["laplace"], folds, X.shape[0],
+                                              advi_fold_scores=fold_scores)
         with progress.stage("posterior predictive draws"):
             self._set_posterior(posterior, seeds["predict"], laplace=laplace)
         return self

@@ -11,7 +11,7 @@ is orchestrated there.
 
 from __future__ import annotations
 
-from pymc_bnn.tempering import choose_temperature
+from pymc_bnn.tempering import choose_temperature, mixture_heldout_nll
 
 #: ``kl_weight="auto"`` (regressor): the candidate weights of the ELBO's KL term, chosen
 #: with the temperature by the cross-fitted held-out predictive density. Mean-field
@@ -55,9 +55,16 @@ class FitSettingsMixin:
         the ADVI + Laplace mixture where it is affordable); here: unchanged."""
         return self.inference_
 
-    def _mixture_component(self, posterior, fold_scores, folds, n_rows) -> dict:
+    def _mixture_component(self, posterior, fold_scores, folds, n_rows, *,
+                           advi_fold_scores=()) -> dict | None:
         """The Laplace half of a mixture: its posterior and its own temperature, chosen
-        on the same folds as ADVI's (or fixed, as for ADVI)."""
+        on the same folds as ADVI's (or fixed, as for ADVI).
+
+        With ``inference="auto"``, the folds then decide whether to mix at all: the
+        mixture's held-out NLL (each half at its chosen temperature, the folds' rows
+        scored by both) against ADVI's alone (:func:`pymc_bnn.tempering.
+        mixture_heldout_nll`); where ADVI alone is better, None: ``inference_`` becomes
+        ``"advi"``. ``inference_selection_`` records both scores either way."""
         selection = None
         if self.posterior_temperature != "auto":
             temperature = float(self.posterior_temperature)
@@ -66,7 +73,22 @@ class FitSettingsMixin:
         else:
             selection = choose_temperature(fold_scores, n_rows)
             temperature = selection.temperature
-        return {"posterior": posterior, "temperature": temperature, "selection": selection}
+        component = {"posterior": posterior, "temperature": temperature,
+                     "selection": selection}
+        if selection is None or self.inference != "auto":
+            return component
+        advi = self.temperature_selection_
+        scores = mixture_heldout_nll(
+            advi_fold_scores, fold_scores, n_rows=n_rows,
+            first_index=advi.temperatures.index(advi.temperature),
+            second_index=selection.temperatures.index(temperature))
+        self.inference_selection_ = {
+            "methods": [MIXTURE, "advi"], "scores": list(scores),
+            "temperatures": [[advi.temperature, temperature], advi.temperature]}
+        if scores[0] <= scores[1]:
+            return component
+        self.inference_ = "advi"
+        return None
 
     def _check_n_init_for_inference(self) -> None:
         """Refuse several starts with NUTS before anything is fit."""

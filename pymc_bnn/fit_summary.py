@@ -51,8 +51,12 @@ def describe(estimator) -> list[str]:
     if getattr(estimator, "evidence_", None) is not None:
         lines.append(_prior_line(estimator.prior_sigma_))
     mixture = getattr(estimator, "mixture_", None)
+    checked = _mixture_check(getattr(estimator, "inference_selection_", None))
     if mixture:
-        lines.append(_mixture_line(mixture))
+        lines.append(_mixture_line(mixture) + (f", which {checked}" if checked else ""))
+    elif checked:
+        lines.append("predictions: ADVI's draws alone: the average with a Laplace "
+                     f"approximation's was fit too, and {checked}")
     kl = getattr(estimator, "kl_weight_", 1.0)
     if kl is not None and kl != 1.0:
         lines.append(f"fit: the prior counted {kl:g} times as much as usual against the data "
@@ -99,6 +103,17 @@ def _mixture_line(mixture: dict) -> str:
     return ("predictions: the average of two approximations of the posterior, half the "
             f"draws each: ADVI's (above) and the Laplace approximation's, {what}, its "
             f"spread scaled by temperature {t:g} (chosen on held-out rows)")
+
+
+def _mixture_check(selection) -> str | None:
+    """How the ADVI + Laplace mixture and ADVI alone compared on the held-out folds
+    (``inference="auto"``), in words; None where they were not compared."""
+    if not selection or selection.get("methods", [None])[0] != "advi+laplace":
+        return None
+    mixed, alone = (float(v) for v in selection["scores"])
+    verdict = "better" if mixed <= alone else "worse"
+    return (f"predicted the held-out rows {verdict} than ADVI's alone (log loss "
+            f"{mixed:.3g} against {alone:.3g} per row)")
 
 
 def _prior_line(sigmas) -> str:

@@ -30,8 +30,9 @@ from pymc_bnn.forward_graphs import static_shapes
 from pymc_bnn.predictive import (PosteriorPredictive, mean_proba_nll, mixture_nll,
                                  posterior_predictive)
 
-__all__ = ["TEMPERATURES", "TemperatureSelection", "choose_temperature",
-           "cross_fit_temperature", "fold_tasks", "heldout_nll", "heldout_scores"]
+__all__ = ["TEMPERATURES", "FoldScores", "TemperatureSelection", "choose_temperature",
+           "cross_fit_temperature", "fold_tasks", "heldout_nll", "heldout_nll_table",
+           "heldout_scores", "mixture_heldout_nll"]
 
 #: Candidate temperatures: roughly log-spaced spread factors sqrt(T) from 0.03 to 1.41.
 TEMPERATURES = (0.001, 0.003, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
@@ -135,7 +136,7 @@ def cross_fit_temperature(
 
 
 def fold_tasks(fit_rows, X, y, *, folds, seed: int, groups=None,
-               temperatures=TEMPERATURES) -> list:
+               temperatures=TEMPERATURES, per_row: bool = False) -> list:
     """The folds of :func:`cross_fit_temperature` as tasks for
     :func:`pymc_bnn.inference.fit_concurrently` (arguments as there).
 
@@ -143,11 +144,37 @@ def fold_tasks(fit_rows, X, y, *, folds, seed: int, groups=None,
     -------
     list of callables ``() -> ndarray of shape (n_temperatures,)``
         Task ``k``: ``fit_rows(train_k, seed + k)``, then its :func:`heldout_scores`
-        on the rows ``test_k`` (scoring draws seeded ``seed + k``).
+        on the rows ``test_k`` (scoring draws seeded ``seed + k``). With ``per_row``
+        the task returns the rows' scores, a :class:`FoldScores` (``.sums()`` is the
+        array above): fits of two methods on the same folds can then be compared, or
+        mixed, row by row.
     """
     return [functools.partial(_fit_and_score, fit_rows, train, test, X, y, seed=seed + k,
-                              groups=groups, temperatures=temperatures)
+                              groups=groups, temperatures=temperatures, per_row=per_row)
             for k, (train, test) in enumerate(folds)]
+
+
+@dataclass(frozen=True)
+class FoldScores:
+    """The held-out scores of one fold's fit, row by row (``fold_tasks(per_row=True)``).
+
+    Attributes
+    ----------
+    nll : ndarray of shape (n_temperatures, n_scored_rows)
+        :func:`heldout_nll_table` of the fold's scored rows (:data:`MAX_SCORE_ROWS` at
+        most, a seeded subset of a larger fold: the same rows for every fit of that
+        fold and seed).
+    scale : float
+        Held-out rows of the fold per scored row (1.0 unless subsetted).
+    """
+
+    nll: np.ndarray
+    scale: float
+
+    def sums(self) -> np.ndarray:
+        """The fold's summed held-out NLL per temperature, scaled to all its rows
+        (:func:`heldout_scores` times :attr:`scale`)."""
+        return self.scale * np.array([row.sum() for row in self.nll])
 
 
 #: Held-out rows scored per fold at most. A larger fold is scored on a seeded random
@@ -166,17 +193,35 @@ def _scored_rows(test: np.ndarray, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(test, MAX_SCORE_ROWS, replace=False))
 
 
-def _fit_and_score(fit_rows, train, test, X, y, *, seed, groups, temperatures):
+def _fit_and_score(fit_rows, train, test, X, y, *, seed, groups, temperatures,
+                   per_row=False):
     posterior = fit_rows(train, seed)
     rows = _scored_rows(test, seed)
     g = None if groups is None else groups[rows]
-    return len(test) / len(rows) * heldout_scores(posterior, X[rows], y[rows], seed=seed,
-                                                  groups=g, temperatures=temperatures)
+    table = heldout_nll_table(posterior, X[rows], y[rows], seed=seed, groups=g,
+                              temperatures=temperatures)
+    scores = FoldScores(nll=table, scale=len(test) / len(rows))
+    return scores if per_row else scores.sums()
 
 
 def heldout_scores(posterior, X: np.ndarray, y: np.ndarray, *, seed: int, groups=None,
                    temperatures=TEMPERATURES) -> np.ndarray:
     """Summed held-out negative log predictive density of one fold at each temperature.
+
+    Returns
+    -------
+    ndarray of shape (n_temperatures,)
+        ``heldout_nll(...).sum()`` per temperature (nats): the rows of
+        :func:`heldout_nll_table` summed.
+    """
+    table = heldout_nll_table(posterior, X, y, seed=seed, groups=groups,
+                              temperatures=temperatures)
+    return np.array([row.sum() for row in table])
+
+
+def heldout_nll_table(posterior, X: np.ndarray, y: np.ndarray, *, seed: int, groups=None,
+                      temperatures=TEMPERATURES) -> np.ndarray:
+    """Held-out negative log predictive density of each row at each temperature.
 
     ``posterior`` was fit without the rows ``X`` / ``y``; ``SCORE_DRAWS`` draws seeded
     ``seed`` at every temperature (common random numbers across ``T``). The draws of
@@ -187,16 +232,16 @@ def heldout_scores(posterior, X: np.ndarray, y: np.ndarray, *, seed: int, groups
 
     Returns
     -------
-    ndarray of shape (n_temperatures,)
-        ``heldout_nll(...).sum()`` per temperature (nats).
+    ndarray of shape (n_temperatures, n_rows)
+        ``heldout_nll(...)`` per temperature (nats).
     """
     temperatures = [float(t) for t in temperatures]
-    scores = []
+    rows = []
     for batch in _score_batches(posterior.spec, len(temperatures)):
         parts = [posterior_predictive(posterior, n_draws=SCORE_DRAWS, random_seed=seed,
                                       temperature=temperatures[i]) for i in batch]
-        scores.extend(nll.sum() for nll in _stacked_heldout_nll(parts, X, y, groups))
-    return np.array(scores)
+        rows.extend(_stacked_heldout_nll(parts, X, y, groups))
+    return np.array(rows).reshape(len(temperatures), X.shape[0])
 
 
 #: Bound on the weight draws (float64 bytes) scored in one batch of temperatures.
@@ -262,8 +307,8 @@ def choose_temperature(fold_scores: Sequence[np.ndarray], n_rows: int,
 
     Parameters
     ----------
-    fold_scores : sequence of ndarray of shape (n_temperatures,)
-        :func:`heldout_scores` of each fold.
+    fold_scores : sequence of ndarray of shape (n_temperatures,) or of FoldScores
+        :func:`heldout_scores` of each fold (or its rows' scores).
     n_rows : int
         Rows held out over all folds (the scores are reported per row).
 
@@ -273,9 +318,47 @@ def choose_temperature(fold_scores: Sequence[np.ndarray], n_rows: int,
         Ties (within 1e-9 nats per row) go to the temperature nearest 1 (least tempering).
     """
     temperatures = tuple(float(t) for t in temperatures)
+    fold_scores = [f.sums() if isinstance(f, FoldScores) else f for f in fold_scores]
     scores = np.sum(fold_scores, axis=0) / n_rows
     best = scores.min()
     near = [i for i, s in enumerate(scores) if s <= best + 1e-9]
     choice = min(near, key=lambda i: abs(np.log(temperatures[i])))
     return TemperatureSelection(temperature=temperatures[choice], temperatures=temperatures,
                                 scores=scores, n_splits=len(fold_scores))
+
+
+def mixture_heldout_nll(first: Sequence[FoldScores], second: Sequence[FoldScores], *,
+                        first_index: int, second_index: int, n_rows: int) -> tuple:
+    """Held-out NLL per row of the equal-weight mixture of two fits' predictives, and
+    of the first alone, on the same folds (each fit at one temperature of its grid).
+
+    A row's mixture density is the mean of the two fits' predictive densities of it
+    (half the draws from each), so its NLL is ``log 2 - logaddexp(-a, -b)`` for the
+    fits' NLLs ``a`` and ``b`` of that row. Why: a mixture is only as good as its
+    halves let it be; where one half is much the worse the mixture is worse than the
+    other alone (``docs/experiments/calibration-log.md``), and the folds that chose
+    each half's temperature can say so before the test rows do.
+
+    Parameters
+    ----------
+    first, second : sequence of FoldScores
+        ``fold_tasks(..., per_row=True)`` results of the two fits, fold by fold, on
+        the same folds and seed (so the same scored rows).
+    first_index, second_index : int
+        The temperature (index into each grid) at which each fit is used.
+    n_rows : int
+        Rows held out over all folds (the scores are reported per row).
+
+    Returns
+    -------
+    (mixture, first) : tuple of float
+        Nats per row.
+    """
+    mixture = alone = 0.0
+    for a, b in zip(first, second, strict=True):
+        if a.nll.shape[1] != b.nll.shape[1] or a.scale != b.scale:
+            raise ValueError("the two fits' folds were scored on different rows")
+        alone += a.scale * a.nll[first_index].sum()
+        mixture += a.scale * (np.log(2.0)
+                              - np.logaddexp(-a.nll[first_index], -b.nll[second_index])).sum()
+    return float(mixture / n_rows), float(alone / n_rows)

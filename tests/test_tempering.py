@@ -114,8 +114,8 @@ def test_large_folds_are_scored_on_a_seeded_subset_scaled_to_the_fold(logistic_d
     fits, fit_rows = _recording_fit_rows(X, y, n_iter=500)
     folds = list(StratifiedKFold(3, shuffle=True, random_state=0).split(X, y))
     scored = []
-    real = tempering.heldout_scores
-    monkeypatch.setattr(tempering, "heldout_scores",
+    real = tempering.heldout_nll_table
+    monkeypatch.setattr(tempering, "heldout_nll_table",
                         lambda post, Xs, ys, **kw: scored.append(len(Xs)) or real(post, Xs, ys,
                                                                                   **kw))
     sel = cross_fit_temperature(fit_rows, X, y, folds=folds, seed=10)
