@@ -389,6 +389,9 @@ def run_classification(args, variants, M, wc: WarningCounter, figure_data: dict,
                     proba = pipe.predict_proba(d["X_test"])
                     rec.update(class_metrics(M, d["y_test"], proba, classes), fit_s=fit_s,
                                status="ok", n_classes=len(classes))
+                    if spec["kind"] == "bnn":  # which method the default settled on
+                        rec.update(inference=pipe[-1].inference_,
+                                   inference_selection=pipe[-1].inference_selection_)
                     if d["X_ood"] is not None:
                         rec.update(ood_metrics(M, pipe, spec["kind"], d))
                     if (seed == args.seeds_list[0] and spec["name"] in FIGURE_MODELS):
@@ -401,7 +404,8 @@ def run_classification(args, variants, M, wc: WarningCounter, figure_data: dict,
                              if "auroc_entropy" in rec else "")
                     log(f"[classification] {dataset:13s} seed {seed}  {spec['name']:24s} "
                         f"fit {rec['fit_s']:6.1f} s  acc {rec['accuracy']:.3f}  "
-                        f"NLL {rec['nll']:.3f}  ECE {rec['ece']:.3f}{extra}")
+                        f"NLL {rec['nll']:.3f}  ECE {rec['ece']:.3f}{extra}"
+                        + (f"  {rec['inference']}" if "inference" in rec else ""))
                 else:
                     log(f"[classification] {dataset:13s} seed {seed}  {spec['name']:24s} "
                         f"{rec['reason']}")
