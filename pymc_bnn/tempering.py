@@ -30,9 +30,10 @@ from pymc_bnn.forward_graphs import static_shapes
 from pymc_bnn.predictive import (PosteriorPredictive, mean_proba_nll, mixture_nll,
                                  posterior_predictive)
 
-__all__ = ["TEMPERATURES", "FoldScores", "TemperatureSelection", "choose_temperature",
+__all__ = ["TEMPERATURES", "FoldScores", "TemperatureSelection", "choose_mixture_temperatures",
+           "choose_temperature",
            "cross_fit_temperature", "fold_tasks", "heldout_nll", "heldout_nll_table",
-           "heldout_scores", "mixture_heldout_nll"]
+           "heldout_scores", "choose_mixture_temperatures", "mixture_difference"]
 
 #: Candidate temperatures: roughly log-spaced spread factors sqrt(T) from 0.03 to 1.41.
 TEMPERATURES = (0.001, 0.003, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
@@ -327,38 +328,92 @@ def choose_temperature(fold_scores: Sequence[np.ndarray], n_rows: int,
                                 scores=scores, n_splits=len(fold_scores))
 
 
-def mixture_heldout_nll(first: Sequence[FoldScores], second: Sequence[FoldScores], *,
-                        first_index: int, second_index: int, n_rows: int) -> tuple:
-    """Held-out NLL per row of the equal-weight mixture of two fits' predictives, and
-    of the first alone, on the same folds (each fit at one temperature of its grid).
 
-    A row's mixture density is the mean of the two fits' predictive densities of it
-    (half the draws from each), so its NLL is ``log 2 - logaddexp(-a, -b)`` for the
-    fits' NLLs ``a`` and ``b`` of that row. Why: a mixture is only as good as its
-    halves let it be; where one half is much the worse the mixture is worse than the
-    other alone (``docs/experiments/calibration-log.md``), and the folds that chose
-    each half's temperature can say so before the test rows do.
+def choose_mixture_temperatures(first: Sequence[FoldScores], second: Sequence[FoldScores],
+                                n_rows: int, temperatures=TEMPERATURES) -> tuple:
+    """The pair of temperatures at which the equal-weight mixture of two fits'
+    predictives (half the draws from each) predicts the held-out folds best.
+
+    A row's mixture density is the mean of the two fits' predictive densities of it,
+    so its NLL is ``log 2 - logaddexp(-a, -b)`` for the fits' NLLs ``a`` and ``b``
+    of that row. Every pair of the grid is scored. Why jointly: each fit's own best
+    temperature makes it alone as confident as the folds allow; their average is
+    then less confident than either where they disagree (digits: mean confidence
+    0.947 at accuracy 0.971, ``docs/experiments/calibration-log.md``), so the
+    mixture, which is what predicts, is what the temperatures are chosen for.
 
     Parameters
     ----------
     first, second : sequence of FoldScores
         ``fold_tasks(..., per_row=True)`` results of the two fits, fold by fold, on
-        the same folds and seed (so the same scored rows).
-    first_index, second_index : int
-        The temperature (index into each grid) at which each fit is used.
+        the same folds and seed (so the same scored rows), on the grid ``temperatures``.
     n_rows : int
         Rows held out over all folds (the scores are reported per row).
 
     Returns
     -------
-    (mixture, first) : tuple of float
-        Nats per row.
+    (first_selection, second_selection) : tuple of TemperatureSelection
+        The chosen pair's temperatures; each one's ``scores`` are the mixture's held-out
+        NLL per row over its own grid, the other fit held at its chosen temperature.
+        Ties (within 1e-9 nats per row) go to the pair nearest (1, 1).
     """
-    mixture = alone = 0.0
+    temperatures = tuple(float(t) for t in temperatures)
+    total = 0.0
+    for a, b in _same_rows(first, second):
+        total = total + a.scale * _mixed(a.nll[:, None, :], b.nll[None, :, :]).sum(axis=2)
+    scores = total / n_rows
+    log_t = np.abs(np.log(temperatures))
+    near = np.argwhere(scores <= scores.min() + 1e-9)
+    i, j = min(near.tolist(), key=lambda ij: log_t[ij[0]] + log_t[ij[1]])
+    n_splits = len(first)
+    return (TemperatureSelection(temperatures[i], temperatures, scores[:, j], n_splits),
+            TemperatureSelection(temperatures[j], temperatures, scores[i, :], n_splits))
+
+
+def mixture_difference(first: Sequence[FoldScores], second: Sequence[FoldScores], *,
+                       first_index: int, second_index: int, alone_index: int) -> tuple:
+    """The equal mixture of two fits against the first alone, row by row on the folds.
+
+    Parameters
+    ----------
+    first, second : sequence of FoldScores
+        As in :func:`choose_mixture_temperatures`.
+    first_index, second_index : int
+        The mixture's temperatures (indices into the grid).
+    alone_index : int
+        The first fit's temperature when it predicts alone.
+
+    Returns
+    -------
+    (mixture, alone, standard_error) : tuple of float
+        Held-out NLL per row of each (weighted by the folds' ``scale``), and the
+        standard error of their difference (``mixture - alone``), from the spread of
+        the rows' paired differences: the rows are the same, so their shared
+        difficulty cancels (as in Vehtari, Gelman & Gabry 2017's comparison of
+        models by the difference of their pointwise predictive densities).
+    """
+    mixed, alone, weights = [], [], []
+    for a, b in _same_rows(first, second):
+        mixed.append(_mixed(a.nll[first_index], b.nll[second_index]))
+        alone.append(a.nll[alone_index])
+        weights.append(np.full(a.nll.shape[1], a.scale))
+    mixed, alone, weights = (np.concatenate(v) for v in (mixed, alone, weights))
+    diff = mixed - alone
+    mean = np.average(diff, weights=weights)
+    spread = np.sqrt(np.average((diff - mean) ** 2, weights=weights))
+    return (float(np.average(mixed, weights=weights)), float(np.average(alone, weights=weights)),
+            float(spread / np.sqrt(len(diff))))
+
+
+def _mixed(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """NLL of the equal mixture of two predictives whose NLLs (of the same rows) are
+    ``a`` and ``b``: ``-log((exp(-a) + exp(-b)) / 2)``."""
+    return np.log(2.0) - np.logaddexp(-a, -b)
+
+
+def _same_rows(first: Sequence[FoldScores], second: Sequence[FoldScores]):
+    """The two fits' scores fold by fold, checked to be of the same rows."""
     for a, b in zip(first, second, strict=True):
         if a.nll.shape[1] != b.nll.shape[1] or a.scale != b.scale:
             raise ValueError("the two fits' folds were scored on different rows")
-        alone += a.scale * a.nll[first_index].sum()
-        mixture += a.scale * (np.log(2.0)
-                              - np.logaddexp(-a.nll[first_index], -b.nll[second_index])).sum()
-    return float(mixture / n_rows), float(alone / n_rows)
+        yield a, b

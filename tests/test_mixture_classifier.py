@@ -33,15 +33,16 @@ def test_auto_fits_the_mixture_and_its_probabilities_are_the_mean_of_its_halves(
                                                                                 mixture):
     """The slow, obvious path: the ADVI and the Laplace estimators fitted on their own
     with the same seeds and half the draws each; the mixture's probabilities are the
-    mean of theirs (the same fits, folds, temperatures and draws)."""
+    mean of theirs (the same fits and draws, at the temperatures the mixture chose for
+    its halves together: ``tests/test_mixture_check.py``)."""
     X, y = data
     assert mixture.inference_ == MIXTURE
     assert mixture.mixture_["methods"] == ["advi", "laplace"]
     assert mixture.mixture_["n_draws"] == [20, 20]
-    advi = fitted(X, y, inference="advi", n_draws=20)
-    laplace = fitted(X, y, inference="laplace", n_draws=20)
-    assert mixture.posterior_temperature_ == advi.posterior_temperature_
-    assert mixture.mixture_["laplace_temperature"] == laplace.posterior_temperature_
+    advi = fitted(X, y, inference="advi", n_draws=20,
+                  posterior_temperature=mixture.posterior_temperature_)
+    laplace = fitted(X, y, inference="laplace", n_draws=20,
+                     posterior_temperature=mixture.mixture_["laplace_temperature"])
     assert mixture.prior_sigma_ == advi.prior_sigma_
     np.testing.assert_allclose(mixture.predict_proba(X),
                                0.5 * (advi.predict_proba(X) + laplace.predict_proba(X)),
