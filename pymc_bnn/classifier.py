@@ -132,8 +132,11 @@ default "auto"
         :data:`pymc_bnn.laplace.MAX_PARAMS` weights, data in memory, no groups.
         ``"advi+laplace"``: both fits, and their equal-weight mixture: half the
         ``n_draws`` predictive draws from the ADVI fit (through the network), half from
-        the Laplace fit (through the linearised network), each half tempered by its
-        own cross-fitted temperature; ``mixture_`` records the halves. Where the whole
+        the Laplace fit (through the linearised network), the halves' temperatures
+        cross-fitted together, as the pair whose mixture predicts the held-out folds
+        best; ``mixture_`` records the halves. With ``"auto"``, the same folds also
+        score ADVI alone, and where it is better than the mixture by more than two
+        standard errors the fit is ADVI's alone (``inference_selection_``). Where the whole
         network's curvature costs more than :data:`AUTO_MIXTURE_MAX_FLOPS` a step
         (e.g. digits' 64 inputs and 10 classes at 32 units), the Laplace half covers
         the output layer only, the hidden layers at their MAP under the ADVI half's
@@ -239,6 +242,13 @@ default "auto"
         With ``posterior_temperature="auto"``: the grid of temperatures and their
         held-out negative log predictive densities (None when not chosen by
         cross-fitting, e.g. NUTS, a fixed temperature, or fewer than 2 rows in a class).
+        For the ADVI + Laplace mixture: the mixture's held-out NLL over the ADVI half's
+        temperatures, the Laplace half's held at its chosen one.
+    inference_selection_ : dict or None
+        Where ``inference="auto"`` weighed the mixture against ADVI alone: ``methods``
+        (``["advi+laplace", "advi"]``), the held-out NLL per row of each (``scores``,
+        each at its best temperatures), the ``standard_error`` of their difference
+        (from the rows' paired differences) and those ``temperatures``; else None.
     mixture_ : dict or None
         ``inference_ == "advi+laplace"``: the halves' ``"methods"`` and ``"n_draws"``
         (``idata_`` holds the ADVI draws first), the Laplace half's

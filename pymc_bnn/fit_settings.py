@@ -22,8 +22,8 @@ from pymc_bnn.tempering import (choose_mixture_temperatures, choose_temperature,
 #: that is (``docs/experiments/uci_regression.md``).
 KL_WEIGHTS = (1.0, 0.25, 0.0625)
 #: ``inference`` of the equal-weight mixture of a mean-field ADVI fit and a linearised
-#: Laplace fit (classifier): half the predictive draws from each, each half tempered by
-#: its own cross-fitted temperature (``docs/experiments/calibration-log.md``).
+#: Laplace fit (classifier): half the predictive draws from each, the halves'
+#: temperatures cross-fitted together (``docs/experiments/calibration-log.md``).
 MIXTURE = "advi+laplace"
 #: ``inference="auto"`` keeps the mixture unless ADVI alone predicts the held-out folds
 #: better by more than this many standard errors of the rows' paired differences. Why

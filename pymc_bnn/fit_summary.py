@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 
 from pymc_bnn.evidence import SIGMA_RANGE
+from pymc_bnn.fit_settings import MIXTURE, MIXTURE_DROP_SE
 from pymc_bnn.tempering import TEMPERATURES
 
 __all__ = ["describe"]
@@ -51,7 +52,7 @@ def describe(estimator) -> list[str]:
     if getattr(estimator, "evidence_", None) is not None:
         lines.append(_prior_line(estimator.prior_sigma_))
     mixture = getattr(estimator, "mixture_", None)
-    checked = _mixture_check(getattr(estimator, "inference_selection_", None))
+    checked = _mixture_check(getattr(estimator, "inference_selection_", None), bool(mixture))
     if mixture:
         lines.append(_mixture_line(mixture) + (f", which {checked}" if checked else ""))
     elif checked:
@@ -82,7 +83,10 @@ def _temperature_line(estimator) -> str:
                 f"(temperature {t:g}, {how})")
         if chosen:
             line += ": the held-out rows were predicted better with more doubt"
-    if chosen and t <= TEMPERATURE_RANGE[0]:
+    # a mixture's ADVI half at the narrowest is not one network's predictions: the
+    # Laplace half brings its own spread (the halves' temperatures are chosen together)
+    mixed = bool(getattr(estimator, "mixture_", None))
+    if chosen and t <= TEMPERATURE_RANGE[0] and not mixed:
         line += (" (unusual: the narrowest tried, so predictions are nearly those of one "
                  "network; compare them with a plain model on held-out data)")
     elif chosen and t >= TEMPERATURE_RANGE[1]:
@@ -105,15 +109,18 @@ def _mixture_line(mixture: dict) -> str:
             f"spread scaled by temperature {t:g} (chosen on held-out rows)")
 
 
-def _mixture_check(selection) -> str | None:
+def _mixture_check(selection, kept: bool) -> str | None:
     """How the ADVI + Laplace mixture and ADVI alone compared on the held-out folds
     (``inference="auto"``), in words; None where they were not compared."""
-    if not selection or selection.get("methods", [None])[0] != "advi+laplace":
+    if not selection or selection.get("methods", [None])[0] != MIXTURE:
         return None
     mixed, alone = (float(v) for v in selection["scores"])
     verdict = "better" if mixed <= alone else "worse"
-    return (f"predicted the held-out rows {verdict} than ADVI's alone (log loss "
-            f"{mixed:.3g} against {alone:.3g} per row)")
+    words = (f"predicted the held-out rows {verdict} than ADVI's alone (log loss "
+             f"{mixed:.3g} against {alone:.3g} per row")
+    if mixed > alone and kept:  # kept: within the noise of the folds
+        return words + f", within {MIXTURE_DROP_SE:g} standard errors of the difference)"
+    return words + ")"
 
 
 def _prior_line(sigmas) -> str:

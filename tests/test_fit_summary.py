@@ -56,6 +56,29 @@ def test_the_mixture_says_what_its_second_half_is_without_flagging_its_temperatu
                     "laplace_diagnostics": {"structure": "last_layer"}}
     line = describe(est)[-1]
     assert "output layer's only" in line and "linearised" not in line
+    # nor the ADVI half's at the narrowest: the Laplace half brings the spread
+    est = _est(0.001)
+    assert "unusual" in describe(est)[0]
+    est.mixture_ = {"laplace_temperature": 1.5}
+    assert "unusual" not in describe(est)[0]
+
+
+def test_the_check_of_the_mixture_against_advi_alone_is_said():
+    est = _est(0.3)
+    est.inference_selection_ = {"methods": ["advi+laplace", "advi"], "scores": [0.5, 0.52]}
+    est.mixture_ = {"laplace_temperature": 1.0}
+    assert describe(est)[-1].endswith(
+        "which predicted the held-out rows better than ADVI's alone (log loss 0.5 against "
+        "0.52 per row)")
+    est.inference_selection_["scores"] = [0.53, 0.52]  # kept: within the folds' noise
+    assert describe(est)[-1].endswith(
+        "worse than ADVI's alone (log loss 0.53 against 0.52 per row, within 2 standard "
+        "errors of the difference)")
+    est.mixture_ = None
+    est.inference_selection_["scores"] = [0.6, 0.5]
+    assert describe(est)[-1].startswith("predictions: ADVI's draws alone")
+    est.inference_selection_ = {"methods": ["advi", "laplace"], "scores": [0.6, 0.5]}
+    assert not any("ADVI's draws alone" in line for line in describe(est))
 
 
 def test_a_colder_elbo_is_said():

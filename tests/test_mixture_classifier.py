@@ -1,7 +1,8 @@
 """The classifier's ADVI + Laplace mixture (``inference="advi+laplace"``, and what
 ``inference="auto"`` fits where it is affordable): half the predictive draws are
 ADVI's (through the network), half Laplace's (through the network linearised at the
-MAP), each half tempered by its own cross-fitted temperature."""
+MAP), the halves' temperatures cross-fitted together; ``tests/test_mixture_check.py``
+has that choice and the held-out check against ADVI alone."""
 
 import numpy as np
 import pytest
