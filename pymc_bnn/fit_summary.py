@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 from pymc_bnn.evidence import SIGMA_RANGE
-from pymc_bnn.fit_settings import MIXTURE, MIXTURE_DROP_SE
+from pymc_bnn.fit_settings import MIXTURE
 from pymc_bnn.tempering import TEMPERATURES
 
 __all__ = ["describe"]
@@ -118,8 +118,8 @@ def _mixture_check(selection, kept: bool) -> str | None:
     verdict = "better" if mixed <= alone else "worse"
     words = (f"predicted the held-out rows {verdict} than ADVI's alone (log loss "
              f"{mixed:.3g} against {alone:.3g} per row")
-    if mixed > alone and kept:  # kept: within the noise of the folds
-        return words + f", within {MIXTURE_DROP_SE:g} standard errors of the difference)"
+    if mixed > alone and kept:  # kept: not clearly worse (fit_settings.MIXTURE_DROP_SE)
+        return words + ", a difference the held-out rows could not tell from noise)"
     return words + ")"
 
 

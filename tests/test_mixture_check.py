@@ -136,12 +136,19 @@ def test_auto_records_the_check_and_keeps_the_mixture_where_it_is_better(data,
                                       f"{alone:.3g} per row)")
 
 
-def test_auto_falls_back_to_advi_alone_where_the_mixture_is_worse(data, monkeypatch,
-                                                                  tmp_path):
-    """Where the folds score the mixture worse by more than two standard errors, the fit
-    is ADVI's alone: the same predictions as ``inference="advi"`` with the same seed,
-    bit for bit; within two, the mixture stays."""
-    X, y = data
+@pytest.fixture(scope="module")
+def more_data():
+    X, y = make_moons(150, noise=0.25, random_state=4)
+    return X, y
+
+
+def test_auto_falls_back_to_advi_alone_where_the_mixture_is_clearly_worse(more_data,
+                                                                         monkeypatch,
+                                                                         tmp_path):
+    """Where the folds (over 100 rows) score the mixture worse by over 4 nats in all and
+    by over two standard errors, the fit is ADVI's alone: the same predictions as
+    ``inference="advi"`` with the same seed, bit for bit."""
+    X, y = more_data
     monkeypatch.setattr(fit_settings, "mixture_difference", lambda *a, **kw: (0.6, 0.5, 0.04))
     clf = fitted(X, y)
     assert clf.inference_ == "advi" and clf.mixture_ is None
@@ -159,9 +166,22 @@ def test_auto_falls_back_to_advi_alone_where_the_mixture_is_worse(data, monkeypa
     back = BayesianMLPClassifier.load(clf.save(tmp_path / "advi.nc"))
     assert back.inference_ == "advi" and back.inference_selection_ == clf.inference_selection_
     np.testing.assert_array_equal(back.predict_proba(X), clf.predict_proba(X))
-    monkeypatch.setattr(fit_settings, "mixture_difference", lambda *a, **kw: (0.6, 0.5, 0.06))
-    within = fitted(X, y)
-    assert within.inference_ == MIXTURE and within.inference_selection_["scores"] == [0.6, 0.5]
+
+
+@pytest.mark.parametrize("rows, scores", [
+    (150, (0.6, 0.5, 0.06)),     # within two standard errors
+    (150, (0.52, 0.5, 0.001)),   # 3 nats in all: too small a difference to trust its SE
+    (90, (0.6, 0.5, 0.01)),      # 100 rows or fewer: the SE is not trusted
+])
+def test_auto_keeps_the_mixture_unless_the_folds_clearly_say_otherwise(data, more_data,
+                                                                       monkeypatch, rows,
+                                                                       scores):
+    X, y = more_data if rows == 150 else data
+    assert len(y) == rows
+    monkeypatch.setattr(fit_settings, "mixture_difference", lambda *a, **kw: scores)
+    clf = fitted(X, y)
+    assert clf.inference_ == MIXTURE and clf.inference_selection_["scores"] == list(scores[:2])
+    assert describe(clf)[-1].endswith("could not tell from noise)")
 
 
 def test_an_explicit_mixture_is_kept_without_the_check(data, monkeypatch):
