@@ -88,6 +88,7 @@ def main():
                 rec[f"{name}_s"] = seconds
                 rec[f"{name}_nll"] = float(-np.mean(np.log(np.clip(p, 1e-300, None))))
                 rec[f"{name}_inference"] = clf.inference_
+                rec[f"{name}_selection"] = getattr(clf, "inference_selection_", None)
                 rec[f"{name}_structure"] = (clf.mixture_ or {}).get(
                     "laplace_diagnostics", {}).get("structure")
             records.append(rec)
