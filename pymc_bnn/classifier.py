@@ -135,8 +135,10 @@ default "auto"
         the Laplace fit (through the linearised network), the halves' temperatures
         cross-fitted together, as the pair whose mixture predicts the held-out folds
         best; ``mixture_`` records the halves. With ``"auto"``, the same folds also
-        score ADVI alone, and where it is better than the mixture by more than two
-        standard errors the fit is ADVI's alone (``inference_selection_``). Where the whole
+        score ADVI alone, and where it is clearly better than the mixture (more than
+        100 rows, 4 nats and two standard errors:
+        :data:`pymc_bnn.fit_settings.MIXTURE_DROP_SE`) the fit is ADVI's alone
+        (``inference_selection_``). Where the whole
         network's curvature costs more than :data:`AUTO_MIXTURE_MAX_FLOPS` a step
         (e.g. digits' 64 inputs and 10 classes at 32 units), the Laplace half covers
         the output layer only, the hidden layers at their MAP under the ADVI half's

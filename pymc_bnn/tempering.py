@@ -31,9 +31,8 @@ from pymc_bnn.predictive import (PosteriorPredictive, mean_proba_nll, mixture_nl
                                  posterior_predictive)
 
 __all__ = ["TEMPERATURES", "FoldScores", "TemperatureSelection", "choose_mixture_temperatures",
-           "choose_temperature",
-           "cross_fit_temperature", "fold_tasks", "heldout_nll", "heldout_nll_table",
-           "heldout_scores", "choose_mixture_temperatures", "mixture_difference"]
+           "choose_temperature", "cross_fit_temperature", "fold_tasks", "heldout_nll",
+           "heldout_nll_table", "heldout_scores", "mixture_difference"]
 
 #: Candidate temperatures: roughly log-spaced spread factors sqrt(T) from 0.03 to 1.41.
 TEMPERATURES = (0.001, 0.003, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
@@ -326,7 +325,6 @@ def choose_temperature(fold_scores: Sequence[np.ndarray], n_rows: int,
     choice = min(near, key=lambda i: abs(np.log(temperatures[i])))
     return TemperatureSelection(temperature=temperatures[choice], temperatures=temperatures,
                                 scores=scores, n_splits=len(fold_scores))
-
 
 
 def choose_mixture_temperatures(first: Sequence[FoldScores], second: Sequence[FoldScores],
