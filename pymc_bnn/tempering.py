@@ -216,7 +216,7 @@ def heldout_scores(posterior, X: np.ndarray, y: np.ndarray, *, seed: int, groups
     """
     table = heldout_nll_table(posterior, X, y, seed=seed, groups=groups,
                               temperatures=temperatures)
-    return np.array([row.sum() for row in table])
+    return FoldScores(nll=table, scale=1.0).sums()
 
 
 def heldout_nll_table(posterior, X: np.ndarray, y: np.ndarray, *, seed: int, groups=None,
