@@ -291,13 +291,6 @@ default "auto"
     # docs/experiments/calibration-log.md, "The mixture as the classifier's default")
     _LAPLACE_FOLDS_FROM_KEPT = True
 
-    def _resolve_inference(self, *, grouped: bool) -> str:
-        inference = super()._resolve_inference(grouped=grouped)
-        if inference == MIXTURE and self.n_draws < 2:
-            raise ValueError(f"inference={MIXTURE!r} draws half its n_draws from each "
-                             f"fit; it needs n_draws >= 2, got {self.n_draws}.")
-        return inference
-
     def _inference_for_data(self, shape, target_kwargs, *, grouped: bool) -> str:
         """``inference="auto"``: the ADVI + Laplace mixture where it applies and the
         Laplace half is affordable (:func:`mixture_affordable`); else as resolved."""

@@ -176,6 +176,9 @@ class FitSettingsMixin:
         setting that only variational inference uses is given (``n_iter``,
         ``learning_rate``, ``batch_size``, a ``posterior_temperature`` other than
         ``"auto"`` / 1, ``n_init`` > 1), and mean-field ADVI otherwise."""
+        if self.inference == MIXTURE and self.n_draws < 2:
+            raise ValueError(f"inference={MIXTURE!r} draws half its n_draws from each "
+                             f"fit; it needs n_draws >= 2, got {self.n_draws}.")
         if self.inference != "auto":
             return self.inference
         use_nuts = grouped and self._AUTO_NUTS_FOR_GROUPS and not self._vi_settings_given()

@@ -646,10 +646,13 @@ def mixture_idata(network, linearised, weight_names):
     first linearised draw in its :data:`FIRST_LINEARIZED` attribute (no such group
     where ``linearised`` has none: a last-layer fit's draws are the network's own).
     Only the weights
-    and biases (``weight_names``: pairs) are kept: the predictive needs nothing else."""
+    and biases (``weight_names``: pairs) are kept, and a regression network's noise sd
+    (``sigma``, where both halves have it): the predictive needs nothing else."""
     import xarray as xr
 
     names = [name for pair in weight_names for name in pair]
+    if all("sigma" in tree.posterior for tree in (network, linearised)):
+        names.append("sigma")
 
     def one_chain(tree):
         post = tree.posterior.to_dataset()[names]
