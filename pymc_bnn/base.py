@@ -28,8 +28,9 @@ from pymc_bnn.fit_settings import MIXTURE, FitSettingsMixin
 from pymc_bnn.inference import (METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, fit_concurrently,
                                 sample_more)
 from pymc_bnn.inference.diagnostics import warn_diagnostics as _warn_diagnostics
+from pymc_bnn.linear_part import predictive_from_idata, stacked_idata
 from pymc_bnn.model import ACTIVATIONS, PRIORS, NetworkSpec, build_model
-from pymc_bnn.predictive import from_idata, posterior_draws
+from pymc_bnn.predictive import posterior_draws
 from pymc_bnn.progress import FitProgress
 from pymc_bnn.tempering import TEMPERATURES, choose_temperature, fold_tasks
 
@@ -243,11 +244,10 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         # decided on all the rows: the temperature's fold fits train as the kept fit does
         batch = self._batch_rows(X.shape[0])
 
-        def fit_rows(rows, fit_seed, kl_weight=None, method=None, laplace_start=None):
+        def fit_rows(rows, fit_seed, kl_weight=None, method=None):
             """Build and fit the network on ``X[rows]`` (all rows: ``rows=None``), its
             ELBO's KL term weighted ``kl_weight`` (default: the estimator's own), by
-            ``method`` (default: ``inference_``); a Laplace fit from ``laplace_start``
-            (its precisions kept) where given."""
+            ``method`` (default: ``inference_``; ``"linear"``: a linear part)."""
             sub = slice(None) if rows is None else rows
             n_rows = X.shape[0] if rows is None else len(rows)
             if kl_weight is None:
@@ -257,7 +257,6 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                 groups=None if group_codes is None else group_codes[sub], n_groups=n_groups,
                 batch_size=None if batch is None else min(batch, n_rows),
                 total_size=None if kl_weight == 1.0 else int(round(n_rows / kl_weight)),
-                laplace_start=laplace_start,
                 # only the kept fit warns: a fold fit that has not quite levelled off
                 # moves the temperature score a little, and the user cannot act on it
                 warn=rows is None)
@@ -281,70 +280,33 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         folds = self._cross_fitting_folds(y_model, seeds["temperature"])
         # a mixture: the Laplace half's fits too, at the same time
         methods = ("advi", "laplace") if self.inference_ == MIXTURE else (self._fit_method,)
-        # a Laplace fit's folds start from the kept fit, so they come after it
-        later = self._LAPLACE_FOLDS_FROM_KEPT and bool(folds) and "laplace" in methods
+        methods += ("linear",) * self._linear_part_applies(folds)  # cheap: fit alongside
         tasks = []
         for method in methods:
             rows_fit = functools.partial(fit_rows, method=method)
             tasks += [functools.partial(rows_fit, None, seeds["fit"])]
-            if not (later and method == "laplace"):
-                tasks += fold_tasks(rows_fit, X, y_model, folds=folds or [], groups=group_codes,
-                                    seed=seeds["temperature"], per_row=len(methods) > 1)
-        with progress.stage(self._fits_stage_name(len(tasks), folds, later=later),
-                            fits=len(tasks)):
+            tasks += fold_tasks(rows_fit, X, y_model, folds=folds or [], groups=group_codes,
+                                seed=seeds["temperature"], per_row=len(methods) > 1)
+        with progress.stage(self._fits_stage_name(len(tasks), folds), fits=len(tasks)):
             results = iter(fit_concurrently([progress.counted(t) for t in tasks]))
-        fits = {}
-        for method in methods:
-            kept_fit = next(results)
-            fits[method] = (kept_fit, [] if later and method == "laplace"
-                            else [next(results) for _ in folds or []])
-        if later:
-            start = fits["laplace"][0].laplace
-            tasks = fold_tasks(functools.partial(fit_rows, method="laplace",
-                                                 laplace_start=start),
-                               X, y_model, folds=folds, seed=seeds["temperature"],
-                               groups=group_codes, per_row=True)
-            with progress.stage(f"{len(tasks)} Laplace fits on held-out folds, from the "
-                                "network's, to choose the temperature", fits=len(tasks)):
-                fits["laplace"] = (fits["laplace"][0],
-                                   fit_concurrently([progress.counted(t) for t in tasks]))
+        # each method's kept fit, then its fits on the folds (each from a start of its
+        # own: a fold fit that started from the kept fit, which saw the held-out rows,
+        # scored them too well; docs/experiments/calibration-log.md)
+        fits = {method: (next(results), [next(results) for _ in folds or []])
+                for method in methods}
         posterior, fold_scores = fits[methods[0]]
         self.start_losses_ = kept[methods[0]]
         self._choose_temperature(fold_scores, folds, X.shape[0])
-        laplace = None
+        laplace = linear = None
         if self.inference_ == MIXTURE:
             laplace = self._mixture_component(*fits["laplace"], folds, X.shape[0],
                                               advi_fold_scores=fold_scores)
+        if "linear" in fits:
+            linear = self._linear_part(fits["linear"], fold_scores, laplace,
+                                       fits["laplace"][1], X.shape[0])
         with progress.stage("posterior predictive draws"):
-            self._set_posterior(posterior, seeds["predict"], laplace=laplace)
+            self._set_posterior(posterior, seeds["predict"], laplace=laplace, linear=linear)
         return self
-
-    #: Whether a Laplace fit's temperature folds start from the kept Laplace fit, its
-    #: precisions kept (:func:`pymc_bnn.laplace.fit_laplace` ``start=``): a fraction of
-    #: a full fit each. The classifier's do (``docs/experiments/calibration-log.md``);
-    #: the regressor's choice between ADVI and Laplace was measured on the UCI splits
-    #: with full fold fits, which it keeps.
-    _LAPLACE_FOLDS_FROM_KEPT = False
-
-    def _fits_stage_name(self, n_fits: int, folds, *, later: bool = False) -> str:
-        """What the fit's main stage does, in words (for :class:`FitProgress`);
-        ``later``: the Laplace folds come in a stage of their own."""
-        if self.inference_ == "nuts":
-            return f"NUTS sampling ({self.chains} chains)"
-        method = {"advi": "ADVI", "laplace": "Laplace", MIXTURE: "ADVI and Laplace"}.get(
-            self.inference_, "full-rank ADVI")
-        starts = f", each from {self.n_init} starts" if self.n_init > 1 else ""
-        if self.inference_ == MIXTURE:
-            return (f"{n_fits} fits{starts}: the network by ADVI and by Laplace, and "
-                    f"{len(folds or [])} {'ADVI fits' if later else 'of each'} on held-out "
-                    f"folds to choose {'the' if later else 'their'} temperature"
-                    f"{'' if later else 's'}")
-        if later:
-            return f"{method} fit{starts} of the network"
-        if not folds:
-            return f"{method} fit{starts}"
-        return (f"{n_fits} {method} fits{starts}: the network, and {len(folds)} on "
-                "held-out folds to choose the temperature")
 
     def _fit_choosing(self, fit_rows, candidates, folds, X, y_model, group_codes, seeds,
                       kept, progress):
@@ -462,19 +424,19 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                            activation=self.activation, prior_sigma=1.0, n_rows=X.shape[0],
                            batch_size=None)
 
-    def _fit_laplace(self, X, y_model, target_kwargs, init_seed, *, warn=True, start=None):
-        """The evidence-tuned linearised Laplace fit (:mod:`pymc_bnn.laplace`), from
-        ``start`` (a LaplaceGaussian, its precisions kept) where given."""
+    def _fit_laplace(self, X, y_model, target_kwargs, init_seed, *, warn=True, linear=False):
+        """The evidence-tuned linearised Laplace fit (:mod:`pymc_bnn.laplace`); ``linear``:
+        of the network without hidden layers (a linear part, :mod:`pymc_bnn.linear_part`)."""
         from pymc_bnn.inference import Posterior
         from pymc_bnn.laplace import fit_laplace
 
         spec = self._laplace_spec(X, target_kwargs)
-        hidden = None if start is not None else self._laplace_hidden_sigmas(X.shape,
-                                                                            target_kwargs)
+        if linear:
+            spec = dataclasses.replace(spec, hidden_layer_sizes=())
+        hidden = None if linear else self._laplace_hidden_sigmas(X.shape, target_kwargs)
         gaussian, info = fit_laplace(X, y_model, layer_shapes=spec.layer_shapes,
                                      activation=self.activation, random_state=init_seed,
-                                     likelihood=spec.likelihood, start=start,
-                                     hidden_prior_sigmas=hidden)
+                                     likelihood=spec.likelihood, hidden_prior_sigmas=hidden)
         diagnostics = {
             "method": "laplace", "final_loss": -gaussian.log_evidence,
             "log_evidence": gaussian.log_evidence,
@@ -491,12 +453,12 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
 
     def _fit_network(self, X, y_model, target_kwargs, fit_seed, init_seed, *, groups=None,
                      n_groups=None, batch_size=None, warn=True, total_size=None,
-                     minibatch_source=None, method=None, laplace_start=None):
+                     minibatch_source=None, method=None):
         """``build_model`` + ``fit`` with this estimator's settings (by ``method``,
         default ``inference_``): a Posterior."""
-        if (method or self._fit_method) == "laplace":
+        if (method or self._fit_method) in ("laplace", "linear"):
             return self._fit_laplace(X, y_model, target_kwargs, init_seed, warn=warn,
-                                     start=laplace_start)
+                                     linear=method == "linear")
         model = build_model(
             X,
             y_model,
@@ -583,10 +545,11 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
             return None if n_rows <= AUTO_BATCH_SIZE else AUTO_BATCH_SIZE
         return min(int(self.batch_size), n_rows)
 
-    def _set_posterior(self, posterior, predict_seed, *, laplace=None):
+    def _set_posterior(self, posterior, predict_seed, *, laplace=None, linear=None):
         """Set the fitted posterior and its predictive draws; ``laplace`` (a mixture's
-        Laplace half, :meth:`_mixture_component`): half the draws are its linearised
-        ones (``mixture_`` records it)."""
+        Laplace half, :meth:`_mixture_component`): half the network's draws are its
+        linearised ones (``mixture_`` records it); ``linear`` (:meth:`_linear_part`):
+        its share of the draws are a linear model's (``linear_part_``)."""
         self.posterior_ = posterior
         self.approx_ = posterior.approx
         self.loss_curve_ = posterior.loss
@@ -594,24 +557,25 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         if posterior.laplace is not None:  # its own evidence chose the scales
             self.prior_sigma_ = posterior.spec.prior_sigma
         temperature = getattr(self, "posterior_temperature_", 1.0)
-        self.mixture_ = None
+        self.mixture_ = self.linear_part_ = None
+        n_draws = self.n_draws - (0 if linear is None else linear["n_draws"])
         if laplace is None:
-            self.idata_ = posterior_draws(posterior, n_draws=self.n_draws,
+            self.idata_ = posterior_draws(posterior, n_draws=n_draws,
                                           random_seed=predict_seed, temperature=temperature)
         else:
             from pymc_bnn.laplace import mixture_idata
 
-            n_linear = self.n_draws // 2
-            network = posterior_draws(posterior, n_draws=self.n_draws - n_linear,
+            n_linear = n_draws // 2
+            network = posterior_draws(posterior, n_draws=n_draws - n_linear,
                                       random_seed=predict_seed, temperature=temperature)
-            linear = posterior_draws(laplace["posterior"], n_draws=n_linear,
+            halves = posterior_draws(laplace["posterior"], n_draws=n_linear,
                                      random_seed=predict_seed,
                                      temperature=laplace["temperature"])
-            self.idata_ = mixture_idata(network, linear, posterior.spec.weight_names)
+            self.idata_ = mixture_idata(network, halves, posterior.spec.weight_names)
             selection = laplace["selection"]
             self.mixture_ = {
                 "methods": [posterior.method, "laplace"],
-                "n_draws": [self.n_draws - n_linear, n_linear],
+                "n_draws": [n_draws - n_linear, n_linear],
                 "laplace_temperature": float(laplace["temperature"]),
                 "laplace_temperature_selection": (None if selection is None
                                                   else selection.as_dict()),
@@ -619,7 +583,12 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                                         laplace["posterior"].spec.prior_sigma],
                 "laplace_diagnostics": dict(laplace["posterior"].diagnostics),
             }
-        self.predictive_ = from_idata(posterior.spec, self.idata_)
+        if linear is not None:
+            self.idata_ = stacked_idata(self.idata_, posterior_draws(
+                linear["posterior"], n_draws=linear["n_draws"], random_seed=predict_seed,
+                temperature=linear["temperature"]))
+            self.linear_part_ = linear["record"]
+        self.predictive_ = predictive_from_idata(posterior.spec, self.idata_)
 
     def sample_more(self, n_draws, *, tune=0):
         """Continue the NUTS chains and append ``n_draws`` draws per chain.

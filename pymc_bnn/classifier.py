@@ -287,9 +287,8 @@ default "auto"
         "inference": [StrOptions({"auto", *METHODS, "laplace", MIXTURE})],
     }
 
-    # the folds' Laplace fits start from the kept one (base class; measured in
-    # docs/experiments/calibration-log.md, "The mixture as the classifier's default")
-    _LAPLACE_FOLDS_FROM_KEPT = True
+    # inference="auto" stacks a linear part with the mixture (pymc_bnn.linear_part)
+    _LINEAR_PART = True
 
     def _inference_for_data(self, shape, target_kwargs, *, grouped: bool) -> str:
         """``inference="auto"``: the ADVI + Laplace mixture where it applies and the

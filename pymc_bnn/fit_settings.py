@@ -11,7 +11,8 @@ is orchestrated there.
 
 from __future__ import annotations
 
-from pymc_bnn.tempering import (choose_mixture_temperatures, choose_temperature,
+from pymc_bnn.linear_part import LINEAR_WEIGHTS, choose_linear_weight
+from pymc_bnn.tempering import (choose_mixture_temperatures, choose_temperature, mixed_nll,
                                 mixture_difference)
 
 #: ``kl_weight="auto"`` (regressor): the candidate weights of the ELBO's KL term, chosen
@@ -110,6 +111,63 @@ class FitSettingsMixin:
         self.posterior_temperature_ = advi.temperature
         return {"posterior": posterior, "temperature": laplace.temperature,
                 "selection": laplace}
+
+    def _fits_stage_name(self, n_fits: int, folds) -> str:
+        """What the fit's main stage does, in words (for :class:`FitProgress`)."""
+        if self.inference_ == "nuts":
+            return f"NUTS sampling ({self.chains} chains)"
+        method = {"advi": "ADVI", "laplace": "Laplace", MIXTURE: "ADVI and Laplace"}.get(
+            self.inference_, "full-rank ADVI")
+        starts = f", each from {self.n_init} starts" if self.n_init > 1 else ""
+        if self.inference_ == MIXTURE:
+            linear = " and a linear model" if self._linear_part_applies(folds) else ""
+            return (f"{n_fits} fits{starts}: the network by ADVI and by Laplace{linear}, "
+                    f"and {len(folds or [])} of each on held-out folds to choose their "
+                    "temperatures")
+        if not folds:
+            return f"{method} fit{starts}"
+        return (f"{n_fits} {method} fits{starts}: the network, and {len(folds)} on "
+                "held-out folds to choose the temperature")
+
+    #: Whether ``inference="auto"`` stacks a linear part with the mixture (the
+    #: classifier; :mod:`pymc_bnn.linear_part`).
+    _LINEAR_PART = False
+
+    def _linear_part_applies(self, folds) -> bool:
+        """Whether this fit also fits a linear model to stack with the network: the
+        ADVI + Laplace mixture of ``inference="auto"`` with a cross-fitted temperature
+        (its folds choose the share)."""
+        return (self._LINEAR_PART and self.inference == "auto" and self.inference_ == MIXTURE
+                and bool(folds) and self.posterior_temperature == "auto")
+
+    def _linear_part(self, linear_fits, advi_fold_scores, laplace, laplace_fold_scores,
+                     n_rows) -> dict | None:
+        """The linear part's share of the draws (:func:`pymc_bnn.linear_part.
+        choose_linear_weight` on the folds, the network held at its chosen temperatures:
+        the mixture's pair, or ADVI's alone where the mixture was dropped), its
+        temperature (its own best) and its record; None where the share is 0."""
+        posterior, linear_scores = linear_fits
+        selection = choose_temperature(linear_scores, n_rows)
+        i, k = _index(self.temperature_selection_), _index(selection)
+        if laplace is None:
+            network = [a.nll[i] for a in advi_fold_scores]
+        else:
+            j = _index(laplace["selection"])
+            network = [mixed_nll(a.nll[i], b.nll[j])
+                       for a, b in zip(advi_fold_scores, laplace_fold_scores, strict=True)]
+        weight, scores = choose_linear_weight(network, [s.nll[k] for s in linear_scores],
+                                              [s.scale for s in linear_scores])
+        # at least two network draws stay (the mixture's halves need one each)
+        n_draws = min(int(round(weight * self.n_draws)), self.n_draws - 2)
+        if n_draws < 1:
+            return None
+        record = {"weight": n_draws / self.n_draws, "n_draws": n_draws,
+                  "weights": list(LINEAR_WEIGHTS), "scores": [float(v) for v in scores],
+                  "temperature": selection.temperature,
+                  "temperature_selection": selection.as_dict(),
+                  "prior_sigma": [float(v) for v in posterior.spec.prior_sigma]}
+        return {"posterior": posterior, "temperature": selection.temperature,
+                "n_draws": n_draws, "record": record}
 
     def _check_n_init_for_inference(self) -> None:
         """Refuse several starts with NUTS before anything is fit."""

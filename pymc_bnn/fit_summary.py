@@ -58,6 +58,9 @@ def describe(estimator) -> list[str]:
     elif checked:
         lines.append("predictions: ADVI's draws alone: the average with a Laplace "
                      f"approximation's was fit too, and {checked}")
+    linear = getattr(estimator, "linear_part_", None)
+    if linear:
+        lines.append(_linear_line(linear))
     kl = getattr(estimator, "kl_weight_", 1.0)
     if kl is not None and kl != 1.0:
         lines.append(f"fit: the prior counted {kl:g} times as much as usual against the data "
@@ -121,6 +124,17 @@ def _mixture_check(selection, kept: bool) -> str | None:
     if mixed > alone and kept:  # kept: not clearly worse (fit_settings.MIXTURE_DROP_SE)
         return words + ", a difference the held-out rows could not tell from noise)"
     return words + ")"
+
+
+def _linear_line(linear: dict) -> str:
+    """The linear part stacked with the network (:mod:`pymc_bnn.linear_part`)."""
+    share = float(linear["weight"])
+    network = float(linear["scores"][0])
+    stacked = min(float(v) for v in linear["scores"])
+    return (f"predictions: {share:.0%} of the draws from a linear model (Bayesian "
+            "logistic regression, its prior scale chosen by the evidence), stacked with the "
+            f"network: the share that predicted the held-out rows best (log loss "
+            f"{stacked:.3g} against the network's {network:.3g} per row)")
 
 
 def _prior_line(sigmas) -> str:

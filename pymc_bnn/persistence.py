@@ -97,6 +97,7 @@ def save(estimator, path, *, extra: dict | None = None) -> Path:
         "inference": estimator.inference_,
         # a mixture's halves: the draws of each, the Laplace half's temperature (plain data)
         "mixture": getattr(estimator, "mixture_", None),
+        "linear_part": getattr(estimator, "linear_part_", None),
         "seed": int(post.seed),
         "learning_rate": post.learning_rate,
         "nuts_sampler": post.nuts_sampler,
@@ -124,14 +125,16 @@ def save(estimator, path, *, extra: dict | None = None) -> Path:
     except (TypeError, ValueError) as err:
         raise ValueError(f"extra metadata must be JSON-able: {err}") from None
     from pymc_bnn.laplace import LINEARIZATION_GROUP
+    from pymc_bnn.linear_part import LINEAR_PART_GROUP
 
     posterior = estimator.idata_.posterior.to_dataset()
     groups = {
         "/posterior": xr.Dataset({v: posterior[v] for v in posterior.data_vars}),
         f"/{_LOSS}": xr.Dataset({_LOSS: ("step", np.asarray(estimator.loss_curve_))}),
     }
-    if LINEARIZATION_GROUP in estimator.idata_.children:  # a Laplace fit's MAP weights
-        groups[f"/{LINEARIZATION_GROUP}"] = estimator.idata_[LINEARIZATION_GROUP].to_dataset()
+    for name in (LINEARIZATION_GROUP, LINEAR_PART_GROUP):  # a Laplace fit's MAP weights,
+        if name in estimator.idata_.children:  # a linear part's draws
+            groups[f"/{name}"] = estimator.idata_[name].to_dataset()
     tree = xr.DataTree.from_dict(groups)
     tree.attrs[_META] = meta_json
     tree.to_netcdf(path, engine="h5netcdf")
@@ -223,8 +226,8 @@ def load(cls, path):
     from pymc_bnn.evidence import EvidencePrior
     from pymc_bnn.inference import Posterior
     from pymc_bnn.laplace import LINEARIZATION_GROUP
+    from pymc_bnn.linear_part import LINEAR_PART_GROUP, predictive_from_idata
     from pymc_bnn.model import NetworkSpec
-    from pymc_bnn.predictive import from_idata
     from pymc_bnn.tempering import TemperatureSelection
 
     path = Path(path)
@@ -258,10 +261,11 @@ def load(cls, path):
         spec = NetworkSpec(**spec_d)
         est = cls(**params)
         stored = {"/posterior": tree["posterior"].to_dataset()}
-        if LINEARIZATION_GROUP in tree.children:
-            stored[f"/{LINEARIZATION_GROUP}"] = tree[LINEARIZATION_GROUP].to_dataset()
+        for name in (LINEARIZATION_GROUP, LINEAR_PART_GROUP):
+            if name in tree.children:
+                stored[f"/{name}"] = tree[name].to_dataset()
         idata = xr.DataTree.from_dict(stored)
-        predictive = from_idata(spec, idata)
+        predictive = predictive_from_idata(spec, idata)
         loss = np.array(tree[_LOSS][_LOSS].values, dtype=np.float64)
         est._restore_target(meta["target"], spec)
         groups = meta.get("groups")
@@ -300,6 +304,9 @@ def load(cls, path):
         mixture = meta.get("mixture")
         if mixture is not None and not isinstance(mixture, dict):
             raise TypeError("the mixture's record is not a JSON object")
+        linear_part = meta.get("linear_part")
+        if linear_part is not None and not isinstance(linear_part, dict):
+            raise TypeError("the linear part's record is not a JSON object")
         # files written before diagnostics existed have none: {} (not computed)
         diagnostics = meta.get("diagnostics") or {}
         if not isinstance(diagnostics, dict):
@@ -323,6 +330,7 @@ def load(cls, path):
     est.approx_ = None
     est.inference_ = meta.get("inference", meta["method"])
     est.mixture_ = mixture
+    est.linear_part_ = linear_part
     est.posterior_temperature_ = temperature
     est.temperature_selection_ = selection
     est.kl_weight_ = kl_weight

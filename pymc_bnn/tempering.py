@@ -32,7 +32,7 @@ from pymc_bnn.predictive import (PosteriorPredictive, mean_proba_nll, mixture_nl
 
 __all__ = ["TEMPERATURES", "FoldScores", "TemperatureSelection", "choose_mixture_temperatures",
            "choose_temperature", "cross_fit_temperature", "fold_tasks", "heldout_nll",
-           "heldout_nll_table", "heldout_scores", "mixture_difference"]
+           "heldout_nll_table", "heldout_scores", "mixed_nll", "mixture_difference"]
 
 #: Candidate temperatures: roughly log-spaced spread factors sqrt(T) from 0.03 to 1.41.
 TEMPERATURES = (0.001, 0.003, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
@@ -358,7 +358,7 @@ def choose_mixture_temperatures(first: Sequence[FoldScores], second: Sequence[Fo
     temperatures = tuple(float(t) for t in temperatures)
     total = 0.0
     for a, b in _same_rows(first, second):
-        total = total + a.scale * _mixed(a.nll[:, None, :], b.nll[None, :, :]).sum(axis=2)
+        total = total + a.scale * mixed_nll(a.nll[:, None, :], b.nll[None, :, :]).sum(axis=2)
     scores = total / n_rows
     log_t = np.abs(np.log(temperatures))
     near = np.argwhere(scores <= scores.min() + 1e-9)
@@ -392,7 +392,7 @@ def mixture_difference(first: Sequence[FoldScores], second: Sequence[FoldScores]
     """
     mixed, alone, weights = [], [], []
     for a, b in _same_rows(first, second):
-        mixed.append(_mixed(a.nll[first_index], b.nll[second_index]))
+        mixed.append(mixed_nll(a.nll[first_index], b.nll[second_index]))
         alone.append(a.nll[alone_index])
         weights.append(np.full(a.nll.shape[1], a.scale))
     mixed, alone, weights = (np.concatenate(v) for v in (mixed, alone, weights))
@@ -403,7 +403,7 @@ def mixture_difference(first: Sequence[FoldScores], second: Sequence[FoldScores]
             float(spread / np.sqrt(len(diff))))
 
 
-def _mixed(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def mixed_nll(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """NLL of the equal mixture of two predictives whose NLLs (of the same rows) are
     ``a`` and ``b``: ``-log((exp(-a) + exp(-b)) / 2)``."""
     return np.log(2.0) - np.logaddexp(-a, -b)

@@ -143,10 +143,8 @@ def test_the_default_mixture_fit_reports_both_halves(capsys):
     y = (X[:, 0] + X[:, 1] > 0).astype(int)
     BayesianMLPClassifier((3,), n_draws=20, progressbar=True, random_state=0).fit(X, y)
     err = capsys.readouterr().err
-    assert ("fit: 5 fits: the network by ADVI and by Laplace, and 3 ADVI fits on "
-            "held-out folds to choose the temperature") in err
-    assert "5 of 5 fits done" in err
-    # the Laplace folds start from its kept fit: after it, in a stage of their own
-    assert ("fit: 3 Laplace fits on held-out folds, from the network's, to choose the "
-            "temperature") in err
-    assert "3 of 3 fits done" in err
+    # all at once: each method's fit on all rows and on the three folds (the Laplace
+    # folds start on their own), and a linear model's to stack with them
+    assert ("fit: 12 fits: the network by ADVI and by Laplace and a linear model, and 3 "
+            "of each on held-out folds to choose their temperatures ...") in err
+    assert "12 of 12 fits done" in err and "Laplace fits on held-out folds" not in err

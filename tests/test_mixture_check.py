@@ -17,6 +17,13 @@ from pymc_bnn.tempering import (SCORE_DRAWS, TEMPERATURES, FoldScores,
                                  mixture_difference)
 
 
+@pytest.fixture(autouse=True)
+def no_linear_part(monkeypatch):
+    """The check alone: no linear part stacked after it (``tests/test_linear_part.py``
+    has the two together)."""
+    monkeypatch.setattr(BayesianMLPClassifier, "_LINEAR_PART", False)
+
+
 @pytest.fixture(scope="module")
 def data():
     X, y = make_moons(90, noise=0.25, random_state=3)
