@@ -138,7 +138,12 @@ default "auto"
         score ADVI alone, and where it is clearly better than the mixture (more than
         100 rows, 4 nats and two standard errors:
         :data:`pymc_bnn.fit_settings.MIXTURE_DROP_SE`) the fit is ADVI's alone
-        (``inference_selection_``). Where the whole
+        (``inference_selection_``). ``"auto"`` then stacks a linear part with the
+        network (:mod:`pymc_bnn.linear_part`): a Bayesian logistic regression (the
+        Laplace fit of the network without hidden layers) given the share of the
+        draws whose mixture predicts the same folds best (0 to 1 in tenths; 0: the
+        network alone, as before; ``linear_part_``), so that a near-linear table is not
+        harder for the network than for logistic regression. Where the whole
         network's curvature costs more than :data:`AUTO_MIXTURE_MAX_FLOPS` a step
         (e.g. digits' 64 inputs and 10 classes at 32 units), the Laplace half covers
         the output layer only, the hidden layers at their MAP under the ADVI half's
@@ -261,6 +266,14 @@ default "auto"
         ``"last_layer"``); the other attributes (``posterior_``,
         ``diagnostics_``, ``posterior_temperature_``, ``prior_sigma_``, ...) are the
         ADVI half's. None for one method.
+    linear_part_ : dict or None
+        Where ``inference="auto"`` stacked a linear part with the network: its share
+        (``"weight"``) and number (``"n_draws"``) of the draws (``idata_`` holds them
+        in its ``linear_part`` group, after the network's), the shares tried
+        (``"weights"``) and their held-out NLL per row (``"scores"``; the first is the
+        network alone), its ``"temperature"`` (its own best on the folds, with its
+        ``"temperature_selection"``) and ``"prior_sigma"`` (its evidence's scale).
+        None where the folds gave it no share or it was not fit.
     start_losses_ : ndarray of shape (n_init,) or None
         Final loss (negative ELBO; ``diagnostics_["final_loss"]``, a trimmed mean of
         the last steps) of each start of the kept fit; the kept start is the lowest.
