@@ -390,8 +390,10 @@ def run_classification(args, variants, M, wc: WarningCounter, figure_data: dict,
                     rec.update(class_metrics(M, d["y_test"], proba, classes), fit_s=fit_s,
                                status="ok", n_classes=len(classes))
                     if spec["kind"] == "bnn":  # which method the default settled on
+                        linear = getattr(pipe[-1], "linear_part_", None)
                         rec.update(inference=pipe[-1].inference_,
-                                   inference_selection=pipe[-1].inference_selection_)
+                                   inference_selection=pipe[-1].inference_selection_,
+                                   linear_share=0.0 if linear is None else linear["weight"])
                     if d["X_ood"] is not None:
                         rec.update(ood_metrics(M, pipe, spec["kind"], d))
                     if (seed == args.seeds_list[0] and spec["name"] in FIGURE_MODELS):

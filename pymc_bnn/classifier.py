@@ -152,11 +152,10 @@ default "auto"
         ADVI and Laplace err differently (ADVI's Gaussian has no correlations between
         weights, the Laplace Gaussian has them all but is local to one mode); on the
         calibration benchmark's ten splits the default's NLL is at most a 5-MLP deep
-        ensemble's on most splits of 7 of 9 sets at (32,), ADVI's alone on 3
-        (``docs/experiments/calibration-log.md``). It costs both fits, even where the
-        check then keeps ADVI alone, and where one half is much the worse (a hard, noisy
-        many-class table) the check does not catch every loss
-        (``docs/experiments/known-limits.md``).
+        ensemble's on most splits of 8 of 9 sets at (32,) with the linear part, ADVI's
+        alone on 3 (``docs/experiments/calibration-log.md``). It costs every fit (the
+        halves' and the linear model's, each also on three folds), even where the check
+        then keeps ADVI alone (``docs/experiments/known-limits.md``).
     n_iter : int, optional
         Optimisation steps (VI). None: 10,000 for ADVI, 20,000 for full-rank ADVI.
     learning_rate : float, optional
