@@ -2,6 +2,8 @@
 regression stacked with the network, its share of the draws chosen on the held-out
 folds; the stacked predictive is the draws of both."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -134,6 +136,8 @@ def test_the_stacked_fit_is_seeded_saved_and_loaded(linear_table, stacked, tmp_p
     assert back.linear_part_ == stacked.linear_part_
     assert isinstance(back.predictive_, LP.StackedPredictive)
     np.testing.assert_array_equal(back.predict_proba(X), stacked.predict_proba(X))
+    pickled = pickle.loads(pickle.dumps(stacked))
+    np.testing.assert_array_equal(pickled.predict_proba(X), stacked.predict_proba(X))
 
 
 def test_no_share_is_the_network_alone_bit_for_bit(linear_table, monkeypatch):
