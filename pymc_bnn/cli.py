@@ -537,6 +537,12 @@ def info_command(model, as_json):
              "batch_size", "n_draws", "posterior_temperature", "n_init", "random_state")
     lines.append("  settings: " + ", ".join(f"{k}={params[k]}" for k in shown if k in params))
     lines.append(f"  posterior temperature used: {meta.get('posterior_temperature', 1.0):g}")
+    if meta.get("mixture"):
+        lines.append("  mixture: half the network's draws from ADVI, half from a Laplace fit "
+                     f"(temperature {meta['mixture']['laplace_temperature']:g})")
+    if meta.get("linear_part"):
+        lines.append(f"  linear part: {meta['linear_part']['weight']:.0%} of the draws from a "
+                     "Bayesian logistic regression (its share chosen on held-out rows)")
     if meta.get("evidence"):
         lines.append("  prior sd per layer (evidence): "
                      + ", ".join(f"{v:.3g}" for v in meta["evidence"]["sigmas"]))

@@ -108,7 +108,7 @@ def _mixture_line(mixture: dict) -> str:
             "layer's only (the whole network's was too costly here)" if last else
             "the network linearised at its most probable weights")
     return ("predictions: the average of two approximations of the posterior, half the "
-            f"draws each: ADVI's (above) and the Laplace approximation's, {what}, its "
+            f"network's draws each: ADVI's (above) and the Laplace approximation's, {what}, its "
             f"spread scaled by temperature {t:g} (chosen on held-out rows)")
 
 

@@ -138,6 +138,15 @@ def test_the_stacked_fit_is_seeded_saved_and_loaded(linear_table, stacked, tmp_p
     np.testing.assert_array_equal(back.predict_proba(X), stacked.predict_proba(X))
     pickled = pickle.loads(pickle.dumps(stacked))
     np.testing.assert_array_equal(pickled.predict_proba(X), stacked.predict_proba(X))
+    # the command line's info says it
+    from click.testing import CliRunner
+
+    from pymc_bnn.cli import cli
+
+    out = CliRunner().invoke(cli, ["info", str(tmp_path / "stacked.nc")]).output
+    share = stacked.linear_part_["weight"]
+    assert f"linear part: {share:.0%} of the draws from a Bayesian logistic regression" in out
+    assert "mixture: half the network's draws from ADVI" in out
 
 
 def test_no_share_is_the_network_alone_bit_for_bit(linear_table, monkeypatch):
