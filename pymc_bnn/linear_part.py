@@ -27,7 +27,7 @@ import functools
 
 import numpy as np
 
-from pymc_bnn.predictive import PosteriorPredictive, from_idata
+from pymc_bnn.predictive import PosteriorPredictive, append_draws, from_idata
 from pymc_bnn.spec import NetworkSpec
 
 __all__ = ["LINEAR_PART_GROUP", "LINEAR_WEIGHTS", "StackedPredictive", "choose_linear_weight",
@@ -147,13 +147,7 @@ class StackedPredictive(PosteriorPredictive):
         rows after them, in float64."""
         if groups is not None:
             self._group_index(groups, np.shape(X)[0])  # refuses groups: none were fit
-        for start, net in self._network._chunks(X, head=head, dtype=dtype, columns=columns):
-            rows = (net[0] if columns else net).shape[1]
-            lin = np.concatenate([out for _, out in self.linear._chunks(
-                np.asarray(X, dtype=np.float64)[start : start + rows], head=head,
-                dtype="float64")], axis=1)
-            if columns:
-                yield start, [np.concatenate([np.asarray(c, dtype=np.float64), lin[..., k]])
-                              for k, c in enumerate(net)]
-            else:
-                yield start, np.concatenate([net, lin])
+        X = np.asarray(X, dtype=np.float64)
+        yield from append_draws(
+            self._network._chunks(X, head=head, dtype=dtype, columns=columns),
+            lambda rows: self.linear._chunks(X[rows], head=head, dtype="float64"), columns)

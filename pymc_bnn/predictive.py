@@ -363,15 +363,9 @@ class PosteriorPredictive:
         """:meth:`_chunks` of a mixture: each chunk of rows through the network's draws
         (its own fast path) and the linearised draws, stacked along the draws in float64."""
         network, linear = self._parts
-        for start, net in network._chunks(X, head=head, dtype=dtype, columns=columns):
-            rows = (net[0] if columns else net).shape[1]
-            lin = np.concatenate([out for _, out in linear._linearized_chunks(
-                X[start : start + rows], columns=False, head=head)], axis=1)
-            if columns:
-                yield start, [np.concatenate([np.asarray(c, dtype=np.float64), lin[..., k]])
-                              for k, c in enumerate(net)]
-            else:
-                yield start, np.concatenate([net, lin])
+        yield from append_draws(
+            network._chunks(X, head=head, dtype=dtype, columns=columns),
+            lambda rows: linear._linearized_chunks(X[rows], columns=False, head=head), columns)
 
     def _linearized_chunks(self, X: np.ndarray, *, columns: bool, head: str | None = None):
         """:meth:`_chunks` of a network linearised at :attr:`linearized_at` (float64): a
@@ -657,6 +651,20 @@ def mean_proba_nll(proba, y) -> np.ndarray:
     picked = np.take_along_axis(proba, np.broadcast_to(y[:, None], (*proba.shape[:-1], 1)),
                                 axis=-1)[..., 0]
     return -np.log(np.clip(picked, 1e-300, None))
+
+
+def append_draws(chunks, more, columns: bool):
+    """``(start, outputs)`` chunks (:meth:`PosteriorPredictive._chunks`) with more draws
+    of the same rows after each chunk's own, in float64: ``more(rows)`` gives the
+    ``(start, (draws, rows, k))`` chunks of the other draws at ``X[rows]``."""
+    for start, own in chunks:
+        rows = slice(start, start + (own[0] if columns else own).shape[1])
+        other = np.concatenate([out for _, out in more(rows)], axis=1)
+        if columns:
+            yield start, [np.concatenate([np.asarray(c, dtype=np.float64), other[..., k]])
+                          for k, c in enumerate(own)]
+        else:
+            yield start, np.concatenate([own, other])
 
 
 def _readonly(a) -> np.ndarray:
