@@ -314,18 +314,23 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         the regressor's ``inference="auto"``, see :meth:`_fit_candidates`): the folds'
         fits of every candidate (at once), each scored at every temperature (or at the
         fixed one); the candidate and temperature with the best summed held-out density
-        win, then the kept fit."""
+        win, then the kept fit. ADVI and Laplace under ``inference="auto"`` with a
+        cross-fitted temperature: their equal mixture too, kept unless one alone is
+        clearly better (:meth:`_check_mixture`)."""
         fixed = self.posterior_temperature != "auto"
         # a fit at KL weight w is about as spread as the posterior at temperature w:
         # its temperatures are the grid's divided by w (1 / w restores the spread)
         grids = [(float(self.posterior_temperature),) if fixed
                  else tuple(t / w for t in TEMPERATURES) for _, w in candidates]
+        methods = list(dict.fromkeys(m for m, _ in candidates))
+        # ADVI and Laplace: their equal mixture is a third candidate, scored row by row
+        mixes = (self.inference == "auto" and not fixed and sorted(methods) == ["advi", "laplace"]
+                 and len(candidates) == 2)
         tasks = []
         for (method, w), grid in zip(candidates, grids):
             tasks += fold_tasks(functools.partial(fit_rows, kl_weight=w, method=method), X,
                                 y_model, folds=folds, seed=seeds["temperature"],
-                                groups=group_codes, temperatures=grid)
-        methods = list(dict.fromkeys(m for m, _ in candidates))
+                                groups=group_codes, temperatures=grid, per_row=mixes)
         weights = list(dict.fromkeys(w for _, w in candidates))
         what = " and ".join(["the method"] * (len(methods) > 1)
                             + ["the KL weight"] * (len(weights) > 1) + ["the temperature"])
@@ -343,24 +348,43 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
             scores = fit_concurrently([progress.counted(t) for t in tasks])
         posterior, start_losses = ((scores[0], kept.get(candidates[0][0])) if ahead
                                    else (None, None))
-        scores = np.reshape(scores[1:] if ahead else scores, (len(candidates), len(folds), -1))
+        scores = scores[1:] if ahead else scores
+        scores = [scores[i * len(folds):(i + 1) * len(folds)] for i in range(len(candidates))]
         selections = [choose_temperature(s, X.shape[0], grid)
                       for s, grid in zip(scores, grids)]
         best = int(np.argmin([sel.scores.min() for sel in selections]))
         self.inference_, self.kl_weight_ = candidates[best]
+        choice = pair = None
+        if mixes:
+            choice, pair, mixed_record = self._check_mixture(
+                dict(zip(methods, scores)), dict(zip(methods, selections)), X.shape[0])
+            best = methods.index(choice) if choice in methods else best
         record = {"scores": [float(sel.scores.min()) for sel in selections],
                   "temperatures": [sel.temperature for sel in selections]}
         self.kl_weight_selection_ = (
             {"kl_weights": [w for _, w in candidates], **record} if len(weights) > 1 else None)
         self.inference_selection_ = (
             {"methods": [m for m, _ in candidates], **record} if len(methods) > 1 else None)
+        if mixes:
+            self.inference_selection_ = mixed_record
+            self.inference_ = candidates[best][0]
         if fixed:
             self.temperature_selection_ = None
             self.posterior_temperature_ = grids[0][0]
         else:
             self.temperature_selection_ = selections[best]
             self.posterior_temperature_ = selections[best].temperature
-        if not (ahead and best == 0):
+        laplace = None
+        if choice == MIXTURE:  # ADVI's kept fit is the mixture's first half
+            self.inference_ = MIXTURE
+            self.temperature_selection_ = pair["advi"]
+            self.posterior_temperature_ = pair["advi"].temperature
+            with progress.stage("Laplace fit", fits=1):
+                laplace = {"posterior": progress.counted(fit_rows)(None, seeds["fit"],
+                                                                   method="laplace"),
+                           "temperature": pair["laplace"].temperature,
+                           "selection": pair["laplace"]}
+        elif not (ahead and best == 0):
             with progress.stage(self._fits_stage_name(1, None), fits=1):
                 posterior = progress.counted(fit_rows)(None, seeds["fit"],
                                                        kl_weight=self.kl_weight_,
@@ -368,7 +392,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
             start_losses = kept[self.inference_]
         self.start_losses_ = start_losses
         with progress.stage("posterior predictive draws"):
-            self._set_posterior(posterior, seeds["predict"])
+            self._set_posterior(posterior, seeds["predict"], laplace=laplace)
         return self
 
     def _fit_from_starts(self, X, y_model, target_kwargs, fit_seed, init_seed, *, warn=True,

@@ -254,8 +254,9 @@ default "auto"
     inference_selection_ : dict or None
         Where ``inference="auto"`` weighed the mixture against ADVI alone: ``methods``
         (``["advi+laplace", "advi"]``), the held-out NLL per row of each (``scores``,
-        each at its best temperatures), the ``standard_error`` of their difference
-        (from the rows' paired differences) and those ``temperatures``; else None.
+        each at its best temperatures), the ``standard_errors`` of their difference
+        (one value, from the rows' paired differences) and those ``temperatures``; else
+        None.
     mixture_ : dict or None
         ``inference_ == "advi+laplace"``: the halves' ``"methods"`` and ``"n_draws"``
         (``idata_`` holds the ADVI draws first), the Laplace half's

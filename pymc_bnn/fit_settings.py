@@ -82,35 +82,77 @@ class FitSettingsMixin:
 
         With ``inference="auto"``, the folds then decide whether to mix at all: the
         mixture's held-out NLL at its temperatures against ADVI's alone at its own
-        (:func:`pymc_bnn.tempering.mixture_difference`); where ADVI alone is better on
-        more than :data:`MIXTURE_DROP_MIN_ROWS` rows, by more than
-        :data:`MIXTURE_DROP_MIN_NATS` nats summed and by more than
-        :data:`MIXTURE_DROP_SE` standard errors of the difference, None:
+        (:meth:`_check_mixture`); where ADVI alone is clearly better, None:
         ``inference_`` becomes ``"advi"`` and ADVI's own temperature stays.
         ``inference_selection_`` records the scores either way."""
         if self.posterior_temperature != "auto" or folds is None:
             temperature = (1.0 if self.posterior_temperature == "auto"
                            else float(self.posterior_temperature))
             return {"posterior": posterior, "temperature": temperature, "selection": None}
-        advi, laplace = choose_mixture_temperatures(advi_fold_scores, fold_scores, n_rows)
-        alone = self.temperature_selection_
-        if self.inference == "auto":
-            mixed, alone_nll, se = mixture_difference(
-                advi_fold_scores, fold_scores, alone_index=_index(alone),
-                first_index=_index(advi), second_index=_index(laplace))
-            self.inference_selection_ = {
-                "methods": [MIXTURE, "advi"], "scores": [mixed, alone_nll],
-                "standard_error": se,
-                "temperatures": [[advi.temperature, laplace.temperature], alone.temperature]}
-            worse = mixed - alone_nll  # per row
-            if (n_rows > MIXTURE_DROP_MIN_ROWS and worse * n_rows > MIXTURE_DROP_MIN_NATS
-                    and worse > MIXTURE_DROP_SE * se):
-                self.inference_ = "advi"
-                return None
+        alone = {"advi": self.temperature_selection_} if self.inference == "auto" else {}
+        choice, pair, record = self._check_mixture(
+            {"advi": advi_fold_scores, "laplace": fold_scores}, alone, n_rows)
+        self.inference_selection_ = record
+        if choice != MIXTURE:
+            self.inference_ = choice
+            return None
+        advi, laplace = pair["advi"], pair["laplace"]
         self.temperature_selection_ = advi
         self.posterior_temperature_ = advi.temperature
         return {"posterior": posterior, "temperature": laplace.temperature,
                 "selection": laplace}
+
+    def _check_mixture(self, halves: dict, alone: dict, n_rows: int) -> tuple:
+        """The equal mixture of two fits on the folds, and ``inference="auto"``'s check
+        of it against each fit alone in ``alone``.
+
+        Parameters
+        ----------
+        halves : dict
+            ``{"advi": fold scores, "laplace": fold scores}``: each half's
+            ``fold_tasks(per_row=True)`` results, on the same folds and seed.
+        alone : dict
+            ``{method: TemperatureSelection}`` of the fits the mixture is checked
+            against, each at its own best temperature (empty: no check).
+        n_rows : int
+            Rows held out over all folds.
+
+        Returns
+        -------
+        (choice, pair, record)
+            ``choice``: :data:`MIXTURE`, or the fit alone that the folds clearly prefer
+            (on more than :data:`MIXTURE_DROP_MIN_ROWS` rows, by more than
+            :data:`MIXTURE_DROP_MIN_NATS` nats summed and by more than
+            :data:`MIXTURE_DROP_SE` standard errors of the paired difference; of two
+            such, the one further ahead: the mixture's score lies between its halves'
+            mean and the better half's, so at most one can be). ``pair``: ``{method:
+            TemperatureSelection}``, the mixture's temperatures, chosen together.
+            ``record``: the ``inference_selection_`` of the check (None without one):
+            ``methods`` (the mixture first), their held-out NLL per row (``scores``),
+            ``standard_errors`` of each fit alone's difference from the mixture and
+            the ``temperatures`` (the mixture's pair first).
+        """
+        pair = dict(zip(halves, choose_mixture_temperatures(*halves.values(), n_rows)))
+        if not alone:
+            return MIXTURE, pair, None
+        record = {"methods": [MIXTURE], "scores": [], "standard_errors": [],
+                  "temperatures": [[pair[m].temperature for m in halves]]}
+        choice, margin = MIXTURE, 0.0
+        for method, selection in alone.items():
+            other = next(m for m in halves if m != method)
+            mixed, alone_nll, se = mixture_difference(
+                halves[method], halves[other], alone_index=_index(selection),
+                first_index=_index(pair[method]), second_index=_index(pair[other]))
+            record["methods"].append(method)
+            record["scores"][:1] = [mixed]
+            record["scores"].append(alone_nll)
+            record["standard_errors"].append(se)
+            record["temperatures"].append(selection.temperature)
+            worse = mixed - alone_nll  # per row
+            if (n_rows > MIXTURE_DROP_MIN_ROWS and worse * n_rows > MIXTURE_DROP_MIN_NATS
+                    and worse > MIXTURE_DROP_SE * se and worse > margin):
+                choice, margin = method, worse
+        return choice, pair, record
 
     def _fits_stage_name(self, n_fits: int, folds) -> str:
         """What the fit's main stage does, in words (for :class:`FitProgress`)."""

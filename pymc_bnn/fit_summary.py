@@ -52,9 +52,14 @@ def describe(estimator) -> list[str]:
     if getattr(estimator, "evidence_", None) is not None:
         lines.append(_prior_line(estimator.prior_sigma_))
     mixture = getattr(estimator, "mixture_", None)
-    checked = _mixture_check(getattr(estimator, "inference_selection_", None), bool(mixture))
+    loss = "negative log-likelihood" if hasattr(estimator, "y_scale_") else "log loss"
+    checked = _mixture_check(getattr(estimator, "inference_selection_", None), bool(mixture),
+                             loss)
     if mixture:
         lines.append(_mixture_line(mixture) + (f", which {checked}" if checked else ""))
+    elif checked and getattr(estimator, "inference_", None) == "laplace":
+        lines.append("predictions: the Laplace approximation's draws alone: the average "
+                     f"with ADVI's was fit too, and {checked}")
     elif checked:
         lines.append("predictions: ADVI's draws alone: the average with a Laplace "
                      f"approximation's was fit too, and {checked}")
@@ -112,16 +117,27 @@ def _mixture_line(mixture: dict) -> str:
             f"spread scaled by temperature {t:g} (chosen on held-out rows)")
 
 
-def _mixture_check(selection, kept: bool) -> str | None:
-    """How the ADVI + Laplace mixture and ADVI alone compared on the held-out folds
-    (``inference="auto"``), in words; None where they were not compared."""
+#: The approximations' names in :func:`describe`'s lines.
+_NAMES = {"advi": "ADVI's", "laplace": "the Laplace approximation's"}
+
+
+def _mixture_check(selection, kept: bool, loss: str = "log loss") -> str | None:
+    """How the ADVI + Laplace mixture and each approximation alone compared on the
+    held-out folds (``inference="auto"``), in words; None where they were not
+    compared."""
     if not selection or selection.get("methods", [None])[0] != MIXTURE:
         return None
-    mixed, alone = (float(v) for v in selection["scores"])
-    verdict = "better" if mixed <= alone else "worse"
-    words = (f"predicted the held-out rows {verdict} than ADVI's alone (log loss "
-             f"{mixed:.3g} against {alone:.3g} per row")
-    if mixed > alone and kept:  # kept: not clearly worse (fit_settings.MIXTURE_DROP_SE)
+    mixed, *alone = (float(v) for v in selection["scores"])
+    names = [_NAMES.get(m, m) for m in selection["methods"][1:]]
+    if len(alone) == 1:
+        verdict = "better" if mixed <= alone[0] else "worse"
+        words = (f"predicted the held-out rows {verdict} than {names[0]} alone ({loss} "
+                 f"{mixed:.3g} against {alone[0]:.3g} per row")
+    else:
+        words = ("was compared on the held-out rows with each alone (" + loss + " per row: "
+                 f"the average {mixed:.3g}, "
+                 + ", ".join(f"{n} {a:.3g}" for n, a in zip(names, alone)))
+    if mixed > min(alone) and kept:  # kept: not clearly worse (fit_settings.MIXTURE_DROP_SE)
         return words + ", a difference the held-out rows could not tell from noise)"
     return words + ")"
 

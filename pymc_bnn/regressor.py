@@ -51,16 +51,18 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
 default "auto"
         As in :class:`BayesianMLPClassifier`, except for two things. ``"auto"`` fits
         both mean-field ADVI and ``"laplace"`` on the temperature's three held-out
-        folds and keeps the method (and temperature) of the better held-out predictive
-        density (``inference_selection_``), where both apply: no groups, a
+        folds and keeps their equal mixture (``"advi+laplace"``, below) unless one of
+        them alone predicts the folds clearly better, by the classifier's rule
+        (:data:`pymc_bnn.fit_settings.MIXTURE_DROP_SE`; ``inference_selection_``), where
+        both apply: no groups, a
         homoscedastic network, the default ``prior``, at most
         :data:`AUTO_LAPLACE_MAX_ROWS` rows and :data:`pymc_bnn.laplace.MAX_PARAMS`
         weights, and no setting only ADVI uses (``n_iter``, ``learning_rate``,
         ``batch_size``, ``n_init`` > 1, a fixed temperature other than 1,
         ``kl_weight``); elsewhere ``"auto"`` is mean-field ADVI, with or without groups
         (NUTS for grouped regression was not measured; under the default Neal prior it
-        diverged in a small grouped fit). On the standard UCI splits the folds chose
-        Laplace on the smooth tables and ADVI on wine (``docs/experiments/uci_regression.md``).
+        diverged in a small grouped fit). At a fixed temperature of 1 it keeps the
+        better of the two alone (``docs/experiments/uci_regression.md``).
         ``"laplace"``: the linearised Laplace approximation (:mod:`pymc_bnn.laplace`):
         the MAP network, one Normal prior precision per layer and the noise level
         chosen by the Laplace evidence (MacKay's empirical Bayes, in place of ``prior``
@@ -72,11 +74,9 @@ default "auto"
         :data:`pymc_bnn.laplace.MAX_PARAMS` weights; ``n_init`` > 1 keeps the start
         of the highest evidence; ``n_iter``, ``learning_rate``, ``batch_size`` and
         ``kl_weight`` do not apply.
-        ``"advi+laplace"`` (opt-in): both fits and their equal-weight mixture, as the
+        ``"advi+laplace"``: both fits and their equal-weight mixture, as the
         classifier's, each half with its own noise sd; the halves' temperatures are
-        cross-fitted together. On the first five UCI splits it was better than
-        ``"auto"`` on boston and worse on energy and concrete, so it is not the
-        default (``docs/experiments/uci_regression.md``).
+        cross-fitted together, and no check against either half alone.
     hidden_layer_sizes, activation, prior_sigma, precision_shape, precision_rate,
     n_iter, learning_rate, batch_size, n_draws, tune, chains, nuts_sampler,
     nuts_init, posterior_temperature, n_init, random_state, progressbar
@@ -106,9 +106,13 @@ default "auto"
     kl_weight_ : float
         The KL weight of the kept fit.
     inference_selection_ : dict or None
-        Where ``inference="auto"`` chose between ADVI and the Laplace approximation:
-        ``methods``, the held-out NLL per row of each (``scores``, at its best
-        temperature) and those ``temperatures``; else None.
+        Where ``inference="auto"`` weighed the mixture against ADVI and the Laplace
+        approximation alone: ``methods`` (``["advi+laplace", "advi", "laplace"]``), the
+        held-out NLL per row of each (``scores``, each at its best temperatures), the
+        ``standard_errors`` of each half's difference from the mixture and those
+        ``temperatures`` (the mixture's pair first); at a fixed temperature,
+        ``methods`` ``["advi", "laplace"]`` with their ``scores`` and
+        ``temperatures``; else None.
     mixture_ : dict or None
         ``inference_ == "advi+laplace"``: the halves, as the classifier's ``mixture_``.
     kl_weight_selection_ : dict or None

@@ -81,6 +81,22 @@ def test_the_check_of_the_mixture_against_advi_alone_is_said():
     assert not any("ADVI's draws alone" in line for line in describe(est))
 
 
+def test_the_regressors_check_against_each_half_is_said():
+    est = _est(0.3)
+    est.y_scale_ = 1.0  # a regressor: its held-out loss in words
+    est.inference_selection_ = {"methods": ["advi+laplace", "advi", "laplace"],
+                                "scores": [0.5, 0.52, 0.49]}
+    est.mixture_ = {"laplace_temperature": 1.0}
+    assert describe(est)[-1].endswith(
+        "which was compared on the held-out rows with each alone (negative log-likelihood "
+        "per row: the average 0.5, ADVI's 0.52, the Laplace approximation's 0.49, a "
+        "difference the held-out rows could not tell from noise)")
+    est.mixture_, est.inference_ = None, "laplace"
+    assert describe(est)[-1].startswith(
+        "predictions: the Laplace approximation's draws alone: the average with ADVI's "
+        "was fit too, and was compared")
+
+
 def test_a_colder_elbo_is_said():
     assert "KL weight 0.25" in describe(_est(1.0, kl=0.25))[-1]
 

@@ -161,7 +161,7 @@ def test_auto_falls_back_to_advi_alone_where_the_mixture_is_clearly_worse(more_d
     assert clf.inference_ == "advi" and clf.mixture_ is None
     assert clf.inference_selection_["methods"] == [MIXTURE, "advi"]
     assert clf.inference_selection_["scores"] == [0.6, 0.5]
-    assert clf.inference_selection_["standard_error"] == 0.04
+    assert clf.inference_selection_["standard_errors"] == [0.04]
     advi = fitted(X, y, inference="advi")
     assert advi.inference_selection_ is None
     np.testing.assert_array_equal(clf.predict_proba(X), advi.predict_proba(X))

@@ -1,14 +1,17 @@
-"""The regressor's ADVI + Laplace mixture (``inference="advi+laplace"``, opt-in): half
-the predictive draws are ADVI's, half the linearised Laplace fit's, each with its own
-noise sd, the halves' temperatures cross-fitted together (as the classifier's:
-``tests/test_mixture_classifier.py``). Measured on the UCI splits, not a default:
-``docs/experiments/uci_regression.md``."""
+"""The regressor's ADVI + Laplace mixture (``inference="advi+laplace"``; the default
+``"auto"`` keeps it unless one half alone is clearly better on the folds): half the
+predictive draws are ADVI's, half the linearised Laplace fit's, each with its own noise
+sd, the halves' temperatures cross-fitted together (as the classifier's:
+``tests/test_mixture_classifier.py``; measured on the UCI splits in
+``docs/experiments/uci_regression.md``)."""
 
 import numpy as np
 import pytest
 
 from pymc_bnn import BayesianMLPRegressor
+from pymc_bnn import fit_settings
 from pymc_bnn.fit_settings import MIXTURE
+from pymc_bnn.fit_summary import describe
 
 
 def xsin(n, seed=0):
@@ -69,10 +72,51 @@ def test_the_mixture_is_seeded_saved_and_loaded(data, mixture, tmp_path):
         np.testing.assert_array_equal(a, b)
 
 
-def test_auto_is_unchanged_by_the_option(data):
-    """``"auto"`` still chooses between ADVI and Laplace (the mixture is opt-in)."""
-    reg = BayesianMLPRegressor((4,), n_draws=20, random_state=3).fit(*data)
-    assert reg.inference_ in ("advi", "laplace") and reg.mixture_ is None
+def test_auto_keeps_the_mixture_it_weighed_and_it_is_the_options_bit_for_bit(data,
+                                                                             mixture):
+    """``"auto"`` weighs the mixture against each half alone on the folds; on 60 rows
+    (too few to trust the standard error) it keeps the mixture: the same draws as
+    ``inference="advi+laplace"`` with the same seed, bit for bit (the same fits on the
+    same folds, scored on the same rows)."""
+    X, y = data
+    reg = fitted(X, y, inference="auto")
+    sel = reg.inference_selection_
+    assert sel["methods"] == [MIXTURE, "advi", "laplace"]
+    assert len(sel["scores"]) == 3 and len(sel["standard_errors"]) == 2
+    assert reg.inference_ == MIXTURE and reg.mixture_ == mixture.mixture_
+    assert sel["temperatures"][0] == [reg.posterior_temperature_,
+                                      reg.mixture_["laplace_temperature"]]
+    # the mixture's score is its temperature pair's (the joint choice's best)
+    np.testing.assert_allclose(sel["scores"][0], reg.temperature_selection_.scores.min(),
+                               rtol=1e-12)
+    for a, b in zip(reg.predict(X, return_std=True), mixture.predict(X, return_std=True)):
+        np.testing.assert_array_equal(a, b)
+    assert "compared on the held-out rows with each alone" in describe(reg)[-1]
+
+
+@pytest.mark.parametrize("method", ["advi", "laplace"])
+def test_auto_takes_a_half_alone_where_the_folds_clearly_prefer_it(method, monkeypatch):
+    """Over 100 rows, a half alone better than the mixture by over 4 nats in all and by
+    over two standard errors is kept alone: the same predictions as asking for it."""
+    X, y = xsin(150, seed=5)
+    calls = []
+
+    def scores(*args, **kwargs):  # checked in the order ADVI, Laplace
+        calls.append(kwargs)
+        better = ("advi", "laplace")[len(calls) - 1] == method
+        return (0.6, 0.5 if better else 0.7, 0.01)
+
+    monkeypatch.setattr(fit_settings, "mixture_difference", scores)
+    reg = fitted(X, y, inference="auto")
+    assert len(calls) == 2  # the check is taken, once per half
+    assert reg.inference_ == method and reg.mixture_ is None
+    assert reg.inference_selection_["scores"] == [0.6] + [
+        0.5 if m == method else 0.7 for m in ("advi", "laplace")]
+    alone = fitted(X, y, inference=method)
+    for a, b in zip(reg.predict(X, return_std=True), alone.predict(X, return_std=True)):
+        np.testing.assert_array_equal(a, b)
+    name = {"advi": "ADVI's", "laplace": "the Laplace approximation's"}[method]
+    assert describe(reg)[-1].startswith(f"predictions: {name} draws alone")
 
 
 @pytest.mark.parametrize("kwargs, match", [
