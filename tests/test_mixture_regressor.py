@@ -72,8 +72,8 @@ def test_the_mixture_is_seeded_saved_and_loaded(data, mixture, tmp_path):
         np.testing.assert_array_equal(a, b)
 
 
-def test_auto_keeps_the_mixture_it_weighed_and_it_is_the_options_bit_for_bit(data,
-                                                                             mixture):
+def test_auto_keeps_the_mixture_it_weighed_and_it_is_the_options_bit_for_bit(data, mixture,
+                                                                             tmp_path):
     """``"auto"`` weighs the mixture against each half alone on the folds; on 60 rows
     (too few to trust the standard error) it keeps the mixture: the same draws as
     ``inference="advi+laplace"`` with the same seed, bit for bit (the same fits on the
@@ -92,6 +92,9 @@ def test_auto_keeps_the_mixture_it_weighed_and_it_is_the_options_bit_for_bit(dat
     for a, b in zip(reg.predict(X, return_std=True), mixture.predict(X, return_std=True)):
         np.testing.assert_array_equal(a, b)
     assert "compared on the held-out rows with each alone" in describe(reg)[-1]
+    back = BayesianMLPRegressor.load(reg.save(tmp_path / "auto.nc"))
+    assert back.inference_selection_ == sel and back.mixture_ == reg.mixture_
+    np.testing.assert_array_equal(back.predict(X), reg.predict(X))
 
 
 @pytest.mark.parametrize("method", ["advi", "laplace"])
