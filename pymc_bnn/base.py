@@ -28,9 +28,9 @@ from pymc_bnn.fit_settings import MIXTURE, FitSettingsMixin
 from pymc_bnn.inference import (METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, fit_concurrently,
                                 sample_more)
 from pymc_bnn.inference.diagnostics import warn_diagnostics as _warn_diagnostics
-from pymc_bnn.linear_part import predictive_from_idata, stacked_idata
+from pymc_bnn.composed_draws import composed_idata
+from pymc_bnn.linear_part import predictive_from_idata
 from pymc_bnn.model import ACTIVATIONS, PRIORS, NetworkSpec, build_model
-from pymc_bnn.predictive import posterior_draws
 from pymc_bnn.progress import FitProgress
 from pymc_bnn.tempering import TEMPERATURES, choose_temperature, fold_tasks
 
@@ -581,25 +581,18 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         if posterior.laplace is not None:  # its own evidence chose the scales
             self.prior_sigma_ = posterior.spec.prior_sigma
         temperature = getattr(self, "posterior_temperature_", 1.0)
+        # the parts, kept for fresh draws of another number (sample_proba(n_draws=k))
+        self._draw_parts = {"posterior": posterior, "temperature": temperature,
+                            "laplace": laplace, "linear": linear}
+        self.idata_, counts = composed_idata(posterior, self.n_draws, random_seed=predict_seed,
+                                             temperature=temperature, laplace=laplace,
+                                             linear=linear)
         self.mixture_ = self.linear_part_ = None
-        n_draws = self.n_draws - (0 if linear is None else linear["n_draws"])
-        if laplace is None:
-            self.idata_ = posterior_draws(posterior, n_draws=n_draws,
-                                          random_seed=predict_seed, temperature=temperature)
-        else:
-            from pymc_bnn.laplace import mixture_idata
-
-            n_linear = n_draws // 2
-            network = posterior_draws(posterior, n_draws=n_draws - n_linear,
-                                      random_seed=predict_seed, temperature=temperature)
-            halves = posterior_draws(laplace["posterior"], n_draws=n_linear,
-                                     random_seed=predict_seed,
-                                     temperature=laplace["temperature"])
-            self.idata_ = mixture_idata(network, halves, posterior.spec.weight_names)
+        if laplace is not None:
             selection = laplace["selection"]
             self.mixture_ = {
                 "methods": [posterior.method, "laplace"],
-                "n_draws": [n_draws - n_linear, n_linear],
+                "n_draws": [counts["network"], counts["laplace"]],
                 "laplace_temperature": float(laplace["temperature"]),
                 "laplace_temperature_selection": (None if selection is None
                                                   else selection.as_dict()),
@@ -608,9 +601,6 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                 "laplace_diagnostics": dict(laplace["posterior"].diagnostics),
             }
         if linear is not None:
-            self.idata_ = stacked_idata(self.idata_, posterior_draws(
-                linear["posterior"], n_draws=linear["n_draws"], random_seed=predict_seed,
-                temperature=linear["temperature"]))
             self.linear_part_ = linear["record"]
         self.predictive_ = predictive_from_idata(posterior.spec, self.idata_)
 
@@ -754,6 +744,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         predicts identically, with ``approx_`` set to None.
         """
         state = self.__dict__.copy()
+        state.pop("_draw_parts", None)  # the fitted parts: the stored draws stand for them
         if state.get("approx_") is not None:
             state["approx_"] = None
             state["posterior_"] = dataclasses.replace(

@@ -12,7 +12,9 @@ from pymc_bnn.base import BayesianMLPBase
 from pymc_bnn.dask import is_dask_collection
 from pymc_bnn.fit_settings import MIXTURE
 from pymc_bnn.inference import METHODS
-from pymc_bnn.predictive import from_idata, posterior_predictive
+from pymc_bnn.composed_draws import composed_idata
+from pymc_bnn.linear_part import predictive_from_idata
+from pymc_bnn.posterior_draws import check_n_draws
 
 __all__ = ["AUTO_MIXTURE_MAX_FLOPS", "AUTO_MIXTURE_MAX_ROWS", "BayesianMLPClassifier",
            "laplace_structure", "mixture_affordable"]
@@ -436,9 +438,11 @@ default "auto"
         ----------
         X : array-like of shape (n_samples, n_features)
         n_draws : int, optional
-            None: the draws used by ``predict_proba``. VI: otherwise that many fresh
-            draws, seeded from ``random_state``. NUTS: that many draws thinned from
-            the chains.
+            None: the draws used by ``predict_proba``. VI, in the fitting process:
+            otherwise that many fresh draws, seeded from ``random_state``, every part of
+            the fit in its share (a mixture's Laplace half, a linear part). NUTS, the
+            Laplace approximation alone, or a loaded or unpickled model: that many of
+            the stored draws, thinned evenly (each part in its share).
         groups : array-like of shape (n_samples,), optional
             As in :meth:`predict_proba`.
 
@@ -449,10 +453,13 @@ default "auto"
         X, codes = self._check_X(X, groups)
         if n_draws is None:
             pred = self.predictive_
-        elif self.posterior_.is_variational:
-            pred = posterior_predictive(self.posterior_, n_draws=n_draws,
-                                        random_seed=self._seeds()["predict"],
-                                        temperature=self.posterior_temperature_)
+        elif self.posterior_.is_variational and hasattr(self, "_draw_parts"):
+            parts = self._draw_parts
+            idata, _ = composed_idata(
+                parts["posterior"], check_n_draws(n_draws, allow_none=False), random_seed=self._seeds()["predict"],
+                temperature=parts["temperature"], laplace=parts["laplace"],
+                linear=parts["linear"])
+            pred = predictive_from_idata(self.posterior_.spec, idata)
         else:
-            pred = from_idata(self.posterior_.spec, self.idata_, n_draws=n_draws)
+            pred = predictive_from_idata(self.posterior_.spec, self.idata_, n_draws=n_draws)
         return pred.sample_proba(X, codes)

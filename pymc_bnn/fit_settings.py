@@ -11,6 +11,7 @@ is orchestrated there.
 
 from __future__ import annotations
 
+from pymc_bnn.composed_draws import linear_share
 from pymc_bnn.linear_part import LINEAR_WEIGHTS, choose_linear_weight
 from pymc_bnn.tempering import (choose_mixture_temperatures, choose_temperature, mixed_nll,
                                 mixture_difference)
@@ -200,7 +201,7 @@ class FitSettingsMixin:
         weight, scores = choose_linear_weight(network, [s.nll[k] for s in linear_scores],
                                               [s.scale for s in linear_scores])
         # at least two network draws stay (the mixture's halves need one each)
-        n_draws = min(int(round(weight * self.n_draws)), self.n_draws - 2)
+        n_draws = linear_share(weight, self.n_draws)
         if n_draws < 1:
             return None
         record = {"weight": n_draws / self.n_draws, "n_draws": n_draws,
@@ -209,7 +210,7 @@ class FitSettingsMixin:
                   "temperature_selection": selection.as_dict(),
                   "prior_sigma": [float(v) for v in posterior.spec.prior_sigma]}
         return {"posterior": posterior, "temperature": selection.temperature,
-                "n_draws": n_draws, "record": record}
+                "weight": weight, "record": record}
 
     def _check_n_init_for_inference(self) -> None:
         """Refuse several starts with NUTS before anything is fit."""

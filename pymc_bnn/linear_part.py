@@ -92,18 +92,36 @@ def stacked_idata(idata, linear):
     return xr.DataTree.from_dict(groups)
 
 
-def predictive_from_idata(spec: NetworkSpec, idata) -> PosteriorPredictive:
+def predictive_from_idata(spec: NetworkSpec, idata, *,
+                          n_draws: int | None = None) -> PosteriorPredictive:
     """:func:`pymc_bnn.predictive.from_idata`, with the linear part's draws appended
-    (a :class:`StackedPredictive`) where ``idata`` holds them."""
+    (a :class:`StackedPredictive`) where ``idata`` holds them.
+
+    ``n_draws``: that many of the stored draws, thinned evenly (None: all), the
+    network's and the linear part's in their stored proportions (the linear part's
+    rounded, at least two network draws kept)."""
     import xarray as xr
 
-    network = from_idata(spec, idata)
     if LINEAR_PART_GROUP not in idata.children:
-        return network
+        return from_idata(spec, idata, n_draws=n_draws)
     draws = xr.DataTree.from_dict({"/posterior": idata[LINEAR_PART_GROUP].to_dataset()})
+    n_network = n_linear = None
+    if n_draws is not None:
+        stored = idata[LINEAR_PART_GROUP].to_dataset()
+        linear = stored.sizes["chain"] * stored.sizes["draw"]
+        network = idata["posterior"].to_dataset()
+        total = linear + network.sizes["chain"] * network.sizes["draw"]
+        if n_draws > total:
+            raise ValueError(f"n_draws={n_draws} exceeds the {total} stored posterior draws "
+                             "(the network's and the linear part's); ask for fewer.")
+        n_linear = max(0, min(int(round(n_draws * linear / total)), n_draws - 2))
+        n_network = n_draws - n_linear
+    network = from_idata(spec, idata, n_draws=n_network)
+    if n_linear == 0:
+        return network
     return StackedPredictive(network.spec, network.weights, network.noise,
                              network.linearized_at, network.linearized_from,
-                             linear=from_idata(linear_spec(spec), draws))
+                             linear=from_idata(linear_spec(spec), draws, n_draws=n_linear))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -10,6 +10,7 @@ import pytest
 import pymc_bnn.fit_settings as fit_settings
 import pymc_bnn.linear_part as LP
 from pymc_bnn import BayesianMLPClassifier
+from pymc_bnn.composed_draws import linear_share
 from pymc_bnn.fit_summary import describe
 from pymc_bnn.fit_settings import MIXTURE
 from pymc_bnn.predictive import PosteriorPredictive, summarize_proba
@@ -147,6 +148,43 @@ def test_the_stacked_fit_is_seeded_saved_and_loaded(linear_table, stacked, tmp_p
     share = stacked.linear_part_["weight"]
     assert f"linear part: {share:.0%} of the draws from a Bayesian logistic regression" in out
     assert "mixture: half the network's draws from ADVI" in out
+
+
+def test_draws_of_another_number_keep_every_part_in_its_share(linear_table, stacked,
+                                                              tmp_path):
+    """``sample_proba(n_draws=k)``: fresh draws of every part in the fit's shares (the
+    slow path: an explicit mixture and a linear model fitted alone with the same seeds,
+    for ``k`` draws in all); a loaded model thins its stored draws, each part in its
+    share; a mixture needs two draws."""
+    X, y = linear_table
+    record = stacked.linear_part_
+    np.testing.assert_array_equal(stacked.sample_proba(X, n_draws=40),
+                                  stacked.predictive_.sample_proba(X))
+    # the chosen share (the effective one, ``weight``, is rounded to the fit's draws)
+    share = LP.LINEAR_WEIGHTS[int(np.argmin(record["scores"]))]
+    n_linear = linear_share(share, 80)
+    draws = stacked.sample_proba(X, n_draws=80)
+    assert draws.shape[0] == 80 and n_linear > 0
+    mixture = fitted(X, y, inference=MIXTURE, n_draws=80 - n_linear)
+    linear = fitted(X, y, hidden_layer_sizes=(), inference="laplace", n_draws=n_linear,
+                    posterior_temperature=record["temperature"])
+    np.testing.assert_allclose(draws[:80 - n_linear], mixture.predictive_.sample_proba(X),
+                               rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(draws[80 - n_linear:], linear.predictive_.sample_proba(X),
+                               rtol=1e-6, atol=1e-9)
+    with pytest.raises(ValueError, match="at least 2 draws"):
+        stacked.sample_proba(X, n_draws=1)
+    back = BayesianMLPClassifier.load(stacked.save(tmp_path / "thin.nc"))
+    stored, thinned = back.sample_proba(X), back.sample_proba(X, n_draws=20)
+    n_stored = record["n_draws"]
+    n_thin = linear_share(n_stored / 40, 20)  # the stored share, two network draws kept
+    assert thinned.shape[0] == 20 and n_thin > 0
+    for draw, part in ((thinned[:20 - n_thin], stored[:40 - n_stored]),
+                       (thinned[20 - n_thin:], stored[40 - n_stored:])):
+        for one in draw:  # each thinned draw is one of that part's stored draws
+            assert np.any(np.all(np.isclose(part, one, rtol=0, atol=1e-9), axis=(1, 2)))
+    with pytest.raises(ValueError, match="exceeds the 40 stored"):
+        back.sample_proba(X, n_draws=41)
 
 
 def test_no_share_is_the_network_alone_bit_for_bit(linear_table, monkeypatch):

@@ -1,0 +1,71 @@
+"""The predictive draws of a fit made of parts: the network's own approximation, a
+mixture's Laplace half (:mod:`pymc_bnn.laplace`) and a stacked linear part
+(:mod:`pymc_bnn.linear_part`), each given its share of the draws.
+
+One function makes them for the fit (``n_draws``) and for a later call that asks for
+another number of fresh draws (``sample_proba(n_draws=k)``), so the two cannot drift
+apart: a request for ``k`` draws gets every part in the fit's proportions, not the first
+part alone.
+"""
+
+from __future__ import annotations
+
+from pymc_bnn.linear_part import stacked_idata
+from pymc_bnn.predictive import posterior_draws
+
+__all__ = ["composed_idata", "linear_share"]
+
+
+def linear_share(weight: float, n_draws: int) -> int:
+    """The linear part's draws of ``n_draws``: its share ``weight``, rounded, leaving at
+    least two network draws (a mixture's halves need one each)."""
+    return max(0, min(int(round(weight * n_draws)), n_draws - 2))
+
+
+def composed_idata(posterior, n_draws: int, *, random_seed, temperature: float,
+                   laplace: dict | None = None, linear: dict | None = None):
+    """The draws of the parts, in one DataTree.
+
+    Parameters
+    ----------
+    posterior : Posterior
+        The network's own fit (its draws come first).
+    n_draws : int
+        Draws in all.
+    random_seed : int
+        Seeds every part's draws.
+    temperature : float
+        The network's posterior temperature.
+    laplace : dict, optional
+        A mixture's Laplace half: ``{"posterior", "temperature"}``; half the network's
+        draws (rounded down) are its linearised ones.
+    linear : dict, optional
+        A stacked linear part: ``{"posterior", "temperature", "weight"}``; its share of
+        all the draws (:func:`linear_share`) are its own, in a group of their own.
+
+    Returns
+    -------
+    (idata, counts)
+        ``counts``: the draws of each part, ``{"network", "laplace", "linear"}``.
+    """
+    if laplace is not None and n_draws < 2:
+        raise ValueError(f"n_draws={n_draws}: a mixture of two approximations needs at "
+                         "least 2 draws (one from each).")
+    n_linear = 0 if linear is None else linear_share(linear["weight"], n_draws)
+    n_network = n_draws - n_linear
+    n_laplace = 0 if laplace is None else n_network // 2
+    idata = posterior_draws(posterior, n_draws=n_network - n_laplace,
+                            random_seed=random_seed, temperature=temperature)
+    if laplace is not None:
+        from pymc_bnn.laplace import mixture_idata
+
+        idata = mixture_idata(idata, posterior_draws(laplace["posterior"], n_draws=n_laplace,
+                                                     random_seed=random_seed,
+                                                     temperature=laplace["temperature"]),
+                              posterior.spec.weight_names)
+    if n_linear:
+        idata = stacked_idata(idata, posterior_draws(
+            linear["posterior"], n_draws=n_linear, random_seed=random_seed,
+            temperature=linear["temperature"]))
+    return idata, {"network": n_network - n_laplace, "laplace": n_laplace,
+                   "linear": n_linear}
