@@ -492,6 +492,9 @@ def run_regression(args, variants, M, wc: WarningCounter, config: dict) -> list[
                     if spec["kind"] == "bnn":
                         lower, upper = pipe[-1].predict_interval(
                             pipe[:-1].transform(d["X_test"]), coverage=0.9)
+                        # which method the default settled on (ADVI, Laplace, the mixture)
+                        rec.update(inference=pipe[-1].inference_,
+                                   inference_selection=pipe[-1].inference_selection_)
                     else:
                         lower, upper = mean - Z90 * std, mean + Z90 * std
                     rec.update(
@@ -506,7 +509,8 @@ def run_regression(args, variants, M, wc: WarningCounter, config: dict) -> list[
                 if rec["status"] == "ok":
                     log(f"[regression] {dataset:15s} seed {seed}  {spec['name']:22s} "
                         f"fit {rec['fit_s']:6.1f} s  RMSE {rec['rmse']:.3f}  "
-                        f"NLL {rec['nll']:.3f}  cov90 {rec['coverage90']:.3f}")
+                        f"NLL {rec['nll']:.3f}  cov90 {rec['coverage90']:.3f}"
+                        + (f"  {rec['inference']}" if "inference" in rec else ""))
                 else:
                     log(f"[regression] {dataset:15s} seed {seed}  {spec['name']:22s} "
                         f"{rec['reason']}")
