@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
-from laplace_starts_mixture import draw_logpdf, mix  # noqa: E402
+from laplace_starts_mixture import draw_logpdf, ensemble_scores  # noqa: E402
 from scipy.optimize import minimize  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 from uci_regression import DATA_DIR, load_split  # noqa: E402
@@ -97,15 +97,7 @@ def main():
                 for k in range(n_extra)]
             rec["extra_s"] = time.perf_counter() - t0
             lap.fit_laplace = REAL
-            laps = [lap0, *extra]
-            rec["laplace0"] = float(mix(lap0).mean())
-            rec["laplace_each"] = [float(mix(p).mean()) for p in laps]
-            rec["laplace_ensemble"] = float(mix(*laps).mean())
-            if advi is not None:
-                k = len(laps)
-                rec["advi_half_ensemble_half"] = float(
-                    mix(advi, *laps, weights=[0.5] + [0.5 / k] * k).mean())
-                rec["all_equal"] = float(mix(advi, *laps).mean())
+            rec.update(ensemble_scores(advi, [lap0, *extra]))
             rows.append(rec)
             print(json.dumps(rec), flush=True)
             json.dump({"experiment": __doc__, "argv": sys.argv[1:], "rows": rows},

@@ -39,6 +39,22 @@ def mix(*parts, weights=None):
     return logsumexp(np.stack(comps) + np.log(w)[:, None], axis=0)
 
 
+def ensemble_scores(advi, laps) -> dict:
+    """Test LL of the Laplace starts (``laps``: each (n_draws, n_rows) per-draw log
+    densities, the default's half first) alone and in mixtures with ``advi`` (the
+    default's ADVI half, or None where it kept Laplace alone)."""
+    rec = {"laplace0": float(mix(laps[0]).mean()),
+           "laplace_each": [float(mix(p).mean()) for p in laps],
+           "laplace_ensemble": float(mix(*laps).mean())}
+    if advi is not None:
+        k = len(laps)
+        rec["advi"] = float(mix(advi).mean())
+        rec["advi_half_ensemble_half"] = float(
+            mix(advi, *laps, weights=[0.5] + [0.5 / k] * k).mean())
+        rec["all_equal"] = float(mix(advi, *laps).mean())
+    return rec
+
+
 def main():
     sets, n_splits, n_extra, out = (sys.argv[1].split(","), int(sys.argv[2]),
                                     int(sys.argv[3]), sys.argv[4])
@@ -71,16 +87,7 @@ def main():
                 random_state=10_000 + 100 * split + k).fit(Z, y), Zt, yt)
                 for k in range(n_extra)]
             rec["extra_s"] = time.perf_counter() - t0
-            laps = [lap0, *extra]
-            rec["laplace0"] = float(mix(lap0).mean())
-            rec["laplace_each"] = [float(mix(p).mean()) for p in laps]
-            rec["laplace_ensemble"] = float(mix(*laps).mean())
-            if advi is not None:
-                k = len(laps)
-                rec["advi"] = float(mix(advi).mean())
-                rec["advi_half_ensemble_half"] = float(
-                    mix(advi, *laps, weights=[0.5] + [0.5 / k] * k).mean())
-                rec["all_equal"] = float(mix(advi, *laps).mean())
+            rec.update(ensemble_scores(advi, [lap0, *extra]))
             rows.append(rec)
             print(json.dumps(rec), flush=True)
             json.dump({"experiment": __doc__, "argv": sys.argv[1:], "rows": rows},
