@@ -353,21 +353,19 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         selections = [choose_temperature(s, X.shape[0], grid)
                       for s, grid in zip(scores, grids)]
         best = int(np.argmin([sel.scores.min() for sel in selections]))
-        self.inference_, self.kl_weight_ = candidates[best]
         choice = pair = None
         if mixes:
             choice, pair, mixed_record = self._check_mixture(
                 dict(zip(methods, scores)), dict(zip(methods, selections)), X.shape[0])
             best = methods.index(choice) if choice in methods else best
+        self.inference_, self.kl_weight_ = candidates[best]
         record = {"scores": [float(sel.scores.min()) for sel in selections],
                   "temperatures": [sel.temperature for sel in selections]}
         self.kl_weight_selection_ = (
             {"kl_weights": [w for _, w in candidates], **record} if len(weights) > 1 else None)
         self.inference_selection_ = (
+            mixed_record if mixes else
             {"methods": [m for m, _ in candidates], **record} if len(methods) > 1 else None)
-        if mixes:
-            self.inference_selection_ = mixed_record
-            self.inference_ = candidates[best][0]
         if fixed:
             self.temperature_selection_ = None
             self.posterior_temperature_ = grids[0][0]

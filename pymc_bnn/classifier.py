@@ -454,11 +454,10 @@ default "auto"
         if n_draws is None:
             pred = self.predictive_
         elif self.posterior_.is_variational and hasattr(self, "_draw_parts"):
-            parts = self._draw_parts
-            idata, _ = composed_idata(
-                parts["posterior"], check_n_draws(n_draws, allow_none=False), random_seed=self._seeds()["predict"],
-                temperature=parts["temperature"], laplace=parts["laplace"],
-                linear=parts["linear"])
+            # the fit's parts (base._set_posterior), each in its share of the k draws
+            idata, _ = composed_idata(n_draws=check_n_draws(n_draws, allow_none=False),
+                                      random_seed=self._seeds()["predict"],
+                                      **self._draw_parts)
             pred = predictive_from_idata(self.posterior_.spec, idata)
         else:
             pred = predictive_from_idata(self.posterior_.spec, self.idata_, n_draws=n_draws)
