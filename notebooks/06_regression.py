@@ -28,8 +28,8 @@
 #    split of the predictive sd into its epistemic and aleatoric parts;
 # 4. whether the 90% intervals cover 90% of held-out points;
 # 5. what the default does: it fits both mean-field ADVI and the evidence-tuned
-#    Laplace approximation on three held-out folds and keeps their equal mixture
-#    unless one alone is clearly better there.
+#    Laplace approximation on three held-out folds and keeps their mixture (the
+#    Laplace share stacked on the folds) unless one alone is clearly better there.
 #
 # Set `PYMC_BNN_QUICK=1` for a fast run (shorter NUTS chains, fewer ADVI steps, ADVI
 # in place of NUTS where another NUTS fit shows the same code at work). Fit
@@ -466,8 +466,9 @@ display(Markdown("\n".join(lines)))
 # regressor fits two approximations of the same model on the temperature's three
 # held-out folds — mean-field ADVI and the linearised Laplace approximation at the MAP
 # with per-layer prior precisions and the noise precision set by MacKay's evidence —
-# and scores three candidates on the held-out rows: each alone, and their equal
-# mixture (half the predictive draws from each, the two temperatures chosen together).
+# and scores three candidates on the held-out rows: each alone, and their mixture
+# (the Laplace share of the predictive draws stacked on the same folds, one of 2 % to
+# 98 %, chosen together with the two temperatures).
 # It keeps the mixture unless one alone predicts the folds clearly better (on over 100
 # rows, by over 4 nats in all and by over two standard errors of the rows' paired
 # differences): the mixture is the hedge where the folds cannot tell the two apart.
@@ -487,6 +488,7 @@ for method, score, temperature in zip(selection["methods"], selection["scores"],
     print(f"  {method}: held-out score {score:.3f} at temperature {temperature}")
 print("  standard errors of each one alone against the mixture:",
       [round(se, 3) for se in selection["standard_errors"]])
+print("  the mixture's Laplace share:", selection["laplace_weight"])
 
 lines = ["| fit | method | fit (s) | test LL off the gap | in the gap | RMSE (grid) | "
          "90% coverage off the gap | in the gap |", "|" + "---|" * 8]

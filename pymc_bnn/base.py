@@ -315,15 +315,15 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         fits of every candidate (at once), each scored at every temperature (or at the
         fixed one); the candidate and temperature with the best summed held-out density
         win, then the kept fit. ADVI and Laplace under ``inference="auto"`` with a
-        cross-fitted temperature: their equal mixture too, kept unless one alone is
-        clearly better (:meth:`_check_mixture`)."""
+        cross-fitted temperature: their mixture too (the Laplace half's share stacked),
+        kept unless one alone is clearly better (:meth:`_check_mixture`)."""
         fixed = self.posterior_temperature != "auto"
         # a fit at KL weight w is about as spread as the posterior at temperature w:
         # its temperatures are the grid's divided by w (1 / w restores the spread)
         grids = [(float(self.posterior_temperature),) if fixed
                  else tuple(t / w for t in TEMPERATURES) for _, w in candidates]
         methods = list(dict.fromkeys(m for m, _ in candidates))
-        # ADVI and Laplace: their equal mixture is a third candidate, scored row by row
+        # ADVI and Laplace: their mixture is a third candidate, scored row by row
         mixes = (self.inference == "auto" and not fixed and sorted(methods) == ["advi", "laplace"]
                  and len(candidates) == 2)
         tasks = []
@@ -355,7 +355,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         best = int(np.argmin([sel.scores.min() for sel in selections]))
         choice = pair = None
         if mixes:
-            choice, pair, mixed_record = self._check_mixture(
+            choice, pair, weight, mixed_record = self._check_mixture(
                 dict(zip(methods, scores)), dict(zip(methods, selections)), X.shape[0])
             best = methods.index(choice) if choice in methods else best
         self.inference_, self.kl_weight_ = candidates[best]
@@ -381,7 +381,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                 laplace = {"posterior": progress.counted(fit_rows)(None, seeds["fit"],
                                                                    method="laplace"),
                            "temperature": pair["laplace"].temperature,
-                           "selection": pair["laplace"]}
+                           "selection": pair["laplace"], "weight": weight}
         elif not (ahead and best == 0):
             with progress.stage(self._fits_stage_name(1, None), fits=1):
                 posterior = progress.counted(fit_rows)(None, seeds["fit"],
@@ -592,6 +592,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                 "methods": [posterior.method, "laplace"],
                 "n_draws": [counts["network"], counts["laplace"]],
                 "laplace_temperature": float(laplace["temperature"]),
+                "laplace_weight": float(laplace.get("weight", 0.5)),
                 "laplace_temperature_selection": (None if selection is None
                                                   else selection.as_dict()),
                 "laplace_prior_sigma": [float(v) for v in

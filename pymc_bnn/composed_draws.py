@@ -13,7 +13,13 @@ from __future__ import annotations
 from pymc_bnn.linear_part import stacked_idata
 from pymc_bnn.predictive import posterior_draws
 
-__all__ = ["composed_idata", "linear_share"]
+__all__ = ["composed_idata", "laplace_share", "linear_share"]
+
+
+def laplace_share(weight: float, n_draws: int) -> int:
+    """A mixture's Laplace draws of ``n_draws`` network draws: its share ``weight``,
+    rounded down (a half: ``n_draws // 2``), at least one draw left to each half."""
+    return min(max(1, int(weight * n_draws + 1e-9)), n_draws - 1)
 
 
 def linear_share(weight: float, n_draws: int) -> int:
@@ -37,8 +43,9 @@ def composed_idata(posterior, n_draws: int, *, random_seed, temperature: float,
     temperature : float
         The network's posterior temperature.
     laplace : dict, optional
-        A mixture's Laplace half: ``{"posterior", "temperature"}``; half the network's
-        draws (rounded down) are its linearised ones.
+        A mixture's Laplace half: ``{"posterior", "temperature"}`` and its share of
+        the network's draws, ``"weight"`` (default a half; :func:`laplace_share`), its
+        linearised ones.
     linear : dict, optional
         A stacked linear part: ``{"posterior", "temperature", "weight"}``; its share of
         all the draws (:func:`linear_share`) are its own, in a group of their own.
@@ -53,7 +60,7 @@ def composed_idata(posterior, n_draws: int, *, random_seed, temperature: float,
                          "least 2 draws (one from each).")
     n_linear = 0 if linear is None else linear_share(linear["weight"], n_draws)
     n_network = n_draws - n_linear
-    n_laplace = 0 if laplace is None else n_network // 2
+    n_laplace = 0 if laplace is None else laplace_share(laplace.get("weight", 0.5), n_network)
     idata = posterior_draws(posterior, n_draws=n_network - n_laplace,
                             random_seed=random_seed, temperature=temperature)
     if laplace is not None:

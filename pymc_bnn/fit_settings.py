@@ -23,9 +23,11 @@ from pymc_bnn.tempering import (choose_mixture_temperatures, choose_temperature,
 #: the data shape the function where they can, and the held-out density says where
 #: that is (``docs/experiments/uci_regression.md``).
 KL_WEIGHTS = (1.0, 0.25, 0.0625)
-#: ``inference`` of the equal-weight mixture of a mean-field ADVI fit and a linearised
-#: Laplace fit (classifier): half the predictive draws from each, the halves'
-#: temperatures cross-fitted together (``docs/experiments/calibration-log.md``).
+#: ``inference`` of the mixture of a mean-field ADVI fit and a linearised Laplace fit:
+#: the classifier's half the predictive draws from each, the regressor's the Laplace
+#: share stacked on the folds (:attr:`FitSettingsMixin._MIXTURE_WEIGHTS`), the halves'
+#: temperatures cross-fitted together (``docs/experiments/calibration-log.md``,
+#: ``docs/experiments/uci_regression.md``).
 MIXTURE = "advi+laplace"
 #: ``inference="auto"`` keeps the mixture unless the held-out folds show ADVI alone
 #: better, by the rules of thumb for comparing models by their pointwise held-out
@@ -91,7 +93,7 @@ class FitSettingsMixin:
                            else float(self.posterior_temperature))
             return {"posterior": posterior, "temperature": temperature, "selection": None}
         alone = {"advi": self.temperature_selection_} if self.inference == "auto" else {}
-        choice, pair, record = self._check_mixture(
+        choice, pair, weight, record = self._check_mixture(
             {"advi": advi_fold_scores, "laplace": fold_scores}, alone, n_rows)
         self.inference_selection_ = record
         if choice != MIXTURE:
@@ -101,11 +103,18 @@ class FitSettingsMixin:
         self.temperature_selection_ = advi
         self.posterior_temperature_ = advi.temperature
         return {"posterior": posterior, "temperature": laplace.temperature,
-                "selection": laplace}
+                "selection": laplace, "weight": weight}
+
+    #: The Laplace half's shares of the ADVI + Laplace mixture tried on the folds
+    #: (:func:`pymc_bnn.tempering.choose_mixture_temperatures`); ``(0.5,)``: the equal
+    #: mixture (the classifier's: its linear part's share is stacked on the same folds,
+    #: and its ten-split calibration table was measured with the equal mixture).
+    _MIXTURE_WEIGHTS = (0.5,)
 
     def _check_mixture(self, halves: dict, alone: dict, n_rows: int) -> tuple:
-        """The equal mixture of two fits on the folds, and ``inference="auto"``'s check
-        of it against each fit alone in ``alone``.
+        """The mixture of two fits on the folds (the second's share of
+        :attr:`_MIXTURE_WEIGHTS` stacked), and ``inference="auto"``'s check of it
+        against each fit alone in ``alone``.
 
         Parameters
         ----------
@@ -120,30 +129,36 @@ class FitSettingsMixin:
 
         Returns
         -------
-        (choice, pair, record)
+        (choice, pair, weight, record)
             ``choice``: :data:`MIXTURE`, or the fit alone that the folds clearly prefer
             (on more than :data:`MIXTURE_DROP_MIN_ROWS` rows, by more than
             :data:`MIXTURE_DROP_MIN_NATS` nats summed and by more than
             :data:`MIXTURE_DROP_SE` standard errors of the paired difference; of two
             such, the one further ahead: the mixture's score lies between its halves'
             mean and the better half's, so at most one can be). ``pair``: ``{method:
-            TemperatureSelection}``, the mixture's temperatures, chosen together.
-            ``record``: the ``inference_selection_`` of the check (None without one):
-            ``methods`` (the mixture first), their held-out NLL per row (``scores``),
-            ``standard_errors`` of each fit alone's difference from the mixture and
-            the ``temperatures`` (the mixture's pair first).
+            TemperatureSelection}``, the mixture's temperatures, chosen together with
+            ``weight``, the second fit's share of its draws. ``record``: the
+            ``inference_selection_`` of the check (None without one): ``methods`` (the
+            mixture first), their held-out NLL per row (``scores``),
+            ``standard_errors`` of each fit alone's difference from the mixture, the
+            ``temperatures`` (the mixture's pair first) and the mixture's
+            ``laplace_weight``.
         """
-        pair = dict(zip(halves, choose_mixture_temperatures(*halves.values(), n_rows)))
+        *selections, weight = choose_mixture_temperatures(*halves.values(), n_rows,
+                                                          weights=self._MIXTURE_WEIGHTS)
+        pair = dict(zip(halves, selections))
         if not alone:
-            return MIXTURE, pair, None
+            return MIXTURE, pair, weight, None
         record = {"methods": [MIXTURE], "scores": [], "standard_errors": [],
-                  "temperatures": [[pair[m].temperature for m in halves]]}
+                  "temperatures": [[pair[m].temperature for m in halves]],
+                  "laplace_weight": weight}
         choice, margin = MIXTURE, 0.0
         for method, selection in alone.items():
             other = next(m for m in halves if m != method)
             mixed, alone_nll, se = mixture_difference(
                 halves[method], halves[other], alone_index=_index(selection),
-                first_index=_index(pair[method]), second_index=_index(pair[other]))
+                first_index=_index(pair[method]), second_index=_index(pair[other]),
+                weight=weight if other == list(halves)[1] else 1.0 - weight)
             record["methods"].append(method)
             record["scores"][:1] = [mixed]
             record["scores"].append(alone_nll)
@@ -153,7 +168,7 @@ class FitSettingsMixin:
             if (n_rows > MIXTURE_DROP_MIN_ROWS and worse * n_rows > MIXTURE_DROP_MIN_NATS
                     and worse > MIXTURE_DROP_SE * se and worse > margin):
                 choice, margin = method, worse
-        return choice, pair, record
+        return choice, pair, weight, record
 
     def _fits_stage_name(self, n_fits: int, folds) -> str:
         """What the fit's main stage does, in words (for :class:`FitProgress`)."""
@@ -196,7 +211,7 @@ class FitSettingsMixin:
             network = [a.nll[i] for a in advi_fold_scores]
         else:
             j = _index(laplace["selection"])
-            network = [mixed_nll(a.nll[i], b.nll[j])
+            network = [mixed_nll(a.nll[i], b.nll[j], laplace["weight"])
                        for a, b in zip(advi_fold_scores, laplace_fold_scores, strict=True)]
         weight, scores = choose_linear_weight(network, [s.nll[k] for s in linear_scores],
                                               [s.scale for s in linear_scores])

@@ -112,8 +112,14 @@ def _mixture_line(mixture: dict) -> str:
     what = ("the network at its most probable weights with a spread of the output "
             "layer's only (the whole network's was too costly here)" if last else
             "the network linearised at its most probable weights")
-    return ("predictions: the average of two approximations of the posterior, half the "
-            f"network's draws each: ADVI's (above) and the Laplace approximation's, {what}, its "
+    advi, laplace = (int(n) for n in mixture.get("n_draws", (1, 1)))
+    if abs(advi - laplace) <= 1:
+        shares = "half the network's draws each"
+    else:  # stacked on the folds (the regressor)
+        shares = (f"{advi / (advi + laplace):.0%} and {laplace / (advi + laplace):.0%} of the "
+                  "network's draws, the shares that predicted the held-out rows best")
+    return (f"predictions: the average of two approximations of the posterior, {shares}: "
+            f"ADVI's (above) and the Laplace approximation's, {what}, its "
             f"spread scaled by temperature {t:g} (chosen on held-out rows)")
 
 

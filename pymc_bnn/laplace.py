@@ -639,15 +639,15 @@ def laplace_idata(gaussian: LaplaceGaussian, layer_shapes, n_draws: int, random_
 
 
 def mixture_idata(network, linearised, weight_names):
-    """One DataTree of an equal-weight mixture's draws: the ``posterior`` group holds
-    the network draws of ``network`` (e.g. ADVI's) then the linearised draws of
-    ``linearised`` (:func:`laplace_idata`) along ``draw``, in one chain, and the
-    :data:`LINEARIZATION_GROUP` group the linearisation point, with the index of the
-    first linearised draw in its :data:`FIRST_LINEARIZED` attribute (no such group
-    where ``linearised`` has none: a last-layer fit's draws are the network's own).
-    Only the weights
-    and biases (``weight_names``: pairs) are kept, and a regression network's noise sd
-    (``sigma``, where both halves have it): the predictive needs nothing else."""
+    """One DataTree of a mixture's draws (each part's share is its number of draws):
+    the ``posterior`` group holds the network draws of ``network`` (e.g. ADVI's) then
+    the linearised draws of ``linearised`` (:func:`laplace_idata`) along ``draw``, in
+    one chain, and the :data:`LINEARIZATION_GROUP` group the linearisation point, with
+    the index of the first linearised draw in its :data:`FIRST_LINEARIZED` attribute
+    (no such group where ``linearised`` has none: a last-layer fit's draws are the
+    network's own). Only the weights and biases (``weight_names``: pairs) are kept,
+    and a regression network's noise sd (``sigma``, where both halves have it): the
+    predictive needs nothing else."""
     import xarray as xr
 
     names = [name for pair in weight_names for name in pair]

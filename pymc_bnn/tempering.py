@@ -30,14 +30,22 @@ from pymc_bnn.forward_graphs import static_shapes
 from pymc_bnn.predictive import (PosteriorPredictive, mean_proba_nll, mixture_nll,
                                  posterior_predictive)
 
-__all__ = ["TEMPERATURES", "FoldScores", "TemperatureSelection", "choose_mixture_temperatures",
-           "choose_temperature", "cross_fit_temperature", "fold_tasks", "heldout_nll",
-           "heldout_nll_table", "heldout_scores", "mixed_nll", "mixture_difference"]
+__all__ = ["MIXTURE_WEIGHTS", "TEMPERATURES", "FoldScores", "TemperatureSelection",
+           "choose_mixture_temperatures", "choose_temperature", "cross_fit_temperature",
+           "fold_tasks", "heldout_nll", "heldout_nll_table", "heldout_scores", "mixed_nll",
+           "mixture_difference"]
 
 #: Candidate temperatures: roughly log-spaced spread factors sqrt(T) from 0.03 to 1.41.
 TEMPERATURES = (0.001, 0.003, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
 #: Posterior draws per fold used to score the temperatures.
 SCORE_DRAWS = 200
+#: The Laplace half's shares of the regressor's ADVI + Laplace mixture tried on the
+#: held-out folds (:func:`choose_mixture_temperatures`): tenths, and finer steps near
+#: either end, where a tenth of a part's weight is a large change in the log score of
+#: the rows that only that part predicts well (log 0.9 against log 0.98 per row). The
+#: ends themselves, a half alone, are the mixture check's to choose
+#: (:meth:`pymc_bnn.fit_settings.FitSettingsMixin._check_mixture`).
+MIXTURE_WEIGHTS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98)
 
 
 @dataclass(frozen=True)
@@ -328,17 +336,21 @@ def choose_temperature(fold_scores: Sequence[np.ndarray], n_rows: int,
 
 
 def choose_mixture_temperatures(first: Sequence[FoldScores], second: Sequence[FoldScores],
-                                n_rows: int, temperatures=TEMPERATURES) -> tuple:
-    """The pair of temperatures at which the equal-weight mixture of two fits'
-    predictives (half the draws from each) predicts the held-out folds best.
+                                n_rows: int, temperatures=TEMPERATURES, *,
+                                weights=(0.5,)) -> tuple:
+    """The pair of temperatures, and the second fit's share of the draws, at which the
+    mixture of two fits' predictives predicts the held-out folds best.
 
-    A row's mixture density is the mean of the two fits' predictive densities of it,
-    so its NLL is ``log 2 - logaddexp(-a, -b)`` for the fits' NLLs ``a`` and ``b``
-    of that row. Every pair of the grid is scored. Why jointly: each fit's own best
-    temperature makes it alone as confident as the folds allow; their average is
-    then less confident than either where they disagree (digits: mean confidence
-    0.947 at accuracy 0.971, ``docs/experiments/calibration-log.md``), so the
-    mixture, which is what predicts, is what the temperatures are chosen for.
+    A row's mixture density is ``(1 - w) p_first + w p_second``, so its NLL is
+    ``-logaddexp(log(1 - w) - a, log(w) - b)`` for the fits' NLLs ``a`` and ``b`` of
+    that row (:func:`mixed_nll`). Every weight and pair of the grid is scored. Why the
+    temperatures jointly: each fit's own best temperature makes it alone as confident
+    as the folds allow; their average is then less confident than either where they
+    disagree (digits: mean confidence 0.947 at accuracy 0.971,
+    ``docs/experiments/calibration-log.md``), so the mixture, which is what predicts,
+    is what the temperatures are chosen for. The weight with them: stacking (Yao,
+    Vehtari, Simpson & Gelman 2018), as the linear part's share is
+    (:mod:`pymc_bnn.linear_part`).
 
     Parameters
     ----------
@@ -347,30 +359,41 @@ def choose_mixture_temperatures(first: Sequence[FoldScores], second: Sequence[Fo
         the same folds and seed (so the same scored rows), on the grid ``temperatures``.
     n_rows : int
         Rows held out over all folds (the scores are reported per row).
+    weights : sequence of float in (0, 1)
+        The second fit's shares tried (``(0.5,)``: the equal mixture).
 
     Returns
     -------
-    (first_selection, second_selection) : tuple of TemperatureSelection
-        The chosen pair's temperatures; each one's ``scores`` are the mixture's held-out
-        NLL per row over its own grid, the other fit held at its chosen temperature.
-        Ties (within 1e-9 nats per row) go to the pair nearest (1, 1).
+    (first_selection, second_selection, weight) : tuple
+        The chosen pair's temperatures (TemperatureSelection); each one's ``scores``
+        are the mixture's held-out NLL per row over its own grid, the other fit held at
+        its chosen temperature and the chosen weight; and the second fit's chosen share
+        (float). Ties (within 1e-9 nats per row) go to the weight nearest 0.5, then to
+        the pair nearest (1, 1).
     """
     temperatures = tuple(float(t) for t in temperatures)
+    weights = tuple(float(w) for w in weights)
+    if not all(0.0 < w < 1.0 for w in weights):
+        raise ValueError(f"a mixture's weights must lie strictly between 0 and 1; got {weights}")
     total = 0.0
     for a, b in _same_rows(first, second):
-        total = total + a.scale * mixed_nll(a.nll[:, None, :], b.nll[None, :, :]).sum(axis=2)
+        total = total + a.scale * np.stack(
+            [mixed_nll(a.nll[:, None, :], b.nll[None, :, :], w).sum(axis=2) for w in weights])
     scores = total / n_rows
     log_t = np.abs(np.log(temperatures))
     near = np.argwhere(scores <= scores.min() + 1e-9)
-    i, j = min(near.tolist(), key=lambda ij: log_t[ij[0]] + log_t[ij[1]])
+    k, i, j = min(near.tolist(), key=lambda kij: (abs(weights[kij[0]] - 0.5),
+                                                  log_t[kij[1]] + log_t[kij[2]]))
     n_splits = len(first)
-    return (TemperatureSelection(temperatures[i], temperatures, scores[:, j], n_splits),
-            TemperatureSelection(temperatures[j], temperatures, scores[i, :], n_splits))
+    return (TemperatureSelection(temperatures[i], temperatures, scores[k, :, j], n_splits),
+            TemperatureSelection(temperatures[j], temperatures, scores[k, i, :], n_splits),
+            weights[k])
 
 
 def mixture_difference(first: Sequence[FoldScores], second: Sequence[FoldScores], *,
-                       first_index: int, second_index: int, alone_index: int) -> tuple:
-    """The equal mixture of two fits against the first alone, row by row on the folds.
+                       first_index: int, second_index: int, alone_index: int,
+                       weight: float = 0.5) -> tuple:
+    """A mixture of two fits against the first alone, row by row on the folds.
 
     Parameters
     ----------
@@ -380,6 +403,8 @@ def mixture_difference(first: Sequence[FoldScores], second: Sequence[FoldScores]
         The mixture's temperatures (indices into the grid).
     alone_index : int
         The first fit's temperature when it predicts alone.
+    weight : float
+        The second fit's share of the mixture.
 
     Returns
     -------
@@ -392,7 +417,7 @@ def mixture_difference(first: Sequence[FoldScores], second: Sequence[FoldScores]
     """
     mixed, alone, weights = [], [], []
     for a, b in _same_rows(first, second):
-        mixed.append(mixed_nll(a.nll[first_index], b.nll[second_index]))
+        mixed.append(mixed_nll(a.nll[first_index], b.nll[second_index], weight))
         alone.append(a.nll[alone_index])
         weights.append(np.full(a.nll.shape[1], a.scale))
     mixed, alone, weights = (np.concatenate(v) for v in (mixed, alone, weights))
@@ -403,10 +428,10 @@ def mixture_difference(first: Sequence[FoldScores], second: Sequence[FoldScores]
             float(spread / np.sqrt(len(diff))))
 
 
-def mixed_nll(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """NLL of the equal mixture of two predictives whose NLLs (of the same rows) are
-    ``a`` and ``b``: ``-log((exp(-a) + exp(-b)) / 2)``."""
-    return np.log(2.0) - np.logaddexp(-a, -b)
+def mixed_nll(a: np.ndarray, b: np.ndarray, weight: float = 0.5) -> np.ndarray:
+    """NLL of the mixture of two predictives whose NLLs (of the same rows) are ``a`` and
+    ``b``, the second's share ``weight``: ``-log((1 - w) exp(-a) + w exp(-b))``."""
+    return -np.logaddexp(np.log1p(-weight) - a, np.log(weight) - b)
 
 
 def _same_rows(first: Sequence[FoldScores], second: Sequence[FoldScores]):

@@ -56,6 +56,12 @@ def test_the_mixture_says_what_its_second_half_is_without_flagging_its_temperatu
                     "laplace_diagnostics": {"structure": "last_layer"}}
     line = describe(est)[-1]
     assert "output layer's only" in line and "linearised" not in line
+    # the regressor's stacked share, where it is not a half
+    est.mixture_ = {"laplace_temperature": 0.01, "n_draws": [100, 900]}
+    assert "10% and 90% of the network's draws, the shares that predicted the held-out " \
+        "rows best: ADVI's (above)" in describe(est)[-1]
+    est.mixture_["n_draws"] = [500, 501]
+    assert "half the network's draws each" in describe(est)[-1]
     # nor the ADVI half's at the narrowest: the Laplace half brings the spread
     est = _est(0.001)
     assert "unusual" in describe(est)[0]

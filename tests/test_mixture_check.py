@@ -80,7 +80,8 @@ def test_the_mixture_s_temperatures_are_the_best_pair_of_mixing_the_draws(data, 
     folds, fits, (first, second) = fold_fits
     assert all(isinstance(f, FoldScores) and f.nll.shape == (len(TEMPERATURES), 30)
                for f in first + second)
-    sel_first, sel_second = choose_mixture_temperatures(first, second, len(y))
+    sel_first, sel_second, weight = choose_mixture_temperatures(first, second, len(y))
+    assert weight == 0.5  # the default: the equal mixture
     # by hand: every pair of temperatures, the draws mixed
     p_first = [_label_probabilities(X, y, folds, fits, (3,), t) for t in TEMPERATURES]
     p_second = [_label_probabilities(X, y, folds, fits, (), t) for t in TEMPERATURES]
@@ -96,6 +97,36 @@ def test_the_mixture_s_temperatures_are_the_best_pair_of_mixing_the_draws(data, 
     with pytest.raises(ValueError, match="different rows"):
         choose_mixture_temperatures(first, [FoldScores(f.nll[:, 1:], f.scale) for f in second],
                                     len(y))
+
+
+@pytest.mark.filterwarnings("ignore:ADVI stopped before")
+def test_a_stacked_share_is_the_best_weighted_mixture_of_the_draws(data, fold_fits):
+    """With several shares of the second fit (the regressor's stacked mixture), the
+    weight and the pair are the best of every weighted mixture of the draws' mean
+    probabilities, computed by hand; ties go to the share nearest a half."""
+    X, y = data
+    folds, fits, (first, second) = fold_fits
+    weights = (0.1, 0.3, 0.5, 0.8)
+    sel_first, sel_second, weight = choose_mixture_temperatures(first, second, len(y),
+                                                                weights=weights)
+    p_first = [_label_probabilities(X, y, folds, fits, (3,), t).mean(0) for t in TEMPERATURES]
+    p_second = [_label_probabilities(X, y, folds, fits, (), t).mean(0) for t in TEMPERATURES]
+    grid = np.array([[[-np.log((1 - w) * a + w * b).mean() for b in p_second]
+                      for a in p_first] for w in weights])
+    k, i, j = np.unravel_index(np.argmin(grid), grid.shape)
+    assert (weight, sel_first.temperature, sel_second.temperature) == (
+        weights[k], TEMPERATURES[i], TEMPERATURES[j])
+    np.testing.assert_allclose(sel_first.scores, grid[k, :, j], rtol=1e-6)
+    np.testing.assert_allclose(sel_second.scores, grid[k, i, :], rtol=1e-6)
+    assert np.ptp(grid.min(axis=(1, 2))) > 1e-4  # the shares differ
+    # the same against the first alone, at the chosen share
+    mixed, _, _ = mixture_difference(first, second, first_index=i, second_index=j,
+                                     alone_index=i, weight=weight)
+    np.testing.assert_allclose(mixed, grid[k, i, j], rtol=1e-6)
+    # identical fits: every share scores the same, and the tie goes to a half
+    assert choose_mixture_temperatures(first, first, len(y), weights=weights)[2] == 0.5
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        choose_mixture_temperatures(first, second, len(y), weights=(0.0, 0.5))
 
 
 @pytest.mark.filterwarnings("ignore:ADVI stopped before")

@@ -1,7 +1,8 @@
 """The regressor's ADVI + Laplace mixture (``inference="advi+laplace"``; the default
-``"auto"`` keeps it unless one half alone is clearly better on the folds): half the
-predictive draws are ADVI's, half the linearised Laplace fit's, each with its own noise
-sd, the halves' temperatures cross-fitted together (as the classifier's:
+``"auto"`` keeps it unless one half alone is clearly better on the folds): the
+predictive draws are ADVI's and the linearised Laplace fit's, each with its own noise
+sd, the Laplace share and the halves' temperatures cross-fitted together (the
+classifier's mixture is equal: ``tests/test_mixture_classifier.py``; measured on the UCI splits in
 ``tests/test_mixture_classifier.py``; measured on the UCI splits in
 ``docs/experiments/uci_regression.md``)."""
 
@@ -10,7 +11,9 @@ import pytest
 
 from pymc_bnn import BayesianMLPRegressor
 from pymc_bnn import fit_settings
+from pymc_bnn.composed_draws import laplace_share
 from pymc_bnn.fit_settings import MIXTURE
+from pymc_bnn.tempering import MIXTURE_WEIGHTS
 from pymc_bnn.fit_summary import describe
 
 
@@ -37,29 +40,62 @@ def mixture(data):
 
 def test_the_mixture_is_the_draws_of_its_two_halves_each_with_its_noise(data, mixture):
     """The slow, obvious path: ADVI and Laplace regressors fitted on their own with the
-    same seeds, half the draws each, at the temperatures the mixture chose: the
-    mixture's per-draw means and noise sds are theirs, its density the mean of theirs."""
+    same seeds, each with its share of the draws, at the temperatures the mixture
+    chose: the mixture's per-draw means and noise sds are theirs, its density their
+    weighted mean."""
     X, y = data
     assert mixture.inference_ == MIXTURE
     assert mixture.mixture_["methods"] == ["advi", "laplace"]
-    assert mixture.mixture_["n_draws"] == [20, 20]
-    advi = fitted(X, y, inference="advi", n_draws=20,
+    weight = mixture.mixture_["laplace_weight"]
+    n_advi, n_laplace = mixture.mixture_["n_draws"]
+    assert weight in MIXTURE_WEIGHTS and n_laplace == laplace_share(weight, 40)
+    assert n_advi + n_laplace == 40
+    advi = fitted(X, y, inference="advi", n_draws=n_advi,
                   posterior_temperature=mixture.posterior_temperature_)
-    laplace = fitted(X, y, inference="laplace", n_draws=20,
+    laplace = fitted(X, y, inference="laplace", n_draws=n_laplace,
                      posterior_temperature=mixture.mixture_["laplace_temperature"])
     mean, sd = mixture.predictive_.sample_normal(X)
-    for part, half in ((slice(None, 20), advi), (slice(20, None), laplace)):
+    for part, half in ((slice(None, n_advi), advi), (slice(n_advi, None), laplace)):
         half_mean, half_sd = half.predictive_.sample_normal(X)
         np.testing.assert_allclose(mean[part], half_mean, rtol=1e-6, atol=1e-9)
         np.testing.assert_allclose(sd[part], half_sd, rtol=1e-6, atol=1e-12)
     # the noise sds are each half's own: ADVI's draws vary, Laplace's evidence fixes one
-    assert np.unique(sd[20:, 0]).size == 1 and np.unique(sd[:20, 0]).size > 1
+    assert np.unique(sd[n_advi:, 0]).size == 1
+    assert np.unique(sd[:n_advi, 0]).size == n_advi  # (here the folds gave ADVI 1 draw)
+    share = n_laplace / 40
     density = np.exp(mixture.log_predictive_density(X, y))
     np.testing.assert_allclose(
-        density, 0.5 * (np.exp(advi.log_predictive_density(X, y))
-                        + np.exp(laplace.log_predictive_density(X, y))), rtol=1e-6)
-    np.testing.assert_allclose(mixture.predict(X),
-                               0.5 * (advi.predict(X) + laplace.predict(X)), rtol=1e-6)
+        density, (1 - share) * np.exp(advi.log_predictive_density(X, y))
+        + share * np.exp(laplace.log_predictive_density(X, y)), rtol=1e-6)
+    np.testing.assert_allclose(mixture.predict(X), (1 - share) * advi.predict(X)
+                               + share * laplace.predict(X), rtol=1e-6)
+
+
+def test_the_laplace_share_is_the_folds_stacked_choice(data, monkeypatch):
+    """The share taken is the stacking of :func:`choose_mixture_temperatures` over
+    :data:`MIXTURE_WEIGHTS` on the fit's own fold scores (a spy records them), and
+    the pair of temperatures is chosen with it."""
+    X, y = data
+    seen = []
+    real = fit_settings.choose_mixture_temperatures
+
+    def spy(*args, **kwargs):
+        seen.append((args, kwargs, real(*args, **kwargs)))
+        return seen[-1][2]
+
+    monkeypatch.setattr(fit_settings, "choose_mixture_temperatures", spy)
+    reg = fitted(X, y, inference="auto")
+    assert len(seen) == 1 and seen[0][1]["weights"] == MIXTURE_WEIGHTS
+    first, second, weight = seen[0][2]
+    assert reg.inference_ == MIXTURE
+    assert reg.mixture_["laplace_weight"] == weight == reg.inference_selection_["laplace_weight"]
+    assert (reg.posterior_temperature_, reg.mixture_["laplace_temperature"]) == (
+        first.temperature, second.temperature)
+    # the stacked choice is the best of every share at its best pair (no share fixed)
+    (a, b, n_rows), _ = seen[0][0], None
+    best = [real(a, b, n_rows, weights=(w,))[0].scores.min() for w in MIXTURE_WEIGHTS]
+    assert weight == MIXTURE_WEIGHTS[int(np.argmin(best))]
+    assert min(best) < best[MIXTURE_WEIGHTS.index(0.5)] - 1e-9  # here: not the equal one
 
 
 def test_the_mixture_is_seeded_saved_and_loaded(data, mixture, tmp_path):
