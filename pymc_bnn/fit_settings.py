@@ -107,8 +107,9 @@ class FitSettingsMixin:
 
     #: The Laplace half's shares of the ADVI + Laplace mixture tried on the folds
     #: (:func:`pymc_bnn.tempering.choose_mixture_temperatures`); ``(0.5,)``: the equal
-    #: mixture (the classifier's: its linear part's share is stacked on the same folds,
-    #: and its ten-split calibration table was measured with the equal mixture).
+    #: mixture (the classifier's: on five splits of the calibration benchmark a stacked
+    #: share gained a little on the larger sets and lost on the small ones, where the
+    #: folds' share swings from seed to seed; ``docs/experiments/calibration-log.md``).
     _MIXTURE_WEIGHTS = (0.5,)
 
     def _check_mixture(self, halves: dict, alone: dict, n_rows: int) -> tuple:
@@ -134,8 +135,8 @@ class FitSettingsMixin:
             (on more than :data:`MIXTURE_DROP_MIN_ROWS` rows, by more than
             :data:`MIXTURE_DROP_MIN_NATS` nats summed and by more than
             :data:`MIXTURE_DROP_SE` standard errors of the paired difference; of two
-            such, the one further ahead: the mixture's score lies between its halves'
-            mean and the better half's, so at most one can be). ``pair``: ``{method:
+            such, the one further ahead: the mixture's score is at least its halves'
+            weighted mean, so at most one can be). ``pair``: ``{method:
             TemperatureSelection}``, the mixture's temperatures, chosen together with
             ``weight``, the second fit's share of its draws. ``record``: the
             ``inference_selection_`` of the check (None without one): ``methods`` (the
