@@ -67,6 +67,14 @@ def _start_seeds(init_seed: int, n_init: int) -> list[int]:
                           for k in range(1, n_init)]
 
 
+def _mode_seeds(init_seed: int, n_modes: int) -> list[int]:
+    """Seeds of the starting weights of a mixture's ``n_modes`` Laplace fits:
+    ``init_seed`` first (one fit is the plain one), then seeds spawned from it, apart
+    from :func:`_start_seeds`' (each fit's ``n_init`` starts stay its own)."""
+    return [init_seed] + [int(np.random.SeedSequence([init_seed, 0, k]).generate_state(1)[0]
+                              >> 1) for k in range(1, n_modes)]
+
+
 def _final_loss(posterior) -> float:
     """The final loss (negative ELBO) of a VI fit: its diagnostics' trimmed mean of the
     last steps, or the mean of the last tenth of the steps where a run was too short
@@ -244,16 +252,18 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         # decided on all the rows: the temperature's fold fits train as the kept fit does
         batch = self._batch_rows(X.shape[0])
 
-        def fit_rows(rows, fit_seed, kl_weight=None, method=None):
+        def fit_rows(rows, fit_seed, kl_weight=None, method=None, init_seed=None):
             """Build and fit the network on ``X[rows]`` (all rows: ``rows=None``), its
             ELBO's KL term weighted ``kl_weight`` (default: the estimator's own), by
-            ``method`` (default: ``inference_``; ``"linear"``: a linear part)."""
+            ``method`` (default: ``inference_``; ``"linear"``: a linear part), from
+            ``init_seed``'s starting weights (default: the estimator's)."""
             sub = slice(None) if rows is None else rows
             n_rows = X.shape[0] if rows is None else len(rows)
             if kl_weight is None:
                 kl_weight = self._kl_weight_candidates()[0]
             posterior, start_losses = self._fit_from_starts(
-                X[sub], y_model[sub], target_kwargs, fit_seed, seeds["init"], method=method,
+                X[sub], y_model[sub], target_kwargs, fit_seed,
+                seeds["init"] if init_seed is None else init_seed, method=method,
                 groups=None if group_codes is None else group_codes[sub], n_groups=n_groups,
                 batch_size=None if batch is None else min(batch, n_rows),
                 total_size=None if kl_weight == 1.0 else int(round(n_rows / kl_weight)),
@@ -301,6 +311,11 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         if self.inference_ == MIXTURE:
             laplace = self._mixture_component(*fits["laplace"], folds, X.shape[0],
                                               advi_fold_scores=fold_scores)
+            if laplace is not None:
+                # at a fixed temperature the mixture is equal: its share is a half
+                laplace["starts"] = self._laplace_modes(
+                    fit_rows, seeds, laplace.get("weight", 0.5), progress,
+                    first=laplace["posterior"])
         if "linear" in fits:
             linear = self._linear_part(fits["linear"], fold_scores, laplace,
                                        fits["laplace"][1], X.shape[0])
@@ -377,11 +392,10 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
             self.inference_ = MIXTURE
             self.temperature_selection_ = pair["advi"]
             self.posterior_temperature_ = pair["advi"].temperature
-            with progress.stage("Laplace fit", fits=1):
-                laplace = {"posterior": progress.counted(fit_rows)(None, seeds["fit"],
-                                                                   method="laplace"),
-                           "temperature": pair["laplace"].temperature,
-                           "selection": pair["laplace"], "weight": weight}
+            starts = self._laplace_modes(fit_rows, seeds, weight, progress)
+            laplace = {"posterior": starts[0], "temperature": pair["laplace"].temperature,
+                       "selection": pair["laplace"], "weight": weight,
+                       "starts": starts if len(starts) > 1 else None}
         elif not (ahead and best == 0):
             with progress.stage(self._fits_stage_name(1, None), fits=1):
                 posterior = progress.counted(fit_rows)(None, seeds["fit"],
@@ -392,6 +406,23 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         with progress.stage("posterior predictive draws"):
             self._set_posterior(posterior, seeds["predict"], laplace=laplace)
         return self
+
+    def _laplace_modes(self, fit_rows, seeds, weight, progress, *, first=None):
+        """The Laplace fits of a mixture's Laplace half, on all the rows: one, or
+        :meth:`_laplace_starts` of them from starting weights of their own
+        (:func:`_mode_seeds`), fitted at once; ``first``: the first, already fitted.
+        Returns the list (None where ``first`` is the only one)."""
+        n = self._laplace_starts(weight)
+        if first is not None and n == 1:
+            return None
+        todo = _mode_seeds(seeds["init"], n)[first is not None:]
+        tasks = [functools.partial(fit_rows, None, seeds["fit"], method="laplace",
+                                   init_seed=seed) for seed in todo]
+        name = ("Laplace fit" if n == 1 else
+                f"{len(tasks)} Laplace fits from starting weights of their own")
+        with progress.stage(name, fits=len(tasks)):
+            fits = fit_concurrently([progress.counted(t) for t in tasks])
+        return ([] if first is None else [first]) + list(fits)
 
     def _fit_from_starts(self, X, y_model, target_kwargs, fit_seed, init_seed, *, warn=True,
                          method=None, **kwargs):
@@ -598,6 +629,11 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                 "laplace_prior_sigma": [float(v) for v in
                                         laplace["posterior"].spec.prior_sigma],
                 "laplace_diagnostics": dict(laplace["posterior"].diagnostics),
+                "laplace_starts": len(laplace.get("starts") or [laplace["posterior"]]),
+                "laplace_log_evidence": [
+                    float(fit.laplace.log_evidence)
+                    for fit in laplace.get("starts") or [laplace["posterior"]]
+                    if fit.laplace is not None],
             }
         if linear is not None:
             self.linear_part_ = linear["record"]

@@ -112,6 +112,10 @@ def _mixture_line(mixture: dict) -> str:
     what = ("the network at its most probable weights with a spread of the output "
             "layer's only (the whole network's was too costly here)" if last else
             "the network linearised at its most probable weights")
+    modes = int(mixture.get("laplace_starts", 1))
+    if modes > 1 and not last:
+        what = (f"the network linearised at each of {modes} modes (fits from starting "
+                "weights of their own), sharing its draws equally")
     advi, laplace = (int(n) for n in mixture.get("n_draws", (1, 1)))
     if abs(advi - laplace) <= 1:
         shares = "half the network's draws each"

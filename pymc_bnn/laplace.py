@@ -70,7 +70,8 @@ from pymc_bnn.flat_network import (compile_mode, flat_logits, layer_index, n_par
                                    network_jacobian, unflatten)
 from pymc_bnn.model import initial_sds
 
-__all__ = ["FIRST_LINEARIZED", "LINEARIZATION_GROUP", "MAX_PARAMS", "LaplaceGaussian",
+__all__ = ["FIRST_LINEARIZED", "LINEARIZATION_GROUP", "LINEARIZATION_POINT",
+           "LINEARIZATION_SPLITS", "MAX_PARAMS", "LaplaceGaussian",
            "fit_laplace", "laplace_draws", "laplace_idata", "linearised_outputs",
            "mixture_idata"]
 
@@ -80,6 +81,11 @@ LINEARIZATION_GROUP = "linearization"
 #: Attribute of :data:`LINEARIZATION_GROUP` in a mixture's draws: the index of the first
 #: linearised draw (the draws before it are the network's own, e.g. ADVI's).
 FIRST_LINEARIZED = "first_linearized_draw"
+#: Several Laplace fits' draws (a mixture of their Gaussians, each linearised at its own
+#: mode): the dimension of :data:`LINEARIZATION_GROUP` along which the modes lie, and
+#: the attribute giving the draws where the second, third, ... mode's draws begin.
+LINEARIZATION_POINT = "linearization_point"
+LINEARIZATION_SPLITS = "linearization_splits"
 
 #: Most weights the exact posterior precision (``P x P``, float64) is built for: 4,096
 #: weights hold 128 MiB per matrix; the curvature of larger networks would need a
@@ -640,18 +646,22 @@ def laplace_idata(gaussian: LaplaceGaussian, layer_shapes, n_draws: int, random_
 
 def mixture_idata(network, linearised, weight_names):
     """One DataTree of a mixture's draws (each part's share is its number of draws):
-    the ``posterior`` group holds the network draws of ``network`` (e.g. ADVI's) then
-    the linearised draws of ``linearised`` (:func:`laplace_idata`) along ``draw``, in
-    one chain, and the :data:`LINEARIZATION_GROUP` group the linearisation point, with
-    the index of the first linearised draw in its :data:`FIRST_LINEARIZED` attribute
-    (no such group where ``linearised`` has none: a last-layer fit's draws are the
-    network's own). Only the weights and biases (``weight_names``: pairs) are kept,
-    and a regression network's noise sd (``sigma``, where both halves have it): the
-    predictive needs nothing else."""
+    the ``posterior`` group holds the network draws of ``network`` (e.g. ADVI's; None:
+    no such draws) then the linearised draws of ``linearised`` (:func:`laplace_idata`;
+    a list: several Laplace fits', one after the other) along ``draw``, in one chain,
+    and the :data:`LINEARIZATION_GROUP` group the linearisation point, with the index
+    of the first linearised draw in its :data:`FIRST_LINEARIZED` attribute (several
+    fits: their modes along :data:`LINEARIZATION_POINT`, and where each mode's draws
+    after the first begin in :data:`LINEARIZATION_SPLITS`; no such group where the
+    fits have none: a last-layer fit's draws are the network's own). Only the weights
+    and biases (``weight_names``: pairs) are kept, and a regression network's noise sd
+    (``sigma``, where every part has it): the predictive needs nothing else."""
     import xarray as xr
 
+    linearised = list(linearised) if isinstance(linearised, (list, tuple)) else [linearised]
+    parts = ([] if network is None else [network]) + linearised
     names = [name for pair in weight_names for name in pair]
-    if all("sigma" in tree.posterior for tree in (network, linearised)):
+    if all("sigma" in tree.posterior for tree in parts):
         names.append("sigma")
 
     def one_chain(tree):
@@ -659,11 +669,22 @@ def mixture_idata(network, linearised, weight_names):
         stacked = post.stack(sample=("chain", "draw")).transpose("sample", ...)
         return stacked.drop_vars(["sample", "chain", "draw"]).rename(sample="draw")
 
-    first = one_chain(network)
-    both = xr.concat([first, one_chain(linearised)], dim="draw").expand_dims("chain")
+    chains = [one_chain(tree) for tree in parts]
+    both = xr.concat(chains, dim="draw").expand_dims("chain")
     both = both.assign_coords(chain=[0], draw=np.arange(both.sizes["draw"]))
-    if LINEARIZATION_GROUP not in linearised.children:  # a last-layer fit's: plain draws
+    with_point = [LINEARIZATION_GROUP in tree.children for tree in linearised]
+    if not any(with_point):  # last-layer fits': plain draws
         return xr.DataTree.from_dict({"/posterior": both})
-    point = linearised[LINEARIZATION_GROUP].to_dataset()
-    point.attrs[FIRST_LINEARIZED] = int(first.sizes["draw"])
+    if not all(with_point):
+        raise ValueError("a mixture's Laplace fits are either all linearised or none.")
+    firsts = np.cumsum([c.sizes["draw"] for c in chains])[:-1].tolist()
+    first = 0 if network is None else int(chains[0].sizes["draw"])
+    points = [tree[LINEARIZATION_GROUP].to_dataset() for tree in linearised]
+    if len(points) == 1:
+        point = points[0]
+    else:
+        point = xr.concat(points, dim=LINEARIZATION_POINT)
+        splits = firsts[len(firsts) - len(points) + 1:]
+        point.attrs[LINEARIZATION_SPLITS] = [int(v) for v in splits]
+    point.attrs[FIRST_LINEARIZED] = first
     return xr.DataTree.from_dict({"/posterior": both, f"/{LINEARIZATION_GROUP}": point})

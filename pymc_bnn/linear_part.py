@@ -121,7 +121,7 @@ def predictive_from_idata(spec: NetworkSpec, idata, *,
         return network
     return StackedPredictive(network.spec, network.weights, network.noise,
                              network.linearized_at, network.linearized_from,
-                             linear=from_idata(linear_spec(spec), draws, n_draws=n_linear))
+                             network.linearized_splits, linear=from_idata(linear_spec(spec), draws, n_draws=n_linear))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -148,7 +148,7 @@ class StackedPredictive(PosteriorPredictive):
     def _network(self) -> PosteriorPredictive:
         """The network's own draws (a plain predictive)."""
         return PosteriorPredictive(self.spec, self.weights, self.noise, self.linearized_at,
-                                   self.linearized_from)
+                                   self.linearized_from, self.linearized_splits)
 
     @property
     def n_draws(self) -> int:

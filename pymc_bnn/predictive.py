@@ -37,8 +37,8 @@ from pymc_bnn.forward_graphs import UNROLL_MAX, WIDE_MIN_ROWS  # noqa: F401
 from pymc_bnn.forward_graphs import (backend, compiled_forward, compiled_wide, network_head,
                                      padded_rows, static_shapes)
 from pymc_bnn.flat_network import flatten
-from pymc_bnn.laplace import (FIRST_LINEARIZED, LINEARIZATION_GROUP, laplace_draws,
-                              linearised_outputs)
+from pymc_bnn.laplace import (FIRST_LINEARIZED, LINEARIZATION_GROUP, LINEARIZATION_SPLITS,
+                              laplace_draws, linearised_outputs)
 from pymc_bnn.model import NetworkSpec
 from pymc_bnn.posterior_draws import (check_n_draws, check_temperature, fast_draws_apply,
                                       posterior_draws, tempered, vi_draws)
@@ -126,16 +126,23 @@ class PosteriorPredictive:
 
     noise : ndarray of shape (n_draws,) or None
         Noise sd draws of a homoscedastic regression network (else None).
-    linearized_at : ndarray of shape (n_params,) or None
+    linearized_at : ndarray of shape (n_params,) or (n_points, n_params), or None
         A Laplace posterior's MAP weights, flat (:func:`pymc_bnn.flat_network.flatten`):
         each draw's output is then that of the network *linearised* there, ``f(x;
         theta) + J(x) (theta_s - theta)`` (:mod:`pymc_bnn.laplace`), not ``f(x;
-        theta_s)``. None: the network itself.
+        theta_s)``. None: the network itself. Several rows: the modes of several
+        Laplace fits, each draw linearised at its own fit's (see
+        ``linearized_splits``).
     linearized_from : int, default 0
         With ``linearized_at``: the first draw that is linearised. The draws before it
         are the network's own (a mixture: e.g. ADVI draws, then Laplace draws; every
         summary is over all draws, so it is the equal-weight mixture of the draws);
         0: all are linearised.
+    linearized_splits : tuple of int, default ()
+        With several points (a 2-D ``linearized_at``): the draws where the second,
+        third, ... point's draws begin (increasing, after ``linearized_from``); the
+        draws from ``linearized_from`` to the first split are linearised at the first
+        point, and so on.
 
     Methods taking ``groups`` route each point through its group's weights; a point
     of group code -1 (a group not seen in training), or every point when ``groups``
@@ -149,6 +156,7 @@ class PosteriorPredictive:
     noise: np.ndarray | None = None
     linearized_at: np.ndarray | None = None
     linearized_from: int = 0
+    linearized_splits: tuple = ()
 
     def __post_init__(self):
         if self.linearized_from and not 0 < self.linearized_from < self.n_draws:
@@ -156,6 +164,17 @@ class PosteriorPredictive:
                              f"{self.n_draws - 1} (a mixture of network and linearised draws).")
         if self.linearized_from and self.linearized_at is None:
             raise ValueError("linearized_from needs linearized_at (the linearisation point).")
+        points = 0 if self.linearized_at is None else (
+            self.linearized_at.shape[0] if np.ndim(self.linearized_at) == 2 else 1)
+        splits = [int(s) for s in self.linearized_splits]
+        bounds = [self.linearized_from, *splits, self.n_draws]
+        if (points and len(splits) != points - 1) or any(
+                a >= b for a, b in zip(bounds, bounds[1:])):
+            raise ValueError(
+                f"linearized_splits={tuple(splits)} must give where each of the "
+                f"{max(points, 1)} linearisation points' draws after the first begin, "
+                f"increasing from linearized_from={self.linearized_from} to "
+                f"n_draws={self.n_draws}.")
 
     @property
     def n_draws(self) -> int:
@@ -299,7 +318,7 @@ class PosteriorPredictive:
             )
         index = self._group_index(groups, X.shape[0])
         if self.linearized_at is not None:
-            if self.linearized_from:
+            if self.linearized_from or np.ndim(self.linearized_at) == 2:
                 yield from self._mixture_chunks(X, columns=columns, head=head, dtype=dtype)
             else:
                 yield from self._linearized_chunks(X, columns=columns, head=head)
@@ -346,26 +365,44 @@ class PosteriorPredictive:
         return flatten(self.weights) - self.linearized_at[None, :]
 
     @functools.cached_property
-    def _parts(self) -> tuple[PosteriorPredictive, PosteriorPredictive]:
-        """A mixture's two predictives (views of the draws): the network's draws (before
-        :attr:`linearized_from`) and the linearised ones."""
+    def _parts(self) -> list[PosteriorPredictive]:
+        """A mixture's predictives (views of the draws), in the order of the draws: the
+        network's own draws (before :attr:`linearized_from`; none where it is 0), then
+        the linearised draws of each point (:attr:`linearized_splits`), each a
+        predictive linearised at one point."""
         def take(part):
             weights = tuple((W[part], b[part]) for W, b in self.weights)
             return weights, None if self.noise is None else self.noise[part]
 
-        first = slice(None, self.linearized_from)
-        rest = slice(self.linearized_from, None)
-        network = PosteriorPredictive(self.spec, *take(first))
-        linear = PosteriorPredictive(self.spec, *take(rest), linearized_at=self.linearized_at)
-        return network, linear
+        parts = []
+        if self.linearized_from:
+            parts.append(PosteriorPredictive(self.spec, *take(slice(None,
+                                                                    self.linearized_from))))
+        points = np.atleast_2d(self.linearized_at)
+        bounds = [self.linearized_from, *self.linearized_splits, None]
+        for point, start, stop in zip(points, bounds, bounds[1:]):
+            parts.append(PosteriorPredictive(self.spec, *take(slice(start, stop)),
+                                             linearized_at=point))
+        return parts
 
     def _mixture_chunks(self, X: np.ndarray, *, columns: bool, head: str | None, dtype):
-        """:meth:`_chunks` of a mixture: each chunk of rows through the network's draws
-        (its own fast path) and the linearised draws, stacked along the draws in float64."""
-        network, linear = self._parts
-        yield from append_draws(
-            network._chunks(X, head=head, dtype=dtype, columns=columns),
-            lambda rows: linear._linearized_chunks(X[rows], columns=False, head=head), columns)
+        """:meth:`_chunks` of a mixture: each chunk of rows through each part's draws
+        (:attr:`_parts`: the network's own on its fast path, then the linearised ones),
+        stacked along the draws in float64."""
+        first, *rest = self._parts
+
+        def part_chunks(part, rows, as_columns):
+            if part.linearized_at is None:
+                return part._chunks(X[rows], head=head, dtype=dtype, columns=as_columns)
+            return part._linearized_chunks(X[rows], columns=as_columns, head=head)
+
+        def more(rows):  # the other parts' draws at X[rows], one (draws, rows, k) array
+            yield 0, np.concatenate([np.concatenate([out for _, out in
+                                                     part_chunks(part, rows, False)], axis=1)
+                                     for part in rest])
+
+        chunks = part_chunks(first, slice(None), columns)
+        yield from append_draws(chunks, more, columns) if rest else chunks
 
     def _linearized_chunks(self, X: np.ndarray, *, columns: bool, head: str | None = None):
         """:meth:`_chunks` of a network linearised at :attr:`linearized_at` (float64): a
@@ -686,13 +723,16 @@ def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> Poste
     """
     post = idata.posterior
     total = int(post.sizes["chain"] * post.sizes["draw"])
-    linearized_at, first_linear = None, 0
+    linearized_at, starts = None, []
     if LINEARIZATION_GROUP in idata.children:  # a Laplace posterior's MAP weights
         point = idata[LINEARIZATION_GROUP]
-        linearized_at = flatten([(point[w].values, point[b].values)
-                                 for w, b in spec.weight_names])
-        # a mixture: the (chain-0) draws from this one on are linearised
-        first_linear = int(point.attrs.get(FIRST_LINEARIZED, 0))
+        # (n_points, n_params): several fits' modes along LINEARIZATION_POINT
+        linearized_at = np.atleast_2d(flatten([(point[w].values, point[b].values)
+                                               for w, b in spec.weight_names]))
+        # a mixture: the (chain-0) draws from this one on are linearised, those from
+        # each split on at the next point
+        starts = [int(point.attrs.get(FIRST_LINEARIZED, 0)),
+                  *(int(v) for v in np.atleast_1d(point.attrs.get(LINEARIZATION_SPLITS, [])))]
     n_draws = check_n_draws(n_draws, allow_none=True)
     if n_draws is None:
         idx = slice(None)
@@ -703,11 +743,21 @@ def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> Poste
         )
     else:
         idx = np.unique(np.linspace(0, total - 1, n_draws).round().astype(int))
-    if first_linear:  # the draws kept before the first linearised one
+    first_linear, splits = 0, ()
+    if linearized_at is not None:  # each point's first draw among the draws kept
         kept = np.arange(total)[idx]
-        first_linear = int(np.sum(kept < first_linear))
-        if first_linear == kept.size:  # none of the linearised draws kept
-            linearized_at, first_linear = None, 0
+        firsts = [int(np.sum(kept < start)) for start in starts]
+        # a point none of whose draws are kept is dropped
+        ends = [*firsts[1:], kept.size]
+        keep = [i for i, (a, b) in enumerate(zip(firsts, ends)) if b > a]
+        if not keep:  # none of the linearised draws kept
+            linearized_at = None
+        else:
+            first_linear, *split_list = (firsts[i] for i in keep)
+            linearized_at = linearized_at[keep]
+            splits = tuple(split_list)
+            if len(keep) == 1:
+                linearized_at = linearized_at[0]
 
     def values(name):
         if name not in post:
@@ -715,11 +765,11 @@ def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> Poste
         values = post[name].values
         return values.reshape(total, *values.shape[2:])[idx]
 
-    return _from_values(spec, values, linearized_at, first_linear)
+    return _from_values(spec, values, linearized_at, first_linear, splits)
 
 
 def _from_values(spec: NetworkSpec, values, linearized_at=None,
-                 linearized_from: int = 0) -> PosteriorPredictive:
+                 linearized_from: int = 0, linearized_splits=()) -> PosteriorPredictive:
     """A predictive from ``values(name) -> draws of shape (n_draws, ...)``."""
 
     def get(name):
@@ -743,7 +793,8 @@ def _from_values(spec: NetworkSpec, values, linearized_at=None,
     if linearized_at is not None:
         linearized_at = _readonly(linearized_at)
     return PosteriorPredictive(spec=spec, weights=weights, noise=noise,
-                               linearized_at=linearized_at, linearized_from=linearized_from)
+                               linearized_at=linearized_at, linearized_from=linearized_from,
+                               linearized_splits=tuple(linearized_splits))
 
 
 def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: int | None = None,

@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from pymc_bnn.base import BayesianMLPBase
 from pymc_bnn.dask import is_dask_collection
-from pymc_bnn.fit_settings import MIXTURE
+from pymc_bnn.fit_settings import LAPLACE_STARTS, MIXTURE
 from pymc_bnn.inference import METHODS
 from pymc_bnn.spec import NetworkSpec
 from pymc_bnn.tempering import MIXTURE_WEIGHTS
@@ -80,7 +80,10 @@ default "auto"
         folds (one of :data:`pymc_bnn.tempering.MIXTURE_WEIGHTS`, 0.02 to 0.98: the
         share whose mixture predicts the held-out rows best; Yao, Vehtari, Simpson &
         Gelman 2018) together with the halves' temperatures, and no check against
-        either half alone.
+        either half alone. Where that share is at least a half, the Laplace half is
+        a mixture of :data:`pymc_bnn.fit_settings.LAPLACE_STARTS` Laplace fits from
+        starting weights of their own, each linearised at its own mode (after
+        Eschenhagen et al. 2021).
     hidden_layer_sizes, activation, prior_sigma, precision_shape, precision_rate,
     n_iter, learning_rate, batch_size, n_draws, tune, chains, nuts_sampler,
     nuts_init, posterior_temperature, n_init, random_state, progressbar
@@ -120,7 +123,12 @@ default "auto"
         ``temperatures``; else None.
     mixture_ : dict or None
         ``inference_ == "advi+laplace"``: the halves, as the classifier's ``mixture_``;
-        ``laplace_weight`` is the Laplace half's stacked share (``n_draws`` its draws).
+        ``laplace_weight`` is the Laplace half's stacked share (``n_draws`` its draws);
+        where it is at least a half, that half is ``laplace_starts`` Laplace fits from
+        starting weights of their own (:data:`pymc_bnn.fit_settings.LAPLACE_STARTS`),
+        each linearised at its own mode, sharing its draws equally
+        (``laplace_log_evidence``: each fit's; ``laplace_prior_sigma`` and
+        ``laplace_diagnostics`` are the first's).
     kl_weight_selection_ : dict or None
         With ``kl_weight="auto"``: ``kl_weights``, the held-out NLL per row of each
         (``scores``, at its best temperature) and those ``temperatures``.
@@ -155,6 +163,7 @@ default "auto"
     # splits the folds' share beat the equal mixture's test LL on four of five sets
     # (docs/experiments/uci_regression.md)
     _MIXTURE_WEIGHTS = MIXTURE_WEIGHTS
+    _LAPLACE_STARTS = LAPLACE_STARTS
 
     def __init__(
         self,
