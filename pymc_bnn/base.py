@@ -67,14 +67,6 @@ def _start_seeds(init_seed: int, n_init: int) -> list[int]:
                           for k in range(1, n_init)]
 
 
-def _mode_seeds(init_seed: int, n_modes: int) -> list[int]:
-    """Seeds of the starting weights of a mixture's ``n_modes`` Laplace fits:
-    ``init_seed`` first (one fit is the plain one), then seeds spawned from it, apart
-    from :func:`_start_seeds`' (each fit's ``n_init`` starts stay its own)."""
-    return [init_seed] + [int(np.random.SeedSequence([init_seed, 0, k]).generate_state(1)[0]
-                              >> 1) for k in range(1, n_modes)]
-
-
 def _final_loss(posterior) -> float:
     """The final loss (negative ELBO) of a VI fit: its diagnostics' trimmed mean of the
     last steps, or the mean of the last tenth of the steps where a run was too short
@@ -406,23 +398,6 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         with progress.stage("posterior predictive draws"):
             self._set_posterior(posterior, seeds["predict"], laplace=laplace)
         return self
-
-    def _laplace_modes(self, fit_rows, seeds, weight, progress, *, first=None):
-        """The Laplace fits of a mixture's Laplace half, on all the rows: one, or
-        :meth:`_laplace_starts` of them from starting weights of their own
-        (:func:`_mode_seeds`), fitted at once; ``first``: the first, already fitted.
-        Returns the list (None where ``first`` is the only one)."""
-        n = self._laplace_starts(weight)
-        if first is not None and n == 1:
-            return None
-        todo = _mode_seeds(seeds["init"], n)[first is not None:]
-        tasks = [functools.partial(fit_rows, None, seeds["fit"], method="laplace",
-                                   init_seed=seed) for seed in todo]
-        name = ("Laplace fit" if n == 1 else
-                f"{len(tasks)} Laplace fits from starting weights of their own")
-        with progress.stage(name, fits=len(tasks)):
-            fits = fit_concurrently([progress.counted(t) for t in tasks])
-        return ([] if first is None else [first]) + list(fits)
 
     def _fit_from_starts(self, X, y_model, target_kwargs, fit_seed, init_seed, *, warn=True,
                          method=None, **kwargs):

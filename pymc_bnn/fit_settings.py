@@ -11,7 +11,12 @@ is orchestrated there.
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
+
 from pymc_bnn.composed_draws import linear_share
+from pymc_bnn.inference import fit_concurrently
 from pymc_bnn.linear_part import LINEAR_WEIGHTS, choose_linear_weight
 from pymc_bnn.tempering import (choose_mixture_temperatures, choose_temperature, mixed_nll,
                                 mixture_difference)
@@ -130,6 +135,23 @@ class FitSettingsMixin:
     def _laplace_starts(self, weight: float) -> int:
         """The Laplace fits of a mixture whose Laplace half has the share ``weight``."""
         return self._LAPLACE_STARTS if weight >= LAPLACE_STARTS_MIN_WEIGHT else 1
+
+    def _laplace_modes(self, fit_rows, seeds, weight, progress, *, first=None):
+        """The Laplace fits of a mixture's Laplace half, on all the rows: one, or
+        :meth:`_laplace_starts` of them from starting weights of their own
+        (:func:`mode_seeds`), fitted at once; ``first``: the first, already fitted.
+        Returns the list (None where ``first`` is the only one)."""
+        n = self._laplace_starts(weight)
+        if first is not None and n == 1:
+            return None
+        todo = mode_seeds(seeds["init"], n)[first is not None:]
+        tasks = [functools.partial(fit_rows, None, seeds["fit"], method="laplace",
+                                   init_seed=seed) for seed in todo]
+        name = ("Laplace fit" if n == 1 else
+                f"{len(tasks)} Laplace fits from starting weights of their own")
+        with progress.stage(name, fits=len(tasks)):
+            fits = fit_concurrently([progress.counted(t) for t in tasks])
+        return ([] if first is None else [first]) + list(fits)
 
     def _check_mixture(self, halves: dict, alone: dict, n_rows: int) -> tuple:
         """The mixture of two fits on the folds (the second's share of
@@ -369,6 +391,14 @@ class FitSettingsMixin:
     def _temperature_folds(self, y_model, seed):
         """Folds for the temperature choice, or None when the data are too few."""
         raise NotImplementedError
+
+
+def mode_seeds(init_seed: int, n_modes: int) -> list[int]:
+    """Seeds of the starting weights of a mixture's ``n_modes`` Laplace fits:
+    ``init_seed`` first (one fit is the plain one), then seeds spawned from it, apart
+    from those of each fit's own ``n_init`` starts."""
+    return [init_seed] + [int(np.random.SeedSequence([init_seed, 0, k]).generate_state(1)[0]
+                              >> 1) for k in range(1, n_modes)]
 
 
 def _index(selection) -> int:

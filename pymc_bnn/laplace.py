@@ -67,11 +67,11 @@ from threadpoolctl import threadpool_limits
 from pymc_bnn.compile_cache import compiled_function
 from pymc_bnn.evidence import jacobian_chunk_rows
 from pymc_bnn.flat_network import (compile_mode, flat_logits, layer_index, n_params,
-                                   network_jacobian, unflatten)
+                                   flatten, network_jacobian, unflatten)
 from pymc_bnn.model import initial_sds
 
 __all__ = ["FIRST_LINEARIZED", "LINEARIZATION_GROUP", "LINEARIZATION_POINT",
-           "LINEARIZATION_SPLITS", "MAX_PARAMS", "LaplaceGaussian",
+           "LINEARIZATION_SPLITS", "MAX_PARAMS", "kept_linearisation", "LaplaceGaussian",
            "fit_laplace", "laplace_draws", "laplace_idata", "linearised_outputs",
            "mixture_idata"]
 
@@ -688,3 +688,27 @@ def mixture_idata(network, linearised, weight_names):
         point.attrs[LINEARIZATION_SPLITS] = [int(v) for v in splits]
     point.attrs[FIRST_LINEARIZED] = first
     return xr.DataTree.from_dict({"/posterior": both, f"/{LINEARIZATION_GROUP}": point})
+
+
+def kept_linearisation(point, weight_names, kept):
+    """The linearisation of stored draws of which ``kept`` (indices into the (chain,
+    draw) stack, increasing) are kept: ``(linearized_at, linearized_from, splits)`` for
+    :class:`pymc_bnn.predictive.PosteriorPredictive`. ``point``: the draws'
+    :data:`LINEARIZATION_GROUP` (None: nothing linearised: ``(None, 0, ())``); a mode
+    none of whose draws are kept is dropped, one mode left is a flat point."""
+    if point is None:
+        return None, 0, ()
+    # (n_points, n_params): several fits' modes along LINEARIZATION_POINT
+    points = np.atleast_2d(flatten([(point[w].values, point[b].values)
+                                    for w, b in weight_names]))
+    # the draws from FIRST_LINEARIZED on are linearised, those from each split on at
+    # the next mode
+    starts = [int(point.attrs.get(FIRST_LINEARIZED, 0)),
+              *(int(v) for v in np.atleast_1d(point.attrs.get(LINEARIZATION_SPLITS, [])))]
+    firsts = [int(np.sum(kept < start)) for start in starts]  # among the kept draws
+    ends = [*firsts[1:], kept.size]
+    keep = [i for i, (a, b) in enumerate(zip(firsts, ends)) if b > a]
+    if not keep:  # none of the linearised draws kept
+        return None, 0, ()
+    first, *splits = (firsts[i] for i in keep)
+    return (points[keep[0]] if len(keep) == 1 else points[keep]), first, tuple(splits)

@@ -290,7 +290,7 @@ def predictive_entropy(proba: ArrayLike) -> np.ndarray:
     """
     # predictive holds the one implementation; imported here so that the rest of
     # this module needs nothing beyond NumPy / SciPy / scikit-learn.
-    from pymc_bnn.predictive import summarize_proba
+    from pymc_bnn.proba_summary import summarize_proba
 
     return summarize_proba(proba_matrix(proba)[None])["entropy"]
 
@@ -321,7 +321,7 @@ def mutual_information(proba_draws: ArrayLike) -> np.ndarray:
     >>> bool(np.allclose(mutual_information(draws), np.log(2)))
     True
     """
-    from pymc_bnn.predictive import summarize_proba
+    from pymc_bnn.proba_summary import summarize_proba
 
     p = float_array("proba_draws", proba_draws)
     if p.ndim != 3 or 0 in p.shape[:2] or p.shape[2] < 2:

@@ -37,9 +37,10 @@ from pymc_bnn.forward_graphs import UNROLL_MAX, WIDE_MIN_ROWS  # noqa: F401
 from pymc_bnn.forward_graphs import (backend, compiled_forward, compiled_wide, network_head,
                                      padded_rows, static_shapes)
 from pymc_bnn.flat_network import flatten
-from pymc_bnn.laplace import (FIRST_LINEARIZED, LINEARIZATION_GROUP, LINEARIZATION_SPLITS,
-                              laplace_draws, linearised_outputs)
+from pymc_bnn.laplace import (LINEARIZATION_GROUP, kept_linearisation, laplace_draws,
+                              linearised_outputs)
 from pymc_bnn.model import NetworkSpec
+from pymc_bnn.proba_summary import summarize_proba, xlogx
 from pymc_bnn.posterior_draws import (check_n_draws, check_temperature, fast_draws_apply,
                                       posterior_draws, tempered, vi_draws)
 
@@ -76,38 +77,6 @@ WIDE_CHUNK_BYTES = {"cpu": 64 * 2**20, "gpu": 1 << 30}
 #: half the rows per second of the device alone (measurements:
 #: benchmarks/results/wide_network.md).
 WIDE_IN_FLIGHT = 3
-
-
-def summarize_proba(proba: np.ndarray) -> dict[str, np.ndarray]:
-    """Summaries of class-probability draws.
-
-    Parameters
-    ----------
-    proba : array of shape (n_draws, n_points, n_classes)
-
-    Returns
-    -------
-    dict with
-        ``mean`` (n_points, n_classes): posterior predictive probabilities;
-        ``std`` (n_points, n_classes): their standard deviation over draws;
-        ``entropy`` (n_points,): entropy of ``mean`` in nats (total uncertainty);
-        ``mutual_info`` (n_points,): ``entropy`` minus the mean entropy of each draw
-        (epistemic uncertainty, the BALD score), >= 0.
-    """
-    mean = proba.mean(axis=0)
-    entropy = -_xlogx(mean).sum(axis=-1)
-    expected_entropy = -_xlogx(proba).sum(axis=-1).mean(axis=0)
-    return {
-        "mean": mean,
-        "std": proba.std(axis=0),
-        "entropy": entropy,
-        "mutual_info": np.maximum(entropy - expected_entropy, 0.0),
-    }
-
-
-def _xlogx(p: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(p > 0, p * np.log(p), 0.0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -524,7 +493,7 @@ class PosteriorPredictive:
             for start, rows, (mean, var, expected) in self._wide_calls(X, "moments"):
                 stop = start + rows
                 mean = mean[:rows]
-                entropy = -_xlogx(mean).sum(axis=-1)
+                entropy = -xlogx(mean).sum(axis=-1)
                 out["mean"][start:stop] = mean
                 out["std"][start:stop] = np.sqrt(var[:rows])
                 out["entropy"][start:stop] = entropy
@@ -723,16 +692,6 @@ def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> Poste
     """
     post = idata.posterior
     total = int(post.sizes["chain"] * post.sizes["draw"])
-    linearized_at, starts = None, []
-    if LINEARIZATION_GROUP in idata.children:  # a Laplace posterior's MAP weights
-        point = idata[LINEARIZATION_GROUP]
-        # (n_points, n_params): several fits' modes along LINEARIZATION_POINT
-        linearized_at = np.atleast_2d(flatten([(point[w].values, point[b].values)
-                                               for w, b in spec.weight_names]))
-        # a mixture: the (chain-0) draws from this one on are linearised, those from
-        # each split on at the next point
-        starts = [int(point.attrs.get(FIRST_LINEARIZED, 0)),
-                  *(int(v) for v in np.atleast_1d(point.attrs.get(LINEARIZATION_SPLITS, [])))]
     n_draws = check_n_draws(n_draws, allow_none=True)
     if n_draws is None:
         idx = slice(None)
@@ -743,21 +702,10 @@ def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> Poste
         )
     else:
         idx = np.unique(np.linspace(0, total - 1, n_draws).round().astype(int))
-    first_linear, splits = 0, ()
-    if linearized_at is not None:  # each point's first draw among the draws kept
-        kept = np.arange(total)[idx]
-        firsts = [int(np.sum(kept < start)) for start in starts]
-        # a point none of whose draws are kept is dropped
-        ends = [*firsts[1:], kept.size]
-        keep = [i for i, (a, b) in enumerate(zip(firsts, ends)) if b > a]
-        if not keep:  # none of the linearised draws kept
-            linearized_at = None
-        else:
-            first_linear, *split_list = (firsts[i] for i in keep)
-            linearized_at = linearized_at[keep]
-            splits = tuple(split_list)
-            if len(keep) == 1:
-                linearized_at = linearized_at[0]
+    # the linearisation points of the draws kept, and where each one's draws begin
+    linearized_at, first_linear, splits = kept_linearisation(
+        idata[LINEARIZATION_GROUP] if LINEARIZATION_GROUP in idata.children else None,
+        spec.weight_names, np.arange(total)[idx])
 
     def values(name):
         if name not in post:

@@ -11,9 +11,8 @@ import pytest
 
 from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor
 from pymc_bnn import fit_settings
-from pymc_bnn.base import _mode_seeds
 from pymc_bnn.composed_draws import laplace_share, start_shares
-from pymc_bnn.fit_settings import LAPLACE_STARTS, LAPLACE_STARTS_MIN_WEIGHT, MIXTURE
+from pymc_bnn.fit_settings import LAPLACE_STARTS, LAPLACE_STARTS_MIN_WEIGHT, MIXTURE, mode_seeds
 import pymc_bnn.predictive as P
 from pymc_bnn.predictive import posterior_predictive
 from pymc_bnn.tempering import MIXTURE_WEIGHTS
@@ -105,7 +104,7 @@ def test_the_mixture_is_the_draws_of_its_two_halves_each_with_its_noise(data, mi
 
 def test_the_laplace_fits_start_from_weights_of_their_own_and_reach_other_modes(
         data, mixture, monkeypatch):
-    """Each further Laplace fit starts from its own seed (:func:`_mode_seeds`: the
+    """Each further Laplace fit starts from its own seed (:func:`mode_seeds`: the
     first is the plain fit's), and reaches a mode of its own; ``laplace_log_evidence``
     records each fit's."""
     X, y = data
@@ -120,7 +119,7 @@ def test_the_laplace_fits_start_from_weights_of_their_own_and_reach_other_modes(
     monkeypatch.setattr(BayesianMLPRegressor, "_fit_laplace", spy)
     again = fitted(X, y)
     init = again._seeds()["init"]
-    assert sorted(seen) == sorted(_mode_seeds(init, LAPLACE_STARTS))
+    assert sorted(seen) == sorted(mode_seeds(init, LAPLACE_STARTS))
     assert seen[0] == init  # the first is the plain fit's start, fitted beside the folds
     thetas = [fit.laplace.theta for fit in mixture._draw_parts["laplace"]["starts"]]
     assert all(not np.allclose(thetas[0], t) for t in thetas[1:])
