@@ -4,10 +4,15 @@ on the first UCI splits. Each extra start is ``inference="laplace"`` with its ow
 ``random_state`` (so its own MAP and evidence), at the temperature the default chose
 for its Laplace half (no folds of its own). Test LL (mean over test rows, y units) of:
 the default; its Laplace half alone; the Laplace starts' equal mixture; the default's
-ADVI half with that mixture (half the weight each); and all members equally weighted.
+ADVI half with that mixture (half the weight each, or the default's stacked Laplace
+share split equally among the starts); and all members equally weighted.
 Usage::
 
-    python benchmarks/experiments/laplace_starts_mixture.py SETS N_SPLITS N_EXTRA OUT.json
+    python benchmarks/experiments/laplace_starts_mixture.py SETS N_SPLITS N_EXTRA OUT.json [FIRST]
+
+(``FIRST``: the first split, default 0.) "The default" is the regressor's with one
+Laplace fit (``_LAPLACE_STARTS = 1``, set below): the experiment's extra starts are its
+own, as when it was run, before the default took three Laplace modes itself.
 """
 import json
 import sys
@@ -24,6 +29,8 @@ from uci_regression import DATA_DIR, load_split  # noqa: E402
 from pymc_bnn import BayesianMLPRegressor  # noqa: E402
 from pymc_bnn.fit_settings import MIXTURE  # noqa: E402
 
+BayesianMLPRegressor._LAPLACE_STARTS = 1  # the default's Laplace half: one fit
+
 
 def draw_logpdf(reg, Z, y):
     """Per-draw log density of y (y units), shape (n_draws, n_rows)."""
@@ -39,10 +46,11 @@ def mix(*parts, weights=None):
     return logsumexp(np.stack(comps) + np.log(w)[:, None], axis=0)
 
 
-def ensemble_scores(advi, laps) -> dict:
+def ensemble_scores(advi, laps, laplace_weight=0.5) -> dict:
     """Test LL of the Laplace starts (``laps``: each (n_draws, n_rows) per-draw log
     densities, the default's half first) alone and in mixtures with ``advi`` (the
-    default's ADVI half, or None where it kept Laplace alone)."""
+    default's ADVI half, or None where it kept Laplace alone); ``laplace_weight``: the
+    default's stacked Laplace share."""
     rec = {"laplace0": float(mix(laps[0]).mean()),
            "laplace_each": [float(mix(p).mean()) for p in laps],
            "laplace_ensemble": float(mix(*laps).mean())}
@@ -52,15 +60,22 @@ def ensemble_scores(advi, laps) -> dict:
         rec["advi_half_ensemble_half"] = float(
             mix(advi, *laps, weights=[0.5] + [0.5 / k] * k).mean())
         rec["all_equal"] = float(mix(advi, *laps).mean())
+        w = laplace_weight
+        rec["advi_stacked_ensemble"] = float(
+            mix(advi, *laps, weights=[1 - w] + [w / k] * k).mean())
+        for j in range(2, k):  # the first j starts only
+            rec[f"advi_stacked_ensemble_{j}"] = float(
+                mix(advi, *laps[:j], weights=[1 - w] + [w / j] * j).mean())
     return rec
 
 
 def main():
     sets, n_splits, n_extra, out = (sys.argv[1].split(","), int(sys.argv[2]),
                                     int(sys.argv[3]), sys.argv[4])
+    first = int(sys.argv[5]) if len(sys.argv) > 5 else 0
     rows = []
     for name in sets:
-        for split in range(n_splits):
+        for split in range(first, first + n_splits):
             X, y, Xt, yt = load_split(DATA_DIR, name, split)
             scaler = StandardScaler().fit(X)
             Z, Zt = scaler.transform(X), scaler.transform(Xt)
@@ -75,6 +90,7 @@ def main():
                 n_a = reg.mixture_["n_draws"][0]
                 advi, lap0 = lp[:n_a], lp[n_a:]
                 t_lap = reg.mixture_["laplace_temperature"]
+                rec["laplace_weight"] = reg.mixture_.get("laplace_weight", 0.5)
             elif reg.inference_ == "laplace":
                 advi, lap0, t_lap = None, lp, reg.posterior_temperature_
             else:
@@ -87,7 +103,7 @@ def main():
                 random_state=10_000 + 100 * split + k).fit(Z, y), Zt, yt)
                 for k in range(n_extra)]
             rec["extra_s"] = time.perf_counter() - t0
-            rec.update(ensemble_scores(advi, [lap0, *extra]))
+            rec.update(ensemble_scores(advi, [lap0, *extra], rec.get("laplace_weight", 0.5)))
             rows.append(rec)
             print(json.dumps(rec), flush=True)
             json.dump({"experiment": __doc__, "argv": sys.argv[1:], "rows": rows},
