@@ -3,10 +3,14 @@ the folds, as the regressor's default does (``tempering.MIXTURE_WEIGHTS``), in p
 its equal mixture. Runs the calibration benchmark (``benchmarks/calibration.py``, its
 arguments as given) with ``BayesianMLPClassifier._MIXTURE_WEIGHTS`` set to the
 regressor's grid; compare its BNN rows split by split with a run of the package
-default on the same seeds (``compare``). Usage::
+default on the same seeds (``compare``). ``run-modes`` instead keeps the equal mixture
+and makes its Laplace half the regressor's three Laplace modes
+(``fit_settings.LAPLACE_STARTS``); ``compare``'s "stacked" columns are then that
+variant's. Usage::
 
     python benchmarks/experiments/classifier_stacked_share.py run CALIBRATION_ARGS...
-    python benchmarks/experiments/classifier_stacked_share.py compare DEFAULT.json STACKED.json
+    python benchmarks/experiments/classifier_stacked_share.py run-modes CALIBRATION_ARGS...
+    python benchmarks/experiments/classifier_stacked_share.py compare DEFAULT.json VARIANT.json [OUT]
 """
 import json
 import sys
@@ -24,6 +28,16 @@ def run(argv):
     from pymc_bnn.tempering import MIXTURE_WEIGHTS
 
     BayesianMLPClassifier._MIXTURE_WEIGHTS = MIXTURE_WEIGHTS
+    return calibration.main(argv)
+
+
+def run_modes(argv):
+    import calibration
+
+    from pymc_bnn.classifier import BayesianMLPClassifier
+    from pymc_bnn.fit_settings import LAPLACE_STARTS
+
+    BayesianMLPClassifier._LAPLACE_STARTS = LAPLACE_STARTS
     return calibration.main(argv)
 
 
@@ -78,6 +92,8 @@ def compare(default_path, stacked_path):
 if __name__ == "__main__":
     if sys.argv[1] == "run":
         sys.exit(run(sys.argv[2:]))
+    if sys.argv[1] == "run-modes":
+        sys.exit(run_modes(sys.argv[2:]))
     result = compare(sys.argv[2], sys.argv[3])
     if len(sys.argv) > 4:
         json.dump({"experiment": __doc__, "argv": sys.argv[1:], **result},
