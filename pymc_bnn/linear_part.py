@@ -121,7 +121,8 @@ def predictive_from_idata(spec: NetworkSpec, idata, *,
         return network
     return StackedPredictive(network.spec, network.weights, network.noise,
                              network.linearized_at, network.linearized_from,
-                             network.linearized_splits, linear=from_idata(linear_spec(spec), draws, n_draws=n_linear))
+                             network.linearized_splits,
+                             linear=from_idata(linear_spec(spec), draws, n_draws=n_linear))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
