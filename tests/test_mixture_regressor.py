@@ -6,6 +6,8 @@ classifier's mixture is equal: ``tests/test_mixture_classifier.py``; measured on
 ``tests/test_mixture_classifier.py``; measured on the UCI splits in
 ``docs/experiments/uci_regression.md``)."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -173,6 +175,12 @@ def test_the_mixture_is_seeded_saved_and_loaded(data, mixture, tmp_path):
     back = BayesianMLPRegressor.load(mixture.save(tmp_path / "mix.nc"))
     assert back.inference_ == MIXTURE and back.mixture_ == mixture.mixture_
     for a, b in zip(back.predict(X, return_std=True), mixture.predict(X, return_std=True)):
+        np.testing.assert_array_equal(a, b)
+    # a pickle keeps each draw at its own mode too
+    unpickled = pickle.loads(pickle.dumps(mixture))
+    assert unpickled.predictive_.linearized_splits == mixture.predictive_.linearized_splits
+    for a, b in zip(unpickled.predict(X, return_std=True),
+                    mixture.predict(X, return_std=True)):
         np.testing.assert_array_equal(a, b)
 
 
