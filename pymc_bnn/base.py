@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from pymc_bnn import persistence
 from pymc_bnn._validation import check_input_scale
 from pymc_bnn.dask import is_dask_collection
-from pymc_bnn.fit_settings import MIXTURE, FitSettingsMixin
+from pymc_bnn.fit_settings import MIXTURE, FitSettingsMixin, spawned_seeds
 from pymc_bnn.inference import (METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, fit_concurrently,
                                 sample_more)
 from pymc_bnn.inference.diagnostics import warn_diagnostics as _warn_diagnostics
@@ -63,8 +63,7 @@ def _hidden_layer_sizes_ok(value) -> bool:
 def _start_seeds(init_seed: int, n_init: int) -> list[int]:
     """Seeds of the starting weights of ``n_init`` starts: ``init_seed`` first, then
     seeds spawned from it (so that start 0 is the fit ``n_init=1`` makes)."""
-    return [init_seed] + [int(np.random.SeedSequence([init_seed, k]).generate_state(1)[0] >> 1)
-                          for k in range(1, n_init)]
+    return spawned_seeds(init_seed, n_init)
 
 
 def _final_loss(posterior) -> float:
@@ -594,6 +593,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         self.mixture_ = self.linear_part_ = None
         if laplace is not None:
             selection = laplace["selection"]
+            fits = laplace.get("starts") or [laplace["posterior"]]  # its Laplace fits
             self.mixture_ = {
                 "methods": [posterior.method, "laplace"],
                 "n_draws": [counts["network"], counts["laplace"]],
@@ -604,11 +604,9 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                 "laplace_prior_sigma": [float(v) for v in
                                         laplace["posterior"].spec.prior_sigma],
                 "laplace_diagnostics": dict(laplace["posterior"].diagnostics),
-                "laplace_starts": len(laplace.get("starts") or [laplace["posterior"]]),
-                "laplace_log_evidence": [
-                    float(fit.laplace.log_evidence)
-                    for fit in laplace.get("starts") or [laplace["posterior"]]
-                    if fit.laplace is not None],
+                "laplace_starts": len(fits),
+                "laplace_log_evidence": [float(fit.laplace.log_evidence) for fit in fits
+                                         if fit.laplace is not None],
             }
         if linear is not None:
             self.linear_part_ = linear["record"]

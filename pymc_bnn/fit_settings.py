@@ -393,12 +393,18 @@ class FitSettingsMixin:
         raise NotImplementedError
 
 
+def spawned_seeds(init_seed: int, n: int, stream: tuple = ()) -> list[int]:
+    """``init_seed`` then ``n - 1`` seeds spawned from it (``SeedSequence([init_seed,
+    *stream, k])``): so that the first of ``n`` fits is the plain one. ``stream``
+    keeps the seeds of one use apart from another's."""
+    return [init_seed] + [int(np.random.SeedSequence([init_seed, *stream, k])
+                              .generate_state(1)[0] >> 1) for k in range(1, n)]
+
+
 def mode_seeds(init_seed: int, n_modes: int) -> list[int]:
-    """Seeds of the starting weights of a mixture's ``n_modes`` Laplace fits:
-    ``init_seed`` first (one fit is the plain one), then seeds spawned from it, apart
-    from those of each fit's own ``n_init`` starts."""
-    return [init_seed] + [int(np.random.SeedSequence([init_seed, 0, k]).generate_state(1)[0]
-                              >> 1) for k in range(1, n_modes)]
+    """Seeds of the starting weights of a mixture's ``n_modes`` Laplace fits
+    (:func:`spawned_seeds`, apart from those of each fit's own ``n_init`` starts)."""
+    return spawned_seeds(init_seed, n_modes, stream=(0,))
 
 
 def _index(selection) -> int:
