@@ -13,6 +13,7 @@ import numpy as np
 from pymc_bnn._validation import check_choice, check_positive_int
 from pymc_bnn.inference.diagnostics import with_diagnostics
 from pymc_bnn.inference.posterior import Posterior
+from pymc_bnn.threads import default_threads
 
 __all__ = ["NUTS_INITS", "NUTS_SAMPLERS", "NUTS_SAMPLERS_HIERARCHICAL", "chain_points",
            "check_nuts_sampler", "default_nuts_sampler", "sample_more", "sample_nuts"]
@@ -63,12 +64,52 @@ def check_nuts_sampler(name: str | None, *, hierarchical: bool = False) -> str:
     return name
 
 
-def _numpyro_chain_method(chains: int) -> str:
+def _numpyro_chain_method(chains: int, *, progressbar: bool = False):
+    """How numpyro runs ``chains`` chains: ``"parallel"`` (``pmap``) where there is an
+    XLA device for each; else one chain per thread (:class:`ThreadedChains`) where the
+    package may use several threads and no progress bar was asked for (numpyro
+    shows none for a callable ``chain_method``); else ``"sequential"``."""
     import jax
 
-    # numpyro runs chains in parallel only over several XLA devices; say
-    # "sequential" up front rather than have it warn and fall back.
-    return "parallel" if jax.local_device_count() >= chains else "sequential"
+    if jax.local_device_count() >= chains:
+        return "parallel"
+    n_threads = min(chains, default_threads())
+    if n_threads > 1 and not progressbar:
+        return ThreadedChains(n_threads)
+    return "sequential"
+
+
+class ThreadedChains:
+    """numpyro's ``chain_method`` as a callable: ``ThreadedChains(n)(f)(xs)`` runs
+    ``f`` on each chain's slice of ``xs`` (the leading axis), ``n`` at a time in
+    threads, and stacks the results, as numpyro's ``"sequential"`` does in a loop.
+
+    Why: on a CPU JAX has one device, so numpyro's ``"parallel"`` falls back to one
+    chain after another and a second core sits idle. Each chain's sampling loop is one
+    compiled XLA call, which releases the GIL, so chains in threads overlap. Each
+    chain draws only from its own key and start, so the draws are those of
+    ``"sequential"`` (tested); on two cores about half its time (measurements:
+    docs/experiments/uci_regression.md, "NUTS on the small tables").
+    """
+
+    def __init__(self, n_threads: int):
+        self.n_threads = check_positive_int("n_threads", n_threads)
+        self.calls = 0  # chains run through this object (what tests check was taken)
+
+    def __call__(self, f):
+        import jax
+        import jax.numpy as jnp
+        from concurrent.futures import ThreadPoolExecutor
+
+        def run(xs):
+            n = jax.tree.flatten(xs)[0][0].shape[0]
+            parts = [jax.tree.map(lambda x, i=i: x[i], xs) for i in range(n)]
+            with ThreadPoolExecutor(max_workers=min(n, self.n_threads)) as pool:
+                ys = list(pool.map(f, parts))
+            self.calls += n
+            return jax.tree.map(lambda *a: jnp.stack(a), *ys)
+
+        return run
 
 
 def sample_nuts(model, sampler, *, draws, tune, chains, seed, initvals, progressbar,
@@ -91,7 +132,8 @@ def sample_nuts(model, sampler, *, draws, tune, chains, seed, initvals, progress
         from pymc_bnn.compile_cache import enable
 
         enable()  # a second process reads the sampler's XLA programs back from disk
-        nuts.setdefault("chain_method", _numpyro_chain_method(chains))
+        nuts.setdefault("chain_method",
+                        _numpyro_chain_method(chains, progressbar=progressbar))
         if initvals is not None:
             nuts.setdefault("jitter", False)  # start exactly where asked
     elif sampler == "pymc" and initvals is not None:

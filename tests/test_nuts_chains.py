@@ -1,0 +1,86 @@
+"""numpyro's chains in threads (:class:`pymc_bnn.inference.nuts.ThreadedChains`): the
+same draws as one chain after another, and the path really taken."""
+import threading
+
+import numpy as np
+import pytest
+
+from pymc_bnn import build_model, fit
+from pymc_bnn.inference import nuts
+
+pytest.importorskip("numpyro")
+
+# 30 draws a chain cannot reach an ESS of 100 per chain: about the chains' draws only
+pytestmark = pytest.mark.filterwarnings("ignore::pymc_bnn.exceptions.SamplingWarning")
+
+
+def _fit_nuts(tiny, seed=1):
+    X, y = tiny
+    return fit(build_model(X, y, hidden_layer_sizes=(2,), random_state=0), method="nuts",
+               draws=30, tune=30, chains=2, nuts_sampler="numpyro", random_seed=seed)
+
+
+def test_chain_method_choice(monkeypatch):
+    import jax
+
+    monkeypatch.setattr(nuts, "default_threads", lambda: 2)
+    monkeypatch.setattr(jax, "local_device_count", lambda: 1)
+    method = nuts._numpyro_chain_method(2)
+    assert isinstance(method, nuts.ThreadedChains) and method.n_threads == 2
+    assert nuts._numpyro_chain_method(4).n_threads == 2  # no more threads than allowed
+    assert nuts._numpyro_chain_method(2, progressbar=True) == "sequential"  # numpyro's bar
+    assert nuts._numpyro_chain_method(1) == "parallel"  # one chain: numpyro runs it alone
+    monkeypatch.setattr(nuts, "default_threads", lambda: 1)
+    assert nuts._numpyro_chain_method(2) == "sequential"
+    monkeypatch.setattr(jax, "local_device_count", lambda: 2)
+    assert nuts._numpyro_chain_method(2) == "parallel"
+
+
+def test_threaded_chains_equal_sequential_chains_and_are_taken(tiny, monkeypatch):
+    made = []
+    threads = set()
+
+    class Spy(nuts.ThreadedChains):
+        def __init__(self, n_threads):
+            super().__init__(n_threads)
+            made.append(self)
+
+        def __call__(self, f):
+            def traced(part):
+                threads.add(threading.get_ident())
+                return f(part)
+            return super().__call__(traced)
+
+    monkeypatch.setattr(nuts, "default_threads", lambda: 2)
+    monkeypatch.setattr(nuts, "ThreadedChains", Spy)
+    threaded = _fit_nuts(tiny)
+    assert len(made) == 1 and made[0].calls == 2  # both chains went through the threads
+    assert threading.get_ident() not in threads and len(threads) >= 1
+
+    monkeypatch.setattr(nuts, "_numpyro_chain_method",
+                        lambda chains, progressbar=False: "sequential")
+    sequential = _fit_nuts(tiny)
+    assert len(made) == 1  # the slow, obvious path: numpyro's own loop over the chains
+    a, b = threaded.idata.posterior, sequential.idata.posterior
+    assert a.sizes["chain"] == 2 and a.sizes["draw"] == 30
+    for name in a.data_vars:
+        np.testing.assert_array_equal(a[name].values, b[name].values)
+    for name in ("diverging", "step_size", "n_steps"):
+        if name in threaded.idata.sample_stats:
+            np.testing.assert_array_equal(threaded.idata.sample_stats[name].values,
+                                          sequential.idata.sample_stats[name].values)
+    # the two chains are different chains, and another seed gives other draws
+    first = a[next(iter(a.data_vars))].values
+    assert not np.array_equal(first[0], first[1])
+    other = _fit_nuts(tiny, seed=2).idata.posterior
+    assert not np.array_equal(other[next(iter(a.data_vars))].values, first)
+
+
+def test_a_failing_chain_raises(monkeypatch):
+    def f(part):
+        if int(part[0]) == 1:
+            raise RuntimeError("chain 1 failed")
+        return part
+
+    with pytest.raises(RuntimeError, match="chain 1 failed"):
+        nuts.ThreadedChains(2)(f)((np.arange(2),))
