@@ -507,16 +507,13 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
             method=method or self._fit_method,
             n_iter=self.n_iter,
             learning_rate=self.learning_rate,
-            draws=self.n_draws,
-            tune=self.tune,
-            chains=self.chains,
+            **self._run_settings(warn),
             nuts_sampler=self.nuts_sampler,
             nuts_init=self.nuts_init,
             random_seed=fit_seed,
             # ADVI fits are counted by the fit's stages (FitProgress); NUTS's own bar
             # shows its chains
             progressbar=bool(self.progressbar) and self.inference_ == "nuts",
-            warn=warn,
             minibatch_source=minibatch_source,
         )
 

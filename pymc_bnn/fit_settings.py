@@ -342,6 +342,12 @@ class FitSettingsMixin:
         use_nuts = grouped and self._AUTO_NUTS_FOR_GROUPS and not self._vi_settings_given()
         return "nuts" if use_nuts else "advi"
 
+    def _run_settings(self, warn: bool) -> dict:
+        """``draws``, ``tune``, ``chains`` and ``warn`` of the network's fit: the
+        estimator's own (the regressor's ``inference="auto"`` NUTS overrides them)."""
+        return {"draws": self.n_draws, "tune": self.tune, "chains": self.chains,
+                "warn": warn}
+
     def _vi_settings_given(self) -> bool:
         """Whether a setting only variational inference uses was given (``n_iter``,
         ``learning_rate``, ``batch_size``, a ``posterior_temperature`` other than

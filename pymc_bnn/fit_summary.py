@@ -49,6 +49,13 @@ def describe(estimator) -> list[str]:
     lines = []
     if getattr(estimator, "inference_", None) != "nuts":
         lines.append(_temperature_line(estimator))
+    run = getattr(estimator, "nuts_run_", None)
+    if getattr(estimator, "inference_", None) == "nuts" and run:
+        how = (f"chosen by inference='auto' for a table this small (rows x parameters "
+               f"{run['rows_x_parameters']:,} <= {run['limit']:,}), a short run used as a "
+               "predictive ensemble" if run["chosen"] == "auto" else "as asked")
+        lines.append(f"fit: NUTS on the whole model, {run['chains']} chains x "
+                     f"({run['tune']} warm-up + {run['draws']} draws), {how}")
     if getattr(estimator, "evidence_", None) is not None:
         lines.append(_prior_line(estimator.prior_sigma_))
     mixture = getattr(estimator, "mixture_", None)

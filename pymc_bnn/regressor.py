@@ -21,6 +21,23 @@ __all__ = ["BayesianMLPRegressor"]
 #: Most training rows on which ``inference="auto"`` also fits the Laplace approximation
 #: (its exact curvature costs rows x weights^2 per Gauss-Newton step).
 AUTO_LAPLACE_MAX_ROWS = 20_000
+#: ``inference="auto"`` samples the network with NUTS where a short run is affordable:
+#: at most this many training rows x network parameters (homoscedastic, Neal's prior,
+#: no groups, numpyro installed, no setting only ADVI uses). Why: NUTS on the whole
+#: model (the weights, their precisions and the noise) predicted the UCI tables far
+#: better than the approximations (boston's first five splits: test LL -2.25 against
+#: -2.48), and under Neal's prior nearly every iteration takes the most leapfrog steps
+#: (1,023), each a gradient over all the rows: a run costs about chains x (tune +
+#: draws) x 1,023 x rows x parameters. This limit keeps the short run below about 40 s
+#: on two cores (docs/experiments/uci_regression.md, "NUTS on the small tables").
+AUTO_NUTS_MAX_WORK = 500_000
+#: The short run: chains (one per thread, :class:`pymc_bnn.inference.nuts.ThreadedChains`),
+#: warm-up iterations and draws per chain. The draws are used as a predictive ensemble;
+#: R-hat and ESS of so short a run are not a converged posterior's, so its diagnostics
+#: are kept in ``diagnostics_`` without a warning (``inference="nuts"`` warns).
+AUTO_NUTS_CHAINS = 2
+AUTO_NUTS_TUNE = 100
+AUTO_NUTS_DRAWS = 100
 
 
 class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
@@ -129,6 +146,11 @@ default "auto"
         each linearised at its own mode, sharing its draws equally
         (``laplace_log_evidence``: each fit's; ``laplace_prior_sigma`` and
         ``laplace_diagnostics`` are the first's).
+    nuts_run_ : dict or None
+        Where the network was sampled with NUTS: its ``chains``, ``tune`` and ``draws``
+        (per chain) and ``chosen``: ``"given"`` (``inference="nuts"``) or ``"auto"``
+        (``inference="auto"``'s short run, with ``rows_x_parameters`` and the
+        ``limit`` it was within: :data:`AUTO_NUTS_MAX_WORK`); else None.
     kl_weight_selection_ : dict or None
         With ``kl_weight="auto"``: ``kl_weights``, the held-out NLL per row of each
         (``scores``, at its best temperature) and those ``temperatures``.
@@ -224,6 +246,42 @@ default "auto"
         if not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or infinity.")
         return (y - self.y_mean_) / self.y_scale_, float(np.log(self.y_scale_))
+
+    def _inference_for_data(self, shape, target_kwargs, *, grouped: bool) -> str:
+        """``inference="auto"``: NUTS, a short run, where it is affordable
+        (:data:`AUTO_NUTS_MAX_WORK`); else as resolved. Sets ``nuts_run_``."""
+        from pymc_bnn.flat_network import n_params
+        from pymc_bnn.inference import default_nuts_sampler
+
+        widths = (shape[1], *self._hidden_tuple(), 1)
+        work = shape[0] * n_params(tuple(zip(widths[:-1], widths[1:])))
+        sampler = self.nuts_sampler or default_nuts_sampler()
+        auto = (self.inference == "auto" and self.inference_ == "advi"
+                and self.prior == "gamma_precision" and not self.heteroscedastic
+                and not grouped and not self._vi_settings_given()
+                and self.kl_weight in (1, 1.0) and sampler == "numpyro"
+                and work <= AUTO_NUTS_MAX_WORK)
+        if auto:
+            self.nuts_run_ = {"chains": AUTO_NUTS_CHAINS, "tune": AUTO_NUTS_TUNE,
+                              "draws": AUTO_NUTS_DRAWS, "chosen": "auto",
+                              "rows_x_parameters": int(work), "limit": AUTO_NUTS_MAX_WORK}
+            return "nuts"
+        self.nuts_run_ = ({"chains": self.chains, "tune": self.tune, "draws": self.n_draws,
+                           "chosen": "given"} if self.inference_ == "nuts" else None)
+        return self.inference_
+
+    def _fit_streamed(self, X, y, groups, use_evidence):
+        self.nuts_run_ = None  # streamed fits are minibatch ADVI
+        return super()._fit_streamed(X, y, groups, use_evidence)
+
+    def _run_settings(self, warn: bool) -> dict:
+        """The short run of ``inference="auto"``'s NUTS (:data:`AUTO_NUTS_TUNE`, ...),
+        its diagnostics kept without a warning; else the estimator's own settings."""
+        run = getattr(self, "nuts_run_", None)
+        if self.inference_ == "nuts" and run is not None and run["chosen"] == "auto":
+            return {"draws": run["draws"], "tune": run["tune"], "chains": run["chains"],
+                    "warn": False}
+        return super()._run_settings(warn)
 
     def _fit_candidates(self, shape, *, grouped: bool) -> list[tuple[str, float]]:
         """``inference="auto"``: ADVI and the Laplace approximation, chosen between on

@@ -166,11 +166,14 @@ def test_laplace_refuses_what_it_does_not_model(kwargs, fit_kwargs, match):
         reg.fit(X, y, **fit_kwargs)
 
 
-def test_auto_at_a_fixed_temperature_chooses_between_advi_and_laplace(tmp_path):
+def test_auto_at_a_fixed_temperature_chooses_between_advi_and_laplace(tmp_path, monkeypatch):
     """``"auto"`` at the fixed temperature 1: ADVI and the Laplace approximation both
     fit on held-out folds; the method of the lower held-out NLL is kept, and the choice
     is recorded and saved (with a cross-fitted temperature their mixture is weighed
     too: ``tests/test_mixture_regressor.py``)."""
+    import pymc_bnn.regressor as R
+
+    monkeypatch.setattr(R, "AUTO_NUTS_MAX_WORK", 0)  # above the short NUTS run
     X, y = xsin(120, seed=6)
     reg = BayesianMLPRegressor((6,), n_draws=100, random_state=0,
                                posterior_temperature=1.0).fit(X, y)

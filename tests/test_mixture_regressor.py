@@ -21,6 +21,15 @@ from pymc_bnn.tempering import MIXTURE_WEIGHTS
 from pymc_bnn.fit_summary import describe
 
 
+@pytest.fixture(autouse=True)
+def above_the_short_nuts_run(monkeypatch):
+    """These tests are about what ``inference="auto"`` fits on tables above
+    :data:`pymc_bnn.regressor.AUTO_NUTS_MAX_WORK` (below it: tests/test_auto_nuts.py)."""
+    import pymc_bnn.regressor as R
+
+    monkeypatch.setattr(R, "AUTO_NUTS_MAX_WORK", 0)
+
+
 def xsin(n, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.uniform(-2, 2, size=(n, 1))

@@ -1,0 +1,120 @@
+"""The regressor's ``inference="auto"`` samples small tables with a short NUTS run
+(:data:`pymc_bnn.regressor.AUTO_NUTS_MAX_WORK`): when it is taken, that it is
+``inference="nuts"`` with the short run's settings draw for draw, and when it is not."""
+import warnings
+
+import numpy as np
+import pytest
+
+from pymc_bnn import BayesianMLPRegressor
+from pymc_bnn import regressor as R
+
+pytest.importorskip("numpyro")
+
+
+@pytest.fixture(scope="module")
+def small():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(40, 1))
+    y = np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=40)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def auto_fit(small):
+    X, y = small
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reg = BayesianMLPRegressor((3,), random_state=0).fit(X, y)
+    return reg, caught
+
+
+def _decision(reg, shape):
+    """What ``inference="auto"`` resolves to for data of ``shape`` (no fit)."""
+    reg.inference_ = reg._resolve_inference(grouped=False)
+    return reg._inference_for_data(shape, {}, grouped=False)
+
+
+def test_auto_samples_a_small_table_with_the_short_run(auto_fit, small):
+    reg, caught = auto_fit
+    assert reg.inference_ == "nuts" and reg.posterior_.method == "nuts"
+    run = reg.nuts_run_
+    assert run["chosen"] == "auto" and run["limit"] == R.AUTO_NUTS_MAX_WORK
+    assert (run["chains"], run["tune"], run["draws"]) == (
+        R.AUTO_NUTS_CHAINS, R.AUTO_NUTS_TUNE, R.AUTO_NUTS_DRAWS)
+    assert run["rows_x_parameters"] == 40 * (1 * 3 + 3 + 3 + 1)
+    post = reg.posterior_.idata.posterior
+    assert (post.sizes["chain"], post.sizes["draw"]) == (2, R.AUTO_NUTS_DRAWS)
+    assert reg.posterior_temperature_ == 1.0 and reg.mixture_ is None
+    # a short run's R-hat and ESS are not a converged posterior's: kept, not warned
+    assert reg.diagnostics_ is not None
+    from pymc_bnn.exceptions import SamplingWarning
+    assert not [w for w in caught if issubclass(w.category, SamplingWarning)]
+    from pymc_bnn.fit_summary import describe
+    assert any("NUTS" in line and "inference='auto'" in line for line in describe(reg))
+    X, y = small
+    assert np.all(np.isfinite(reg.predict(X))) and reg.score(X, y) > 0.5
+
+
+def test_auto_run_equals_inference_nuts_with_its_settings(auto_fit, small):
+    """The slow, obvious path: inference="nuts" asked for with the short run's
+    settings gives the same draws and predictions."""
+    X, y = small
+    reg, _ = auto_fit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        given = BayesianMLPRegressor((3,), inference="nuts", tune=R.AUTO_NUTS_TUNE,
+                                     n_draws=R.AUTO_NUTS_DRAWS, chains=R.AUTO_NUTS_CHAINS,
+                                     random_state=0).fit(X, y)
+    assert given.nuts_run_["chosen"] == "given"
+    a, b = reg.posterior_.idata.posterior, given.posterior_.idata.posterior
+    for name in a.data_vars:
+        np.testing.assert_array_equal(a[name].values, b[name].values)
+    np.testing.assert_array_equal(reg.predict(X), given.predict(X))
+    np.testing.assert_array_equal(reg.log_predictive_density(X, y),
+                                  given.log_predictive_density(X, y))
+
+
+def test_same_random_state_same_predictions(auto_fit, small):
+    X, y = small
+    reg, _ = auto_fit
+    again = BayesianMLPRegressor((3,), random_state=0).fit(X, y)
+    np.testing.assert_array_equal(reg.predict(X), again.predict(X))
+
+
+@pytest.mark.parametrize("params", [
+    {"n_iter": 500},                 # a setting only ADVI uses
+    {"heteroscedastic": True},       # not measured
+    {"prior": "normal"},             # not measured
+    {"kl_weight": "auto"},           # a choice among ADVI fits
+    {"nuts_sampler": "nutpie"},      # the limit is numpyro's cost
+    {"posterior_temperature": 0.5},
+])
+def test_auto_keeps_its_other_fits_where_the_short_run_does_not_apply(params):
+    reg = BayesianMLPRegressor((3,), **params)
+    assert _decision(reg, (40, 1)) != "nuts" and reg.nuts_run_ is None
+
+
+def test_auto_keeps_its_other_fits_above_the_limit():
+    reg = BayesianMLPRegressor((50,))
+    n_params = 8 * 50 + 50 + 50 + 1
+    rows = R.AUTO_NUTS_MAX_WORK // n_params
+    assert _decision(reg, (rows, 8)) == "nuts"
+    assert reg.nuts_run_["rows_x_parameters"] == rows * n_params
+    assert _decision(reg, (rows + 1, 8)) == "advi" and reg.nuts_run_ is None
+
+
+def test_auto_keeps_its_other_fits_without_numpyro(monkeypatch):
+    import pymc_bnn.inference as I
+
+    monkeypatch.setattr(I, "default_nuts_sampler", lambda hierarchical=False: "nutpie")
+    assert _decision(BayesianMLPRegressor((3,)), (40, 1)) == "advi"
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_refit_by_advi_forgets_the_short_run(small, monkeypatch):
+    X, y = small
+    reg = BayesianMLPRegressor((3,), random_state=0, n_iter=200, n_draws=20)
+    reg.nuts_run_ = {"chosen": "auto"}  # as left by an earlier fit
+    reg.fit(X, y)
+    assert reg.inference_ != "nuts" and reg.nuts_run_ is None
