@@ -511,9 +511,6 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
             nuts_sampler=self.nuts_sampler,
             nuts_init=self.nuts_init,
             random_seed=fit_seed,
-            # ADVI fits are counted by the fit's stages (FitProgress); NUTS's own bar
-            # shows its chains
-            progressbar=bool(self.progressbar) and self.inference_ == "nuts",
             minibatch_source=minibatch_source,
         )
 

@@ -215,7 +215,9 @@ class FitSettingsMixin:
     def _fits_stage_name(self, n_fits: int, folds) -> str:
         """What the fit's main stage does, in words (for :class:`FitProgress`)."""
         if self.inference_ == "nuts":
-            return f"NUTS sampling ({self.chains} chains)"
+            run = self._run_settings(True)
+            return (f"NUTS sampling ({run['chains']} chains x ({run['tune']} warm-up + "
+                    f"{run['draws']} draws))")
         method = {"advi": "ADVI", "laplace": "Laplace", MIXTURE: "ADVI and Laplace"}.get(
             self.inference_, "full-rank ADVI")
         starts = f", each from {self.n_init} starts" if self.n_init > 1 else ""
@@ -343,10 +345,12 @@ class FitSettingsMixin:
         return "nuts" if use_nuts else "advi"
 
     def _run_settings(self, warn: bool) -> dict:
-        """``draws``, ``tune``, ``chains`` and ``warn`` of the network's fit: the
-        estimator's own (the regressor's ``inference="auto"`` NUTS overrides them)."""
+        """``draws``, ``tune``, ``chains``, ``warn`` and ``progressbar`` of the network's
+        fit: the estimator's own (the regressor's ``inference="auto"`` NUTS overrides
+        them). ADVI fits are counted by the fit's stages (``FitProgress``); NUTS's own
+        bar shows its chains."""
         return {"draws": self.n_draws, "tune": self.tune, "chains": self.chains,
-                "warn": warn}
+                "warn": warn, "progressbar": bool(self.progressbar) and self.inference_ == "nuts"}
 
     def _vi_settings_given(self) -> bool:
         """Whether a setting only variational inference uses was given (``n_iter``,

@@ -276,11 +276,12 @@ default "auto"
 
     def _run_settings(self, warn: bool) -> dict:
         """The short run of ``inference="auto"``'s NUTS (:data:`AUTO_NUTS_TUNE`, ...),
-        its diagnostics kept without a warning; else the estimator's own settings."""
+        its diagnostics kept without a warning, its chains in threads (numpyro shows no
+        bar for them: the fit's stages say what runs); else the estimator's own."""
         run = getattr(self, "nuts_run_", None)
         if self.inference_ == "nuts" and run is not None and run["chosen"] == "auto":
             return {"draws": run["draws"], "tune": run["tune"], "chains": run["chains"],
-                    "warn": False}
+                    "warn": False, "progressbar": False}
         return super()._run_settings(warn)
 
     def _fit_candidates(self, shape, *, grouped: bool) -> list[tuple[str, float]]:

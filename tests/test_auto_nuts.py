@@ -118,3 +118,18 @@ def test_a_refit_by_advi_forgets_the_short_run(small, monkeypatch):
     reg.nuts_run_ = {"chosen": "auto"}  # as left by an earlier fit
     reg.fit(X, y)
     assert reg.inference_ != "nuts" and reg.nuts_run_ is None
+
+
+def test_the_short_run_keeps_its_chains_in_threads_with_a_progress_bar(auto_fit):
+    """numpyro shows no bar for chains in threads; the short run keeps the threads (the
+    fit's stages say what runs), inference="nuts" keeps numpyro's bar."""
+    reg, _ = auto_fit
+    reg.set_params(progressbar=True)
+    try:
+        assert reg._run_settings(True)["progressbar"] is False
+        assert "100 warm-up + 100 draws" in reg._fits_stage_name(1, None)
+        given = BayesianMLPRegressor((3,), inference="nuts", progressbar=True)
+        given.inference_, given.nuts_run_ = "nuts", {"chosen": "given"}
+        assert given._run_settings(True)["progressbar"] is True
+    finally:
+        reg.set_params(progressbar=False)
