@@ -67,7 +67,15 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         targets (``docs/experiments/calibration-log.md``). For classifiers it did worse under ADVI.
     inference : {"auto", "advi", "fullrank_advi", "nuts", "laplace", "advi+laplace"}, \
 default "auto"
-        As in :class:`BayesianMLPClassifier`, except for two things. ``"auto"`` fits
+        As in :class:`BayesianMLPClassifier`, except for two things. ``"auto"``
+        samples small tables with NUTS: a short run (:data:`AUTO_NUTS_CHAINS` chains
+        of :data:`AUTO_NUTS_TUNE` warm-up iterations and :data:`AUTO_NUTS_DRAWS`
+        draws, in threads, its diagnostics in ``diagnostics_`` without a warning;
+        ``nuts_run_``) where the training rows times the network's parameters are at
+        most :data:`AUTO_NUTS_MAX_WORK`, with numpyro installed, the default
+        ``prior``, a homoscedastic network, no groups and no setting only ADVI uses:
+        on the UCI tables it predicted far better than the approximations below
+        (``docs/experiments/uci_regression.md``). Above that, ``"auto"`` fits
         both mean-field ADVI and ``"laplace"`` on the temperature's three held-out
         folds and keeps their mixture (``"advi+laplace"``, below) unless one of
         them alone predicts the folds clearly better, by the classifier's rule

@@ -84,3 +84,15 @@ def test_a_failing_chain_raises(monkeypatch):
 
     with pytest.raises(RuntimeError, match="chain 1 failed"):
         nuts.ThreadedChains(2)(f)((np.arange(2),))
+
+
+def test_a_numpyro_run_releases_jaxs_compiled_programs(tiny, monkeypatch):
+    """Each run's new closures stay in JAX's caches otherwise (a leak of 90-300 MiB a
+    fit in a long process): the run clears them once its draws are out."""
+    import jax
+
+    calls = []
+    real = jax.clear_caches
+    monkeypatch.setattr(jax, "clear_caches", lambda: (calls.append(1), real()))
+    post = _fit_nuts(tiny)
+    assert calls == [1] and post.idata.posterior.sizes["draw"] == 30

@@ -143,7 +143,7 @@ def sample_nuts(model, sampler, *, draws, tune, chains, seed, initvals, progress
     if step is not None:
         kwargs["step"] = step
     with model:
-        return pm.sample(
+        idata = pm.sample(
             draws=draws,
             tune=tune,
             chains=chains,
@@ -154,6 +154,25 @@ def sample_nuts(model, sampler, *, draws, tune, chains, seed, initvals, progress
             compute_convergence_checks=False,
             **kwargs,
         )
+    if sampler == "numpyro":
+        _release_compiled_programs()
+    return idata
+
+
+def _release_compiled_programs():
+    """Drop JAX's in-memory compiled programs after a numpyro run.
+
+    Every run jits new closures (PyMC's log density, numpyro's sampling loop) that
+    JAX's caches keep for the life of the process: 90 MiB a fit with the chains one
+    after another, ~300 MiB with them in threads (a (20,) network on 200 rows), until a
+    process of repeated fits (a benchmark, a cross-validation) ran out of memory
+    (docs/experiments/uci_regression.md). Clearing them holds the process at its size
+    (measured: 619-641 MiB over four fits); the cost is that other compiled JAX
+    programs compile again on their next call (from the persistent cache where
+    :mod:`pymc_bnn.compile_cache` enabled it)."""
+    import jax
+
+    jax.clear_caches()
 
 
 def chain_points(model, idata, *, from_draws: bool = False) -> list[dict[str, np.ndarray]]:
