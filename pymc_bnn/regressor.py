@@ -255,14 +255,19 @@ default "auto"
             raise ValueError("y contains NaN or infinity.")
         return (y - self.y_mean_) / self.y_scale_, float(np.log(self.y_scale_))
 
+    def _n_network_params(self, shape) -> int:
+        """Weights and biases of the network for data of ``shape`` (one output)."""
+        from pymc_bnn.flat_network import n_params
+
+        widths = (shape[1], *self._hidden_tuple(), 1)
+        return n_params(tuple(zip(widths[:-1], widths[1:])))
+
     def _inference_for_data(self, shape, target_kwargs, *, grouped: bool) -> str:
         """``inference="auto"``: NUTS, a short run, where it is affordable
         (:data:`AUTO_NUTS_MAX_WORK`); else as resolved. Sets ``nuts_run_``."""
-        from pymc_bnn.flat_network import n_params
         from pymc_bnn.inference import default_nuts_sampler
 
-        widths = (shape[1], *self._hidden_tuple(), 1)
-        work = shape[0] * n_params(tuple(zip(widths[:-1], widths[1:])))
+        work = shape[0] * self._n_network_params(shape)
         sampler = self.nuts_sampler or default_nuts_sampler()
         auto = (self.inference == "auto" and self.inference_ == "advi"
                 and self.prior == "gamma_precision" and not self.heteroscedastic
@@ -297,15 +302,13 @@ default "auto"
         the temperature's held-out folds, where both apply (see :data:`AUTO_LAPLACE`);
         otherwise the fits of :meth:`BayesianMLPBase._fit_candidates`."""
         base = super()._fit_candidates(shape, grouped=grouped)
-        from pymc_bnn.flat_network import n_params
         from pymc_bnn.laplace import MAX_PARAMS
 
-        widths = (shape[1], *self._hidden_tuple(), 1)
         eligible = (self.inference == "auto" and self.inference_ == "advi" and len(base) == 1
                     and self.prior == "gamma_precision" and not self.heteroscedastic
                     and not grouped and not self._vi_settings_given()
                     and shape[0] <= AUTO_LAPLACE_MAX_ROWS
-                    and n_params(tuple(zip(widths[:-1], widths[1:]))) <= MAX_PARAMS)
+                    and self._n_network_params(shape) <= MAX_PARAMS)
         return base + [("laplace", 1.0)] if eligible else base
 
     def _laplace_unsupported(self, *, streamed: bool, grouped: bool) -> str | None:
