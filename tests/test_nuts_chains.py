@@ -96,3 +96,37 @@ def test_a_numpyro_run_releases_jaxs_compiled_programs(tiny, monkeypatch):
     monkeypatch.setattr(jax, "clear_caches", lambda: (calls.append(1), real()))
     post = _fit_nuts(tiny)
     assert calls == [1] and post.idata.posterior.sizes["draw"] == 30
+
+
+class _Records(list):
+    """A stand-in log handler that keeps the records it is given."""
+
+    level = 0
+
+    def handle(self, record):
+        self.append(record)
+        return True
+
+
+def test_pymc_logs_nothing_without_a_progress_bar(tiny, monkeypatch):
+    """pm.sample's INFO lines ("NUTS[numpyro]: [...]") are silenced as pm.fit's are: an
+    estimator's default fit prints nothing; the same call with a bar still logs them."""
+    import logging
+
+    records = _Records()
+    log = logging.getLogger("pymc.sampling.mcmc")
+    monkeypatch.setattr(log, "handlers", [records])
+    monkeypatch.setattr(log, "propagate", False)
+    level = log.level
+    log.setLevel(logging.INFO)  # as when PyMC set up its own handler (no root handler)
+    try:
+        _fit_nuts(tiny)
+        assert [r.getMessage() for r in records] == []
+        # the same call with a bar keeps PyMC's lines (the test is able to see them)
+        X, y = tiny
+        fit(build_model(X, y, hidden_layer_sizes=(2,), random_state=0), method="nuts",
+            draws=5, tune=5, chains=1, nuts_sampler="numpyro", random_seed=1,
+            progressbar=True)
+    finally:
+        log.setLevel(level)
+    assert any(r.getMessage().startswith("NUTS[numpyro]") for r in records)

@@ -151,6 +151,10 @@ def sample_nuts(model, sampler, *, draws, tune, chains, seed, initvals, progress
             initvals=initvals,
             random_seed=seed,
             progressbar=progressbar,
+            # without a progress bar, no "NUTS[numpyro]: [...]" / "Sampling 2 chains"
+            # lines either (as pm.fit's "Finished" line in inference.vi): a fit is
+            # silent unless asked; its diagnostics reach the user as a SamplingWarning
+            quiet=not progressbar,
             compute_convergence_checks=False,
             **kwargs,
         )
