@@ -546,8 +546,15 @@ def info_command(model, as_json):
     if meta.get("evidence"):
         lines.append("  prior sd per layer (evidence): "
                      + ", ".join(f"{v:.3g}" for v in meta["evidence"]["sigmas"]))
+    from pymc_bnn.nuts_summary import nuts_run_text, short_run_diagnostics_text
+
+    run = meta.get("nuts_run")
+    if run:
+        lines.append(f"  sampling: {nuts_run_text(run)}")
     diagnostics = meta.get("diagnostics") or {}
-    if "converged" in diagnostics:
+    if run and run.get("chosen") == "auto" and diagnostics:
+        lines.append(f"  diagnostics: {short_run_diagnostics_text(diagnostics)}")
+    elif "converged" in diagnostics:
         steps = diagnostics.get("n_steps")
         lines.append(f"  converged: {diagnostics['converged']}"
                      + (f" ({steps} steps)" if steps is not None else "")

@@ -22,6 +22,7 @@ import math
 
 from pymc_bnn.evidence import SIGMA_RANGE
 from pymc_bnn.fit_settings import MIXTURE
+from pymc_bnn.nuts_summary import nuts_run_text
 from pymc_bnn.tempering import TEMPERATURES
 
 __all__ = ["describe"]
@@ -51,11 +52,7 @@ def describe(estimator) -> list[str]:
         lines.append(_temperature_line(estimator))
     run = getattr(estimator, "nuts_run_", None)
     if getattr(estimator, "inference_", None) == "nuts" and run:
-        how = (f"chosen by inference='auto' for a table this small (rows x parameters "
-               f"{run['rows_x_parameters']:,} <= {run['limit']:,}), a short run used as a "
-               "predictive ensemble" if run["chosen"] == "auto" else "as asked")
-        lines.append(f"fit: NUTS on the whole model, {run['chains']} chains x "
-                     f"({run['tune']} warm-up + {run['draws']} draws), {how}")
+        lines.append(f"fit: {nuts_run_text(run)}")
     if getattr(estimator, "evidence_", None) is not None:
         lines.append(_prior_line(estimator.prior_sigma_))
     mixture = getattr(estimator, "mixture_", None)
@@ -193,3 +190,4 @@ def _layer_names(n: int) -> list[str]:
     if n == 2:
         return ["input layer", "output"]
     return ["input layer", *[f"hidden layer {k}" for k in range(1, n - 1)], "output"]
+

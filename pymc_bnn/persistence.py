@@ -98,6 +98,8 @@ def save(estimator, path, *, extra: dict | None = None) -> Path:
         # a mixture's halves: the draws of each, the Laplace half's temperature (plain data)
         "mixture": getattr(estimator, "mixture_", None),
         "linear_part": getattr(estimator, "linear_part_", None),
+        # a regressor's NUTS run: chains, iterations, who chose it (plain data)
+        "nuts_run": getattr(estimator, "nuts_run_", None),
         "seed": int(post.seed),
         "learning_rate": post.learning_rate,
         "nuts_sampler": post.nuts_sampler,
@@ -307,6 +309,10 @@ def load(cls, path):
         linear_part = meta.get("linear_part")
         if linear_part is not None and not isinstance(linear_part, dict):
             raise TypeError("the linear part's record is not a JSON object")
+        # files written before the record of the NUTS run existed have none
+        nuts_run = meta.get("nuts_run")
+        if nuts_run is not None and not isinstance(nuts_run, dict):
+            raise TypeError("the NUTS run's record is not a JSON object")
         # files written before diagnostics existed have none: {} (not computed)
         diagnostics = meta.get("diagnostics") or {}
         if not isinstance(diagnostics, dict):
@@ -331,6 +337,8 @@ def load(cls, path):
     est.inference_ = meta.get("inference", meta["method"])
     est.mixture_ = mixture
     est.linear_part_ = linear_part
+    if hasattr(est, "_inference_for_data") or nuts_run is not None:
+        est.nuts_run_ = nuts_run  # a regressor's fitted attribute (the classifier has none)
     est.posterior_temperature_ = temperature
     est.temperature_selection_ = selection
     est.kl_weight_ = kl_weight

@@ -133,3 +133,44 @@ def test_the_short_run_keeps_its_chains_in_threads_with_a_progress_bar(auto_fit)
         assert given._run_settings(True)["progressbar"] is True
     finally:
         reg.set_params(progressbar=False)
+
+
+def test_a_saved_model_keeps_the_run_and_info_says_it(auto_fit, small, tmp_path, capsys):
+    """The run is part of the model file: a loaded regressor describes it as the fitted
+    one does, and ``pymc-bnn info`` names it and shows its diagnostics as figures of a
+    short run, not as a failed convergence check with advice to sample longer."""
+    from pymc_bnn import cli
+    from pymc_bnn.fit_summary import describe
+
+    reg, _ = auto_fit
+    path = tmp_path / "reg.nc"
+    reg.save(path)
+    loaded = BayesianMLPRegressor.load(path)
+    assert loaded.nuts_run_ == reg.nuts_run_
+    assert describe(loaded) == describe(reg)
+    X, _ = small
+    np.testing.assert_array_equal(loaded.predict(X), reg.predict(X))
+    assert cli.main(["info", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "sampling: NUTS on the whole model, 2 chains x (100 warm-up + 100 draws)" in out
+    assert "diagnostics: not checked for convergence (a short run" in out
+    assert f"R-hat up to {reg.diagnostics_['max_rhat']:.3g}" in out
+    assert "converged:" not in out and "To do" not in out
+
+
+def test_info_of_a_run_asked_for_keeps_the_convergence_check(small, tmp_path, capsys):
+    from pymc_bnn import cli
+
+    X, y = small
+    reg = BayesianMLPRegressor((2,), inference="nuts", tune=20, n_draws=20, chains=1,
+                               random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 20 draws do not converge: the point here
+        reg.fit(X, y)
+    assert reg.nuts_run_["chosen"] == "given"
+    reg.save(tmp_path / "given.nc")
+    assert cli.main(["info", str(tmp_path / "given.nc")]) == 0
+    out = capsys.readouterr().out
+    assert ("sampling: NUTS on the whole model, 1 chain x (20 warm-up + 20 draws), as asked"
+            in out)
+    assert "converged: False" in out and "not checked for convergence" not in out
