@@ -4,10 +4,12 @@ small classification splits, seed by seed beside the stored default, the 5-MLP
 ensemble and logistic regression of a full ``benchmarks/calibration.py`` run (same
 splits, same seeds).
 
-    python benchmarks/experiments/nuts_classifier.py SETS SEEDS HIDDEN OUT.json [REFERENCE.json]
+    python benchmarks/experiments/nuts_classifier.py SETS SEEDS HIDDEN PRIOR OUT.json [REFERENCE.json]
 
 SETS: comma-separated names of ``calibration.CLS_DATASETS``; SEEDS: comma-separated
-ints; HIDDEN: e.g. ``32`` or ``5,5``. The reference defaults to
+ints; HIDDEN: e.g. ``32`` or ``5,5``; PRIOR: ``gamma_precision`` (Neal's per-layer
+precisions, sampled: the regressor's short run) or ``normal`` (the classifier's
+N(0, 1) under NUTS). The reference defaults to
 ``benchmarks/results/reference/calibration_seeds10_linear.json`` (the classifier's
 current default). A set whose training rows x network parameters exceed the
 regressor's limit (``regressor.AUTO_NUTS_MAX_WORK``) is skipped, as the regressor would
@@ -48,8 +50,8 @@ def main():
 
     sets, seeds = sys.argv[1].split(","), [int(s) for s in sys.argv[2].split(",")]
     hidden = tuple(int(h) for h in sys.argv[3].split(","))
-    out = Path(sys.argv[4])
-    ref = sys.argv[5] if len(sys.argv) > 5 else str(
+    prior, out = sys.argv[4], Path(sys.argv[5])
+    ref = sys.argv[6] if len(sys.argv) > 6 else str(
         HERE.parent / "results/reference/calibration_seeds10_linear.json")
     h_name = f"({hidden[0]},)" if len(hidden) == 1 else str(hidden)
     records = []
@@ -66,7 +68,8 @@ def main():
                 print(f"{dataset}: rows x parameters {work:,} > {AUTO_NUTS_MAX_WORK:,}, skipped")
                 break
             pipe = make_pipeline(StandardScaler(), BayesianMLPClassifier(
-                hidden, inference="nuts", nuts_sampler="numpyro", tune=AUTO_NUTS_TUNE,
+                hidden, inference="nuts", prior=prior, nuts_sampler="numpyro",
+                tune=AUTO_NUTS_TUNE,
                 n_draws=AUTO_NUTS_DRAWS, chains=AUTO_NUTS_CHAINS, random_state=seed))
             t0 = time.perf_counter()
             with warnings.catch_warnings():
@@ -74,7 +77,8 @@ def main():
                 pipe.fit(d["X_train"], d["y_train"])
             fit_s = time.perf_counter() - t0
             proba = pipe.predict_proba(d["X_test"])
-            rec = {"dataset": dataset, "seed": seed, "hidden": list(hidden), "work": work,
+            rec = {"dataset": dataset, "seed": seed, "hidden": list(hidden), "prior": prior,
+                   "work": work,
                    "fit_s": fit_s, **C.class_metrics(M, d["y_test"], proba, pipe.classes_),
                    "max_rhat": pipe[-1].diagnostics_.get("max_rhat")}
             for name, per_seed in anchors.items():
