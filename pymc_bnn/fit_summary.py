@@ -190,4 +190,3 @@ def _layer_names(n: int) -> list[str]:
     if n == 2:
         return ["input layer", "output"]
     return ["input layer", *[f"hidden layer {k}" for k in range(1, n - 1)], "output"]
-

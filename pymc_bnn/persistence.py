@@ -225,6 +225,8 @@ def load(cls, path):
     ValueError
         If the file is missing, truncated, corrupted, or not a pymc_bnn model file.
     """
+    from sklearn.base import is_regressor
+
     from pymc_bnn.evidence import EvidencePrior
     from pymc_bnn.inference import Posterior
     from pymc_bnn.laplace import LINEARIZATION_GROUP
@@ -337,8 +339,8 @@ def load(cls, path):
     est.inference_ = meta.get("inference", meta["method"])
     est.mixture_ = mixture
     est.linear_part_ = linear_part
-    if hasattr(est, "_inference_for_data") or nuts_run is not None:
-        est.nuts_run_ = nuts_run  # a regressor's fitted attribute (the classifier has none)
+    if is_regressor(est):  # the classifier has no NUTS run record
+        est.nuts_run_ = nuts_run
     est.posterior_temperature_ = temperature
     est.temperature_selection_ = selection
     est.kl_weight_ = kl_weight

@@ -153,7 +153,7 @@ def sample_nuts(model, sampler, *, draws, tune, chains, seed, initvals, progress
             progressbar=progressbar,
             # without a progress bar, no "NUTS[numpyro]: [...]" / "Sampling 2 chains"
             # lines either (as pm.fit's "Finished" line in inference.vi): a fit is
-            # silent unless asked; its diagnostics reach the user as a SamplingWarning
+            # silent unless asked; its diagnostics are in diagnostics_ (and a warning)
             quiet=not progressbar,
             compute_convergence_checks=False,
             **kwargs,
