@@ -262,6 +262,15 @@ default "auto"
         widths = (shape[1], *self._hidden_tuple(), 1)
         return n_params(tuple(zip(widths[:-1], widths[1:])))
 
+    def _plain_auto(self, grouped: bool) -> bool:
+        """Whether ``inference="auto"`` resolved to ADVI for the plain model the
+        regressor's own defaults were measured on (Neal's prior, one noise scale, no
+        groups, no setting only ADVI uses): where the short NUTS run and the Laplace
+        half may apply."""
+        return (self.inference == "auto" and self.inference_ == "advi"
+                and self.prior == "gamma_precision" and not self.heteroscedastic
+                and not grouped and not self._vi_settings_given())
+
     def _inference_for_data(self, shape, target_kwargs, *, grouped: bool) -> str:
         """``inference="auto"``: NUTS, a short run, where it is affordable
         (:data:`AUTO_NUTS_MAX_WORK`); else as resolved. Sets ``nuts_run_``."""
@@ -269,9 +278,7 @@ default "auto"
 
         work = shape[0] * self._n_network_params(shape)
         sampler = self.nuts_sampler or default_nuts_sampler()
-        auto = (self.inference == "auto" and self.inference_ == "advi"
-                and self.prior == "gamma_precision" and not self.heteroscedastic
-                and not grouped and not self._vi_settings_given()
+        auto = (self._plain_auto(grouped)
                 and self.kl_weight in (1, 1.0) and sampler == "numpyro"
                 and work <= AUTO_NUTS_MAX_WORK)
         if auto:
@@ -304,9 +311,7 @@ default "auto"
         base = super()._fit_candidates(shape, grouped=grouped)
         from pymc_bnn.laplace import MAX_PARAMS
 
-        eligible = (self.inference == "auto" and self.inference_ == "advi" and len(base) == 1
-                    and self.prior == "gamma_precision" and not self.heteroscedastic
-                    and not grouped and not self._vi_settings_given()
+        eligible = (self._plain_auto(grouped) and len(base) == 1
                     and shape[0] <= AUTO_LAPLACE_MAX_ROWS
                     and self._n_network_params(shape) <= MAX_PARAMS)
         return base + [("laplace", 1.0)] if eligible else base
