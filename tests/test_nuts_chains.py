@@ -76,6 +76,29 @@ def test_threaded_chains_equal_sequential_chains_and_are_taken(tiny, monkeypatch
     assert not np.array_equal(other[next(iter(a.data_vars))].values, first)
 
 
+def test_a_thread_waits_for_its_chain_before_starting_the_next(monkeypatch):
+    """JAX returns a chain's arrays before they are computed: a thread that did not
+    wait would start its next chain at once, and more chains than threads would run at
+    the same time. Each chain's result is waited for in its thread, before the next
+    chain starts there."""
+    import jax
+    import jax.numpy as jnp
+
+    events = []
+    real = jax.block_until_ready
+    monkeypatch.setattr(jax, "block_until_ready",
+                        lambda x: (events.append(("wait", int(x))), real(x))[1])
+
+    def f(part):
+        events.append(("start", int(part[0])))
+        return jnp.asarray(part[0]) * 2
+
+    out = nuts.ThreadedChains(1)(f)((np.arange(3.0),))
+    np.testing.assert_array_equal(out, [0.0, 2.0, 4.0])
+    assert events == [("start", 0), ("wait", 0), ("start", 1), ("wait", 2),
+                      ("start", 2), ("wait", 4)]
+
+
 def test_a_failing_chain_raises(monkeypatch):
     def f(part):
         if int(part[0]) == 1:
