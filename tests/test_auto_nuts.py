@@ -40,11 +40,15 @@ def test_auto_samples_a_small_table_with_the_short_run(auto_fit, small):
     assert reg.inference_ == "nuts" and reg.posterior_.method == "nuts"
     run = reg.nuts_run_
     assert run["chosen"] == "auto" and run["limit"] == R.AUTO_NUTS_MAX_WORK
+    # a small problem: its budget buys the most chains
     assert (run["chains"], run["tune"], run["draws"]) == (
-        R.AUTO_NUTS_CHAINS, R.AUTO_NUTS_TUNE, R.AUTO_NUTS_DRAWS)
+        R.AUTO_NUTS_MAX_CHAINS, R.AUTO_NUTS_TUNE, R.AUTO_NUTS_DRAWS)
     assert run["rows_x_parameters"] == 40 * (1 * 3 + 3 + 3 + 1)
     post = reg.posterior_.idata.posterior
-    assert (post.sizes["chain"], post.sizes["draw"]) == (2, R.AUTO_NUTS_DRAWS)
+    assert (post.sizes["chain"], post.sizes["draw"]) == (4, R.AUTO_NUTS_DRAWS)
+    # each chain's own draws: not one chain's copied
+    means = post["sigma"].mean("draw").values
+    assert len(np.unique(np.round(means, 12))) == 4
     assert reg.posterior_temperature_ == 1.0 and reg.mixture_ is None
     # a short run's R-hat and ESS are not a converged posterior's: kept, not warned
     assert reg.diagnostics_ is not None
@@ -64,7 +68,7 @@ def test_auto_run_equals_inference_nuts_with_its_settings(auto_fit, small):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         given = BayesianMLPRegressor((3,), inference="nuts", tune=R.AUTO_NUTS_TUNE,
-                                     n_draws=R.AUTO_NUTS_DRAWS, chains=R.AUTO_NUTS_CHAINS,
+                                     n_draws=R.AUTO_NUTS_DRAWS, chains=R.AUTO_NUTS_MAX_CHAINS,
                                      random_state=0).fit(X, y)
     assert given.nuts_run_["chosen"] == "given"
     a, b = reg.posterior_.idata.posterior, given.posterior_.idata.posterior
@@ -93,6 +97,19 @@ def test_same_random_state_same_predictions(auto_fit, small):
 def test_auto_keeps_its_other_fits_where_the_short_run_does_not_apply(params):
     reg = BayesianMLPRegressor((3,), **params)
     assert _decision(reg, (40, 1)) != "nuts" and reg.nuts_run_ is None
+
+
+def test_more_chains_only_where_they_fit_the_budget_of_two_at_the_limit():
+    """Four chains where rows x parameters x 4 is within 2 x the limit, two above it
+    and up to the limit: the largest run costs the same either way."""
+    reg = BayesianMLPRegressor((50,))
+    n_params = 8 * 50 + 50 + 50 + 1
+    half = R.AUTO_NUTS_CHAINS * R.AUTO_NUTS_MAX_WORK // R.AUTO_NUTS_MAX_CHAINS // n_params
+    for rows, chains in [(half, 4), (half + 1, 2), (R.AUTO_NUTS_MAX_WORK // n_params, 2)]:
+        reg.inference_ = _decision(reg, (rows, 8))  # as the fit sets it
+        assert reg.inference_ == "nuts"
+        assert reg.nuts_run_["chains"] == chains == R.auto_nuts_chains(rows * n_params)
+        assert reg._run_settings(False)["chains"] == chains  # what the sampler is given
 
 
 def test_auto_keeps_its_other_fits_above_the_limit():
@@ -152,7 +169,7 @@ def test_a_saved_model_keeps_the_run_and_info_says_it(auto_fit, small, tmp_path,
     np.testing.assert_array_equal(loaded.predict(X), reg.predict(X))
     assert cli.main(["info", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "sampling: NUTS on the whole model, 2 chains x (100 warm-up + 100 draws)" in out
+    assert "sampling: NUTS on the whole model, 4 chains x (100 warm-up + 100 draws)" in out
     assert "diagnostics: not checked for convergence (a short run" in out
     assert f"R-hat up to {reg.diagnostics_['max_rhat']:.3g}" in out
     assert "converged:" not in out and "To do" not in out
