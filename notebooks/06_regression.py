@@ -27,7 +27,7 @@
 #    a second output head for the noise sd) against the homoscedastic one, and the
 #    split of the predictive sd into its epistemic and aleatoric parts;
 # 4. whether the 90% intervals cover 90% of held-out points;
-# 5. what the default does: on a table this small, a short NUTS run (two chains of
+# 5. what the default does: on a table this small, a short NUTS run (four chains of
 #    100 warm-up iterations and 100 draws); on larger ones it fits both mean-field
 #    ADVI and the evidence-tuned Laplace approximation on three held-out folds and
 #    keeps their mixture (the Laplace share stacked on the folds, three Laplace modes
@@ -187,13 +187,15 @@ def table(rows):
 # %% [markdown]
 # ## 1. Prior scale, hidden width, activation
 #
-# One hidden layer, Normal(0, `prior_sigma`) priors on every weight and bias, sampled
-# with NUTS (2 chains). The baseline is 10 tanh units with `prior_sigma=1`; each row
+# One hidden layer, Normal(0, `prior_sigma`) priors on every weight and bias
+# (`prior="normal"`; the regressor's default, Neal's prior, infers each layer's scale
+# instead and refuses any other `prior_sigma`: section 5), sampled with NUTS (2 chains). The
+# baseline is 10 tanh units with `prior_sigma=1`; each row
 # of the figure changes one thing. (The targets are standardised inside the estimator,
 # so the prior scale is relative to a target of unit variance.)
 
 # %%
-BASE = dict(hidden_layer_sizes=(10,), activation="tanh", prior_sigma=1.0)
+BASE = dict(hidden_layer_sizes=(10,), activation="tanh", prior="normal", prior_sigma=1.0)
 STUDY = {  # row -> {panel title: overrides of BASE}
     "prior scale": {"prior_sigma = 0.1": dict(prior_sigma=0.1),
                     "prior_sigma = 1": {},
@@ -246,20 +248,22 @@ table({f"{row}: {title}": summary(fits[tuple(sorted(overrides.items()))])
 #   (RMSE about 0.025, noise sd 0.10). With `prior_sigma = 10` the fit on the data is
 #   as good, but the prior puts mass on huge weights, so wherever there are no data —
 #   the gap and beyond ±1 — the draws fan out and the band explodes (clipped in the
-#   plot; mean width about 10 in the gap). That posterior is also harder to sample:
-#   NUTS reports divergent transitions.
+#   plot; mean width about 2.7 in the gap and 8.6 beyond ±1, against 0.5 and 0.7 at
+#   `prior_sigma = 1`). That posterior is also harder to sample: NUTS reports divergent
+#   transitions.
 # * **Width.** Two tanh units are too few for three bumps: underfit (RMSE about 0.11),
 #   again with an inflated noise estimate, and no widening in the gap — a network that
 #   cannot bend has nothing to be unsure about there. Ten and a hundred units both fit;
 #   the wider network's band grows faster beyond the data (with Normal(0, 1) priors not
 #   scaled by the width, the prior variance of the output grows with the number of
-#   units). It is also by far the slowest to sample (over 10 times the 10-unit fit).
+#   units). It is also by far the slowest to sample (about 7 times the 10-unit fit).
 # * **Activation.** tanh and logistic saturate, so beyond the data their draws level
 #   off and the band grows slowly; relu draws continue as straight lines with different
 #   slopes, so the mean and the band continue linearly. The logistic network is the
 #   smoothest (its units are tanh units at half the slope for the same weights) and
-#   bridges the gap with a flatter curve and a narrower band. The relu posterior, with
-#   its kinks, gives NUTS a few divergences.
+#   bridges the gap with a flatter curve and a narrower band; relu and logistic follow
+#   the bumps a little less closely than tanh (RMSE about 0.04 and 0.05 against
+#   0.025).
 # * **Gap.** In every setting that fits, the band widens in the gap between the two
 #   groups of data: that is epistemic uncertainty, the posterior draws disagree where
 #   no data pin them down (for the baseline, the epistemic sd is about 0.09 in the gap
@@ -452,10 +456,10 @@ for name, reg in het_fits.items():
 display(Markdown("\n".join(lines)))
 
 # %% [markdown]
-# Off the gap NUTS covers about 90%; mean-field ADVI about 95%, its inflated noise
+# Off the gap NUTS covers about 90%; mean-field ADVI about 94%, its inflated noise
 # more than paying for the missed bumps. In the gap the intervals also have to carry
 # the epistemic uncertainty: NUTS, whose band widens there, over-covers (about 95%),
-# ADVI, whose band does not, under-covers (about 86-88%). On the rising-noise data the
+# ADVI, whose band does not, under-covers (about 84%). On the rising-noise data the
 # homoscedastic model's overall coverage (about 89%) hides that it over-covers the quiet
 # half (about 98%) and under-covers the noisy half (about 80%); the heteroscedastic
 # model is close to 90% in both halves.
@@ -466,10 +470,11 @@ display(Markdown("\n".join(lines)))
 #
 # With `inference="auto"` (the default) and the default Gamma-precision prior, the
 # regressor samples the whole model (weights, their precisions, the noise) with NUTS
-# where a short run is affordable: two chains of 100 warm-up iterations and 100 draws,
-# run side by side in threads, wherever the training rows times the network's
+# where a short run is affordable: chains of 100 warm-up iterations and 100 draws,
+# run two at a time in threads, wherever the training rows times the network's
 # parameters are at most 500,000 (`pymc_bnn.regressor.AUTO_NUTS_MAX_WORK`; here
-# 150 × 46). Under Neal's prior nearly every NUTS iteration takes the most leapfrog
+# 150 × 46): two chains, or four where four cost no more than two at the limit (at most
+# 250,000, as here; the chains find different modes and predict better together). Under Neal's prior nearly every NUTS iteration takes the most leapfrog
 # steps (1,023), each a gradient over all the rows, so that product sets the run's
 # cost. Above it the regressor fits two approximations of the same model on the
 # temperature's three held-out folds — mean-field ADVI and the linearised Laplace
@@ -519,12 +524,12 @@ with plt.rc_context({"font.size": 11}):
 # the gap its held-out log density is far higher (about 0.87 against 0.55 per point).
 # The mixture the default fits on larger tables gave the Laplace half 0.98 of its draws
 # here, shared by three Laplace fits from their own starts: nearly the Laplace fit off
-# the gap (0.865), with the widest band in the gap, where the three modes disagree (99%
-# covered, density 0.18). The default's short NUTS run matches the Laplace fit off the
-# gap (0.863, RMSE 0.026, 90% covered) and has by far the highest density in the gap
-# (0.36 against 0.20-0.31): its band there is wide where the data say nothing, as the
-# long NUTS run's of section 1, without the approximations' over- or under-cover (98%).
-# It costs more than the approximations (tens of seconds here, with the benchmark
-# beside it; the first fit also compiles). On the standard UCI tables the short run
+# the gap (0.864), with the widest band in the gap, where the three modes disagree (99%
+# covered, density 0.09). The default's short NUTS run (four chains here) matches the
+# Laplace fit off the gap (0.867, RMSE 0.024, 90% covered) and has by far the highest
+# density in the gap (0.42 against 0.09-0.31): its band there is wide where the data say
+# nothing, as the long NUTS run's of section 1, without the approximations' over- or
+# under-cover (98%). It costs more than the approximations (about 9 s here against 1-2
+# s; the first fit also compiles). On the standard UCI tables the short run
 # beat the approximations by 0.05-0.35 nats in the mean; the comparison is in
 # `docs/experiments/uci_regression.md`.

@@ -228,9 +228,10 @@ def _positive_or(value: str, words: tuple[str, ...], option: str):
 @click.option("--temperature", default="auto", show_default=True,
               help="Posterior temperature: 'auto' (chosen by cross-fitting) or a number.")
 @click.option("--prior-sigma", default="auto", show_default=True,
-              help="Prior sd of the weights: 'evidence' (one per layer, chosen by the "
-                   "Laplace evidence; classification without --groups), 'auto' (the "
-                   "evidence where available, else 1) or a number.")
+              help="Prior sd of the weights (classification): 'evidence' (one per "
+                   "layer, chosen by the Laplace evidence; without --groups), 'auto' (the "
+                   "evidence where available, else 1) or a number. Regression infers "
+                   "each layer's scale.")
 @click.option("--groups", default=None, help="Column of group labels: a hierarchical model.")
 @click.option("--features", default=None, help="Comma-separated columns to use (default: all).")
 @click.option("--drop", default=None, help="Comma-separated columns to leave out.")
@@ -270,9 +271,10 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
         note(f"{int((~rows).sum())} rows without a {target!r} value are left out.")
         frame = frame.loc[rows]  # the row labels stay the file's (messages name rows)
     task = choose_task(task, frame[target], target, data)
-    if prior_sigma == "evidence" and task == "regression":
-        raise BadInput("--prior-sigma evidence is available for classification only; give a "
-                       "number.")
+    if prior_sigma not in ("auto", 1.0) and task == "regression":
+        # the regressor's Neal prior infers each layer's scale: a scale would be ignored
+        raise BadInput("--prior-sigma is available for classification only: the regressor "
+                       "infers each layer's prior scale (a Gamma precision per layer).")
     used = features or [c for c in frame.columns if c not in {target, groups, *drop}]
     used = [c for c in used if c not in drop]
     if not used:

@@ -280,6 +280,17 @@ class FitSettingsMixin:
                 "inference='nuts'."
             )
 
+    def _check_prior_sigma_for_prior(self) -> None:
+        """Refuse a prior scale that the prior would ignore: ``prior_sigma`` sets
+        ``prior="normal"``'s scale, while Neal's prior infers each layer's."""
+        if self.prior == "gamma_precision" and self.prior_sigma not in ("auto", "evidence", 1.0):
+            raise ValueError(
+                f"prior_sigma={self.prior_sigma!r} sets the scale of prior='normal'; "
+                "prior='gamma_precision' infers each layer's scale from its Gamma "
+                "precision (precision_shape, precision_rate) and would ignore it. Pass "
+                "prior='normal' to fix the scale, or leave prior_sigma at its default."
+            )
+
     def _evidence_unavailable(self, *, streamed: bool, grouped: bool) -> str | None:
         """Why the evidence cannot choose the prior scales of this fit (None: it can)."""
         if self._y_numeric:

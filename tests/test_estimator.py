@@ -14,7 +14,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 import pymc_bnn.base as B
 from pymc_bnn.estimator import InputScaleWarning
-from pymc_bnn import BayesianMLPClassifier
+from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor
 
 
 def fast(**kw):
@@ -422,6 +422,24 @@ def test_n_init_is_refused_with_nuts_before_fitting(tiny, monkeypatch):
     with pytest.raises(ValueError, match="n_init=2 applies to variational inference only"):
         fast(inference="nuts", n_init=2).fit(X, y)
     assert calls == []
+
+
+@pytest.mark.parametrize("make", [
+    lambda **kw: fast(prior="gamma_precision", **kw),
+    lambda **kw: BayesianMLPRegressor(n_iter=50, n_draws=10, **kw),  # Neal's prior: its default
+])
+def test_a_prior_scale_the_prior_would_ignore_is_refused(tiny, monkeypatch, make):
+    """prior_sigma sets prior="normal"'s scale; under Neal's prior it had no effect at
+    all (notebook 06's prior-scale rows were identical): refused before any fit, with
+    what to do; the defaults and prior="normal" are unaffected."""
+    X, y = tiny
+    calls = _spy_fits(monkeypatch)
+    with pytest.raises(ValueError, match=r"prior_sigma=0\.1 sets the scale of prior='normal'"):
+        make(prior_sigma=0.1).fit(X, y)
+    assert calls == []
+    for ok in ({}, {"prior_sigma": "auto"}, {"prior_sigma": 1.0}):
+        make(**ok)._check_prior_sigma_for_prior()
+    fast(prior="normal", prior_sigma=0.1)._check_prior_sigma_for_prior()
 
 
 def test_start_losses_survive_save_load(tmp_path, tiny):
