@@ -93,7 +93,9 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
         ``precision_rate``) precision per layer for the weights and another for the
         biases, inferred with the weights (the data choose the regularisation).
     prior_sigma : "auto", "evidence" or float, default "auto"
-        Standard deviation of the weight and bias priors (``prior="normal"``).
+        Standard deviation of the weight and bias priors (``prior="normal"``; with
+        ``prior="gamma_precision"``, whose precisions set the scales, any value other
+        than the default or 1.0 is refused with a ValueError rather than ignored).
         ``"evidence"``: one per layer, chosen before the fit by the marginal likelihood
         of a Laplace approximation around the MAP weights (MacKay's empirical Bayes,
         :func:`pymc_bnn.evidence.evidence_prior_scales`; with more than 20,000 rows, on
