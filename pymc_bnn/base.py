@@ -198,7 +198,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         self
         """
         self._validate_params()
-        self._check_prior_sigma_for_prior()
+        self._check_prior_settings()
         if y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None."

@@ -110,7 +110,8 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
         first-layer scale and a larger output scale from the data
         (``docs/calibration.md``). ``prior_sigma_`` holds the scales used.
     precision_shape, precision_rate : float, default 1.0
-        Gamma shape and rate of the precisions (``prior="gamma_precision"``).
+        Gamma shape and rate of the precisions (``prior="gamma_precision"``; with
+        ``prior="normal"`` any value other than 1.0 is refused rather than ignored).
     inference : {"auto", "advi", "fullrank_advi", "nuts", "laplace", "advi+laplace"}, \
 default "auto"
         ``"auto"``: NUTS for a hierarchical network (``fit(..., groups=...)``, rows in

@@ -280,15 +280,25 @@ class FitSettingsMixin:
                 "inference='nuts'."
             )
 
-    def _check_prior_sigma_for_prior(self) -> None:
-        """Refuse a prior scale that the prior would ignore: ``prior_sigma`` sets
-        ``prior="normal"``'s scale, while Neal's prior infers each layer's."""
+    def _check_prior_settings(self) -> None:
+        """Refuse a prior setting that the prior would ignore: ``prior_sigma`` sets
+        ``prior="normal"``'s scale, while Neal's prior infers each layer's from a Gamma
+        precision whose shape and rate ``prior="normal"`` has no use for."""
         if self.prior == "gamma_precision" and self.prior_sigma not in ("auto", "evidence", 1.0):
             raise ValueError(
                 f"prior_sigma={self.prior_sigma!r} sets the scale of prior='normal'; "
                 "prior='gamma_precision' infers each layer's scale from its Gamma "
                 "precision (precision_shape, precision_rate) and would ignore it. Pass "
                 "prior='normal' to fix the scale, or leave prior_sigma at its default."
+            )
+        given = {name: value for name in ("precision_shape", "precision_rate")
+                 if (value := getattr(self, name)) != 1.0}
+        if self.prior == "normal" and given:
+            settings = ", ".join(f"{name}={value!r}" for name, value in given.items())
+            raise ValueError(
+                f"{settings} set the Gamma precision of prior='gamma_precision'; "
+                "prior='normal' has fixed scales (prior_sigma) and would ignore them. "
+                "Pass prior='gamma_precision' to use them."
             )
 
     def _evidence_unavailable(self, *, streamed: bool, grouped: bool) -> str | None:

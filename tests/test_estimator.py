@@ -438,8 +438,23 @@ def test_a_prior_scale_the_prior_would_ignore_is_refused(tiny, monkeypatch, make
         make(prior_sigma=0.1).fit(X, y)
     assert calls == []
     for ok in ({}, {"prior_sigma": "auto"}, {"prior_sigma": 1.0}):
-        make(**ok)._check_prior_sigma_for_prior()
-    fast(prior="normal", prior_sigma=0.1)._check_prior_sigma_for_prior()
+        make(**ok)._check_prior_settings()
+    fast(prior="normal", prior_sigma=0.1)._check_prior_settings()
+
+
+@pytest.mark.parametrize("make", [fast, lambda **kw: BayesianMLPRegressor(prior="normal", **kw)])
+def test_a_hyperprior_the_normal_prior_would_ignore_is_refused(tiny, monkeypatch, make):
+    """The mirror case: a Gamma precision's shape or rate under prior="normal", whose
+    scales are fixed, is refused before any fit; Neal's prior takes them."""
+    X, y = tiny
+    calls = _spy_fits(monkeypatch)
+    with pytest.raises(ValueError, match=r"precision_rate=0\.5 set the Gamma precision"):
+        make(precision_rate=0.5).fit(X, y)
+    with pytest.raises(ValueError, match=r"precision_shape=2\.0, precision_rate=0\.5"):
+        make(precision_shape=2.0, precision_rate=0.5).fit(X, y)
+    assert calls == []
+    make()._check_prior_settings()
+    fast(prior="gamma_precision", precision_shape=2.0)._check_prior_settings()
 
 
 def test_start_losses_survive_save_load(tmp_path, tiny):
