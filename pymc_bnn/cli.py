@@ -42,9 +42,10 @@ from pymc_bnn.cli_tables import (
     format_number,
     format_scores,
     interval_name,
+    is_table_name,
     labelled_rows,
-    like_labels,
     load_model,
+    match_labels,
     model_info,
     note,
     parse_separator,
@@ -54,6 +55,7 @@ from pymc_bnn.cli_tables import (
     read_table,
     row_name,
     score_predictions,
+    shown,
     split_columns,
     table_format,
     versions,
@@ -212,8 +214,12 @@ def _positive_or(value: str, words: tuple[str, ...], option: str):
 @click.option("--hidden", default="5,5", show_default=True,
               help="Hidden layer sizes, comma-separated.")
 @click.option("--inference", type=click.Choice(INFERENCE), default="auto", show_default=True,
-              help="auto: NUTS with --groups (unless --batch-size, --n-iter, --n-init or "
-                   "a --temperature is given), ADVI otherwise.")
+              help="auto: the estimators' default. With --groups: NUTS (unless "
+                   "--batch-size, --n-iter, --n-init or a --temperature is given). "
+                   "Classification: ADVI and a Laplace fit mixed, with a linear part, up to "
+                   "4,096 rows, ADVI beyond. Regression: a short NUTS run on small tables "
+                   "(rows x weights <= 500,000), ADVI and Laplace mixed beyond. "
+                   "`pymc-bnn info` says which ran.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help=f"Minibatch size (implies minibatch ADVI; default {MINIBATCH_SIZE} "
                    "with --inference minibatch, else full batches up to 1,024 rows and "
@@ -221,7 +227,9 @@ def _positive_or(value: str, words: tuple[str, ...], option: str):
 @click.option("--n-iter", type=click.IntRange(min=1), default=None,
               help="ADVI steps (default: the estimator's).")
 @click.option("--draws", type=click.IntRange(min=1), default=500, show_default=True,
-              help="Posterior draws kept for prediction.")
+              help="Posterior draws kept for prediction (ADVI, Laplace); per chain with "
+                   "--inference nuts. The regression default's short NUTS run keeps its "
+                   "own 100 per chain.")
 @click.option("--n-init", type=click.IntRange(min=1), default=1, show_default=True,
               help="Starting weights per ADVI fit; the one with the best ELBO is kept "
                    "(costs n-init times the fits).")
@@ -256,10 +264,18 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
     if prior_sigma == "evidence" and groups:
         raise BadInput("--prior-sigma evidence is not available with --groups yet; give a "
                        "number.")
-    output = check_output(output, "model")
+    output = check_output(output, "model", inputs=[data])
+    if is_table_name(output):
+        raise BadInput(f"cannot write the model to {output}: a model file is netCDF "
+                       "(e.g. model.nc), and this name is a table's.")
     frame = read_table(data, sep=sep)
-    features, drop, keep = split_columns(features), split_columns(drop), split_columns(keep)
-    categorical = split_columns(categorical)
+    features, drop, keep, categorical = (split_columns(option, frame.columns) for option in
+                                         (features, drop, keep, categorical))
+    for option, names in (("--features", features), ("--drop", drop), ("--keep", keep),
+                          ("--categorical", categorical)):
+        repeated = sorted({c for c in names if names.count(c) > 1})
+        if repeated:
+            raise BadInput(f"{option} names {', '.join(map(repr, repeated))} more than once.")
     check_present(frame, [target] + ([groups] if groups else []) + features + drop + keep
                   + categorical, data)
     if target in features or target in drop or target == groups:
@@ -268,7 +284,9 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
     if not rows.any():
         raise BadInput(f"{data}: the target column {target!r} has no values.")
     if not rows.all():
-        note(f"{int((~rows).sum())} rows without a {target!r} value are left out.")
+        n_absent = int((~rows).sum())
+        note(f"{n_absent} row{'s' if n_absent > 1 else ''} without a {target!r} value "
+             f"{'are' if n_absent > 1 else 'is'} left out.")
         frame = frame.loc[rows]  # the row labels stay the file's (messages name rows)
     task = choose_task(task, frame[target], target, data)
     if prior_sigma not in ("auto", 1.0) and task == "regression":
@@ -287,6 +305,18 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
         absent = frame[groups].isna().to_numpy()
         raise BadInput(f"{data}: the groups column {groups!r} has missing values, the first "
                        f"in {row_name(frame.index[absent.argmax()])}.")
+    if groups:
+        n_groups = int(frame[groups].nunique())
+        if n_groups == 1:
+            raise BadInput(f"{data}: the groups column {groups!r} has the single value "
+                           f"{shown(frame[groups].iloc[0])}: a hierarchical model needs "
+                           "several groups; leave out --groups.")
+        if n_groups == len(frame) and len(frame) >= 20:
+            # each row its own group: the group effects memorise the rows, and every new
+            # row is an unseen group
+            raise BadInput(f"{data}: the groups column {groups!r} looks like an identifier "
+                           f"(a different value in each of its {len(frame)} rows): groups "
+                           "must repeat to share anything; choose another --groups.")
 
     from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor
     from pymc_bnn.pipeline import make_tabular_pipeline, save_pipeline
@@ -296,6 +326,10 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
     if inference == "nuts" and n_init != 1:
         raise BadInput("--n-init applies to ADVI only; NUTS runs its chains from starts of "
                        "their own.")
+    if inference == "nuts" and (batch_size is not None or n_iter is not None):
+        option = "--batch-size" if batch_size is not None else "--n-iter"
+        raise BadInput(f"{option} applies to ADVI only; NUTS runs on all the rows (its "
+                       "length: --draws per chain).")
 
     cls = BayesianMLPClassifier if task == "classification" else BayesianMLPRegressor
     est = cls(
@@ -343,7 +377,7 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
     fit_seconds = time.perf_counter() - t0
     pred = est.predict(X, groups=group_values)
     if task == "classification":
-        train = {"training_accuracy": float((pred == like_labels(y, est.classes_)).mean())}
+        train = {"training_accuracy": float((pred == match_labels(y, est.classes_)[0]).mean())}
     else:
         import numpy as np
 
@@ -394,7 +428,7 @@ def predict_command(model, data, output, id_column, interval, sep):
     Regression adds: mean, std, lower_<q> and upper_<q> (q = 100 x --interval).
     """
     check_model_and_data(model, data)
-    output = check_output(output, "predictions")
+    output = check_output(output, "predictions", inputs=[data, model])
     table_format(output, "output file")
     # the table and the columns the model needs are checked before the model is built
     # (which imports PyMC and JAX, and compiles: seconds)
@@ -481,7 +515,7 @@ def report_command(model, data, output, target, interval, sep):
     """Write a calibration and uncertainty report (PNGs and index.html) for MODEL on DATA."""
     from pymc_bnn.report import write_report
 
-    output = check_output(output, "report", folder=True)
+    output = check_output(output, "report", folder=True, inputs=[data, model])
     pipeline, meta, y, pred, scores = _evaluate(model, data, target, interval, sep)
     est = pipeline.named_steps["model"]
     info = model_info(meta)

@@ -30,10 +30,10 @@ import click
 __all__ = [
     "BadInput", "PARQUET_EXTRA", "SEPARATORS", "TABLE_SUFFIXES", "atomic", "check_classes",
     "check_model_and_data", "check_model_columns", "check_output", "check_present",
-    "choose_task", "format_number", "format_scores", "interval_name", "labelled_rows",
-    "like_labels", "load_model", "model_info", "note", "parse_separator", "predict_rows",
-    "prediction_frame", "read_model_metadata", "read_table", "row_name",
-    "score_predictions", "separator_hint", "sniff_separator", "split_columns",
+    "choose_task", "format_number", "format_scores", "interval_name", "is_table_name",
+    "labelled_rows", "load_model", "match_labels", "model_info", "note", "parse_separator",
+    "predict_rows", "prediction_frame", "read_model_metadata", "read_table", "row_name",
+    "score_predictions", "separator_hint", "shown", "sniff_separator", "split_columns",
     "table_format", "versions", "write_table",
 ]
 
@@ -65,9 +65,13 @@ def note(message: str) -> None:
     click.echo(f"note: {message}", err=True)
 
 
-def _shown(value) -> str:
+def shown(value) -> str:
     """A cell's value in a message: ``66.8``, ``'basic'`` (not ``np.float64(66.8)``)."""
     return repr(value.item() if hasattr(value, "item") else value)
+
+
+def _rows(n: int) -> str:
+    return f"{n} row{'s' if n != 1 else ''}"
 
 
 def row_name(label) -> str:
@@ -82,6 +86,11 @@ def _suffix(path: Path) -> str:
     if suffixes and suffixes[-1] in COMPRESSION_SUFFIXES:
         suffixes = suffixes[:-1]
     return suffixes[-1] if suffixes else ""
+
+
+def is_table_name(path) -> bool:
+    """Whether ``path``'s extension is a table's (``.csv``, ``.parquet.gz``, ...)."""
+    return _suffix(Path(path)) in TABLE_SUFFIXES
 
 
 def table_format(path: Path, what: str) -> str:
@@ -208,12 +217,55 @@ def read_table(path, *, sep: str | None = None) -> "pandas.DataFrame":  # noqa: 
         raise BadInput(f"cannot read {path} as {fmt.upper()}: {first}") from None
     if frame.shape[0] == 0:
         raise BadInput(f"{path} has a header but no rows.")
+    if fmt != "parquet":
+        _check_header(path, sep, frame)
+    for column in frame.columns[frame.dtypes == object]:
+        # Parquet list / struct columns arrive as arrays and dicts: no feature or label
+        values = frame[column].dropna()
+        nested = values.map(lambda v: isinstance(v, (list, tuple, dict, set))
+                            or getattr(v, "ndim", 0) > 0)
+        if nested.any():
+            raise BadInput(f"{path}: column {column!r} holds "
+                           f"{type(values[nested].iloc[0]).__name__} values (e.g. "
+                           f"{row_name(values[nested].index[0])}), not single numbers or "
+                           "strings: drop it from the file, or flatten it into columns.")
     return frame.reset_index(drop=True)
 
 
-def check_output(path, what: str, *, folder: bool = False) -> Path:
-    """Fail before any work if ``path`` cannot be written."""
+def _check_header(path: Path, sep: str, frame) -> None:
+    """BadInput if the header names a column twice: pandas would rename the second
+    ``x.1``, and options and model files would name a column the file does not have."""
+    import pandas as pd
+
+    try:
+        header = pd.read_csv(path, sep=sep, header=None, nrows=1, dtype=str).iloc[0]
+    except Exception:  # read once already: a header that cannot be re-read is no clash
+        return
+    names = [str(v) for v in header.tolist()]
+    repeated = sorted({n for n in names if names.count(n) > 1 and n != "nan"})
+    if repeated and len(names) == frame.shape[1]:
+        where = "; ".join(f"{n!r} in columns "
+                          + ", ".join(str(k + 1) for k, m in enumerate(names) if m == n)
+                          for n in repeated[:3])
+        raise BadInput(f"{path}: the header names a column more than once ({where}); "
+                       "rename them so that each column has its own name.")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_output(path, what: str, *, folder: bool = False, inputs=()) -> Path:
+    """Fail before any work if ``path`` cannot be written, or is one of the command's
+    ``inputs`` (which writing would overwrite: the data, the model file)."""
     path = Path(path)
+    for given in map(Path, inputs):
+        if _same_file(path, given) or path.resolve() == given.resolve():
+            raise BadInput(f"cannot write the {what} to {path}: it is the input {given}, "
+                           f"which would be overwritten; choose another output.")
     if folder:
         if path.exists() and not path.is_dir():
             raise BadInput(f"cannot write the {what} to {path}: it is a file, not a folder.")
@@ -254,9 +306,33 @@ def write_table(frame, path: Path) -> None:
             frame.to_csv(tmp, index=False, sep="," if fmt == "csv" else "\t")
 
 
-def split_columns(option: str | None) -> list[str]:
-    """Column names from a comma-separated option (``--features a,b``)."""
-    return [c.strip() for c in option.split(",") if c.strip()] if option else []
+def split_columns(option: str | None, columns=()) -> list[str]:
+    """Column names from a comma-separated option (``--features a,b``).
+
+    Names are stripped of spaces, except where a table's column (``columns``) is
+    named with them or with commas: the longest run of comma-joined pieces that is a
+    column's name, as given or stripped, is that column (``--drop "id, internal"``),
+    and a name is the one column that is that name padded with spaces (``" x1 "``).
+    """
+    if not option:
+        return []
+    names = {str(c) for c in columns}
+    pieces = option.split(",")
+    out, i = [], 0
+    while i < len(pieces):
+        for j in range(len(pieces), i, -1):
+            joined = ",".join(pieces[i:j])
+            if joined in names or (j > i + 1 and joined.strip() in names):
+                out.append(joined if joined in names else joined.strip())
+                i = j
+                break
+        else:
+            name = pieces[i].strip()
+            padded = [c for c in names if c.strip() == name]
+            if name:  # " x1 " in the header, x1 in the option: that column, if only one
+                out.append(padded[0] if name not in names and len(padded) == 1 else name)
+            i += 1
+    return out
 
 
 def check_present(frame, columns, path, what: str = "column") -> None:
@@ -270,6 +346,9 @@ def check_present(frame, columns, path, what: str = "column") -> None:
 
 
 # ------------------------------------------------------------------------ targets
+#: A target whose cells are numbers but for at most this share of them (a "?", a typo)
+#: is refused with those cells named, rather than read as text (classes).
+STRAY_SHARE = 0.1
 #: A classification target may have at most this many classes, and, beyond
 #: :data:`FEW_CLASSES`, at most one class per :data:`ROWS_PER_CLASS` rows.
 MAX_CLASSES = 50
@@ -287,16 +366,30 @@ def choose_task(task: str, y, target: str, path) -> str:
 
     from pymc_bnn.tabular import infer_task
 
+    values = pd.to_numeric(y, errors="coerce")
+    stray = values.isna().to_numpy()
+    if (stray.any() and stray.mean() <= STRAY_SHARE and task != "classification"
+            and infer_task(values[~stray].to_numpy(dtype=float)) == "regression"):
+        # numbers but for a few cells (a "?", "n/a" or typo): neither a reason to make
+        # every distinct number a class, nor a regression target as it stands
+        cells = ", ".join(f"{row_name(label)} holds {shown(v)}"
+                          for label, v in y[stray].iloc[:3].items())
+        more = f" ({int(stray.sum())} cells in all)" if stray.sum() > 3 else ""
+        raise BadInput(f"{path}: the target {target!r} holds numbers except in a few cells: "
+                       f"{cells}{more}. Fix them, or blank them (rows without a target are "
+                       "left out).")
     if task == "auto":
         task = infer_task(y)
         n = y.nunique()
-        why = ("it holds text or true/false values" if not pd.api.types.is_numeric_dtype(y.dtype)
+        why = ("it holds true/false values" if pd.api.types.is_bool_dtype(y.dtype)
+               else "it holds text or true/false values"
+               if not pd.api.types.is_numeric_dtype(y.dtype)
                else f"it has {n} distinct integer values" if task == "classification"
                else "it holds numbers")
         other = "regression" if task == "classification" else "classification"
         note(f"task: {task} (target {target!r}: {why}; --task {other} to override)")
     if y.nunique() < 2:
-        raise BadInput(f"{path}: the target {target!r} has the single value {_shown(y.iloc[0])} in "
+        raise BadInput(f"{path}: the target {target!r} has the single value {shown(y.iloc[0])} in "
                        f"all {len(y)} rows: there is nothing to learn.")
     values = pd.to_numeric(y, errors="coerce")
     numeric = bool(values.notna().all())
@@ -304,7 +397,7 @@ def choose_task(task: str, y, target: str, path) -> str:
         if not numeric:
             bad = values.isna().to_numpy()
             raise BadInput(f"{path}: the target {target!r} is not numeric: "
-                           f"{row_name(y.index[bad.argmax()])} holds {_shown(y[bad].iloc[0])}; use "
+                           f"{row_name(y.index[bad.argmax()])} holds {shown(y[bad].iloc[0])}; use "
                            "--task classification.")
         if not np.isfinite(values.to_numpy(dtype=float)).all():
             raise BadInput(f"{path}: the target {target!r} has infinite values.")
@@ -327,7 +420,7 @@ def check_classes(y, numbers, target: str, path) -> None:
             k = int(fraction.argmax())
             raise BadInput(f"{path}: the classification target {target!r} holds numbers that "
                            f"are not whole, which are no classes: {row_name(y.index[k])} "
-                           f"holds {_shown(y.iloc[k])}; use --task regression.")
+                           f"holds {shown(y.iloc[k])}; use --task regression.")
     n_classes, n_rows = int(y.nunique()), len(y)
     limit = min(MAX_CLASSES, max(FEW_CLASSES, n_rows // ROWS_PER_CLASS))
     if n_classes > limit:
@@ -455,8 +548,8 @@ def predict_rows(pipeline, frame, meta, *, path, interval: float | None = None) 
         message = str(err).replace("(counting from 1)", "(counting from 1 after the header)")
         raise BadInput(f"{path}: {message}") from None
     for column, values in unseen.items():
-        shown = ", ".join(map(repr, values[:5])) + (", ..." if len(values) > 5 else "")
-        note(f"column {column!r} has categories not seen in training ({shown}); "
+        listed = ", ".join(map(repr, values[:5])) + (", ..." if len(values) > 5 else "")
+        note(f"column {column!r} has categories not seen in training ({listed}); "
              "those rows use none of the known categories (column unseen_categories).")
     outside = int((flags["outside_training_range"] != "").sum())
     if outside:
@@ -473,7 +566,26 @@ def predict_rows(pipeline, frame, meta, *, path, interval: float | None = None) 
         if absent.any():
             raise BadInput(f"{path}: the groups column {groups_column!r} has missing values, "
                            f"the first in {_first_row(absent, frame)}.")
-        groups = like_labels(frame[groups_column].to_numpy(), est.groups_)
+        groups, seen = match_labels(frame[groups_column].to_numpy(), est.groups_)
+        if not seen.all():
+            # a label no fitted group has, so that the estimator predicts those rows
+            # with the population's weights (rather than a group's they only resemble)
+            if est.groups_.dtype.kind in "biuf":
+                groups = np.where(seen, groups.astype(float),
+                                  float(np.max(est.groups_.astype(float))) + 1.0)
+            else:
+                unseen = "\0unseen"
+                while unseen in set(est.groups_.tolist()):
+                    unseen += "\0"
+                groups = np.where(seen, groups.astype(object), unseen)
+            values = frame[groups_column].to_numpy()[~seen]
+            listed = ", ".join(map(shown, list(dict.fromkeys(values.tolist()))[:5]))
+            more = ", ..." if len(set(values.tolist())) > 5 else ""
+            note(f"{int((~seen).sum())} row{'s' if (~seen).sum() > 1 else ''} of groups "
+                 f"not seen in training ({listed}{more}): predicted with the population's "
+                 "weights (column unseen_group).")
+        # like unseen_categories: the column whose value training did not cover
+        flags["unseen_group"] = np.where(seen, "", str(groups_column))
     out = {"flags": flags}
     u = est.predict_uncertainty(X, groups=groups)
     if hasattr(est, "classes_"):
@@ -488,16 +600,54 @@ def predict_rows(pipeline, frame, meta, *, path, interval: float | None = None) 
     return out
 
 
-def like_labels(values, reference):
-    """``values`` converted to the dtype of the fitted labels ``reference`` if it can be."""
+def _label_key(value, kind: str):
+    """What a cell stands for as a label of a model whose labels are of NumPy ``kind``:
+    a CSV cell may be read as text ("2", "True"), a number (2, 2.0) or a bool, and only
+    the same label counts: 2.0 is the class 2, 2.5 and "two" are none, and for a
+    true/false model only true/false values are (any non-empty text would be ``True``
+    to ``bool``)."""
     import numpy as np
 
-    if reference.dtype.kind in "biuf":
-        try:
-            return np.asarray(values).astype(reference.dtype)
-        except (TypeError, ValueError):
-            return np.asarray(values)
-    return np.asarray([str(v) for v in values], dtype=object)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if kind == "b":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        return None
+    if kind in "iuf":
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, str):
+            try:
+                value = float(value.strip())
+            except ValueError:
+                return None
+        if isinstance(value, (int, float)):
+            return float(value)
+        return None
+    return str(value)
+
+
+def match_labels(values, reference):
+    """``(labels, known)``: each of ``values`` as the fitted label of ``reference``
+    (``classes_``, ``groups_``) it stands for, in ``reference``'s dtype, and whether it
+    stands for one (see :func:`_label_key`; where not, ``labels`` holds an arbitrary
+    fitted label: mask it)."""
+    import numpy as np
+
+    reference = np.asarray(reference)
+    kind = reference.dtype.kind
+    lookup = {_label_key(label, kind): label for label in reference.tolist()}
+    lookup.pop(None, None)
+    values = list(np.asarray(values, dtype=object).ravel())
+    keys = [_label_key(v, kind) for v in values]
+    known = np.array([k is not None and k in lookup for k in keys], dtype=bool)
+    fill = reference[0] if len(reference) else None
+    labels = np.array([lookup[k] if ok else fill for k, ok in zip(keys, known)],
+                      dtype=reference.dtype)
+    return labels, known
 
 
 def prediction_frame(frame, pred: dict, est, *, id_column, interval):
@@ -535,15 +685,15 @@ def labelled_rows(frame, target: str, est, path):
     if not rows.any():
         raise BadInput(f"{path}: the target column {target!r} has no values.")
     if not rows.all():
-        note(f"{int((~rows).sum())} rows without a {target!r} value are left out.")
+        note(f"{_rows(int((~rows).sum()))} without a {target!r} value left out.")
     labelled = frame.loc[rows]
     y = labelled[target].to_numpy()
     if hasattr(est, "classes_"):
-        y = like_labels(y, est.classes_)
-        known = set(est.classes_.tolist())
-        bad = np.array([v not in known for v in y], dtype=bool)
+        raw = y
+        y, known = match_labels(raw, est.classes_)
+        bad = ~known
         if bad.any():
-            unknown = sorted({str(v) for v in y[bad]})
+            unknown = list(dict.fromkeys(str(v) for v in raw[bad]))
             raise BadInput(f"{path}: column {target!r} has labels the model was not fit on: "
                            f"{', '.join(unknown[:5])} (the model knows "
                            f"{', '.join(map(str, est.classes_))}); the first is in "
@@ -555,7 +705,7 @@ def labelled_rows(frame, target: str, est, path):
         if values.isna().any():
             raise BadInput(f"{path}: the regression target {target!r} has non-numeric values: "
                            f"{_first_row(values.isna(), labelled)} holds "
-                           f"{_shown(labelled[target][values.isna()].iloc[0])}.")
+                           f"{shown(labelled[target][values.isna()].iloc[0])}.")
         y = values.to_numpy(dtype=np.float64)
     return rows, y
 
@@ -588,8 +738,8 @@ def format_number(value, *, trim: bool = False) -> str:
     if abs(rounded) < 1e-4:
         return f"{rounded:.3e}"
     decimals = max(0, 3 - math.floor(math.log10(abs(rounded))))
-    shown = f"{rounded:.{decimals}f}"
-    return shown.rstrip("0").rstrip(".") if trim and "." in shown else shown
+    text = f"{rounded:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if trim and "." in text else text
 
 
 def format_scores(scores: dict, labels: dict | None = None) -> str:

@@ -1,6 +1,7 @@
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from pymc_bnn.cli import demo, main
@@ -112,3 +113,38 @@ def test_the_separator_of_a_text_table_is_sniffed(tmp_path, sep):
     assert sniff_separator(tmp_path / "one.csv", ",") == ","
     (tmp_path / "binary.csv").write_bytes(bytes(range(256)) * 8)
     assert sniff_separator(tmp_path / "binary.csv", ",") == ","
+
+
+# ------------------------------------------------------- labels, column options
+def test_text_labels_are_no_true_false_classes():
+    """A true/false model scored on a file of yes/no labels: every non-empty string is
+    ``True`` to ``bool``; only true/false values (bools, their text) are its labels."""
+    from pymc_bnn.cli_tables import match_labels
+
+    labels, known = match_labels(np.array(["yes", "True", "false", True, "maybe", 1],
+                                          dtype=object), np.array([False, True]))
+    assert known.tolist() == [False, True, True, True, False, False]
+    assert labels[known].tolist() == [True, False, True]
+
+
+def test_a_fraction_is_no_whole_class_and_text_no_number():
+    from pymc_bnn.cli_tables import match_labels
+
+    values = np.array(["1", 2.0, 1.5, "x", 3, True, np.int64(2)], dtype=object)
+    labels, known = match_labels(values, np.array([1, 2, 3]))
+    assert known.tolist() == [True, True, False, False, True, False, True]
+    assert labels.dtype == np.int64 and labels[known].tolist() == [1, 2, 3, 2]
+    labels, known = match_labels(np.array(["a", "b ", "c"], dtype=object),
+                                 np.array(["a", "c"], dtype=object))
+    assert known.tolist() == [True, False, True] and labels[known].tolist() == ["a", "c"]
+
+
+def test_column_options_name_columns_with_commas_and_spaces():
+    from pymc_bnn.cli_tables import split_columns
+
+    columns = ["id, internal", " x1 ", "x2", "a"]
+    assert split_columns("id, internal,x2", columns) == ["id, internal", "x2"]
+    assert split_columns("x1", columns) == [" x1 "] == split_columns(" x1 ", columns)
+    assert split_columns("x2, a", columns) == ["x2", "a"]
+    assert split_columns("a,,b", columns) == ["a", "b"]  # b: named absent later
+    assert split_columns(None, columns) == []

@@ -306,6 +306,15 @@ def _bad_files(d: Path) -> None:
     base.to_csv(d / "semi.csv", sep=";", index=False)
     base.to_csv(d / "ok.csv", index=False)
     base.to_csv(d / "ok.json", index=False)
+    base.to_csv(d / "dup_header.csv", index=False,
+                header=[c if c != "income" else "age" for c in base.columns])
+    base.assign(income=base["income"].astype(object).where(base.index != 4, "?")).to_csv(
+        d / "stray_target.csv", index=False)
+    base.assign(churned=base["churned"].where(base.index != 3, "maybe")).to_csv(
+        d / "one_new_label.csv", index=False)
+    base.assign(store=np.arange(60), one="x").to_csv(d / "group_ids.csv", index=False)
+    pd.DataFrame({"a": [1.0, 2.0] * 15, "y": ["p", "q"] * 15,
+                  "l": [[1, 2], [3]] * 15}).to_parquet(d / "lists.parquet")
     # a shuffled sample of row ids 1..80: not consecutive, not in row order
     base.assign(rownames=np.random.default_rng(0).permutation(80)[:60] + 1).to_csv(
         d / "ids.csv", index=False)
@@ -393,6 +402,39 @@ BAD = {
                               "churned"], "--categorical 'churned': not a feature"),
     "--categorical absent": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--categorical",
                               "nope"], "ok.csv has no column 'nope'"),
+    # outputs that would overwrite an input
+    "model over its data": (["fit", "ok.csv", "-t", "churned", "-o", "ok.csv"],
+                            "cannot write the model to ok.csv: it is the input ok.csv"),
+    "model named as a table": (["fit", "ok.csv", "-t", "churned", "-o", "m.csv"],
+                               "a model file is netCDF"),
+    "predictions over the data": (["predict", "MODEL", "ok.csv", "-o", "./ok.csv"],
+                                  "cannot write the predictions to ok.csv: it is the input"),
+    "report into the model": (["report", "MODEL", "ok.csv", "-o", "MODEL"],
+                              "cannot write the report to .*model.nc"),
+    # columns and labels
+    "a column named twice": (["fit", "dup_header.csv", "-t", "churned", "-o", "m.nc"],
+                             "the header names a column more than once \\('age' in columns "
+                             "1, 2\\)"),
+    "an option names a column twice": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc",
+                                        "--features", "age,age,plan"],
+                                       "--features names 'age' more than once"),
+    "one stray cell in a numeric target": (
+        ["fit", "stray_target.csv", "-t", "income", "-o", "m.nc"],
+        "target 'income' holds numbers except in a few cells: row 5 \\(counting from 1 after "
+        "the header\\) holds '\\?'. Fix them, or blank them"),
+    "one unknown label among known ones": (
+        ["evaluate", "MODEL", "one_new_label.csv"],
+        "labels the model was not fit on: maybe \\(the model knows no, yes\\); the first is "
+        "in row 4 "),
+    "an identifier as groups": (["fit", "group_ids.csv", "-t", "churned", "-o", "m.nc",
+                                 "--groups", "store"],
+                                "groups column 'store' looks like an identifier"),
+    "a single group": (["fit", "group_ids.csv", "-t", "churned", "-o", "m.nc", "--groups",
+                        "one"], "groups column 'one' has the single value 'x'"),
+    "batch size with nuts": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--inference",
+                              "nuts", "--batch-size", "16"], "--batch-size applies to ADVI"),
+    "a column of lists": (["fit", "lists.parquet", "-t", "y", "-o", "m.nc"],
+                          "column 'l' holds ndarray values .*flatten it"),
     "rows counted from 1": (["evaluate", "MODEL", "text_age_row3.csv"],
                             "column 'age' should hold numbers, but row 3 \\(counting from 1 "
                             "after the header\\) holds 'old'"),
@@ -479,3 +521,22 @@ def test_predict_does_not_import_pymc(churn_model, work):
     out = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True,
                          text=True, check=True).stdout.split()
     assert out[-2:] == ["0", "False"]
+
+
+def test_unseen_groups_are_noted_flagged_and_predicted_by_the_population(tmp_path):
+    """A group label training never saw, 2.5 included (no group 2 though it converts to
+    2), is predicted with the population's weights, flagged and counted in a note."""
+    rng = np.random.default_rng(0)
+    table = make_customers(90, random_state=4).drop(columns=["customer_id"])
+    table["store"] = rng.integers(1, 4, len(table))
+    table.to_csv(tmp_path / "stores.csv", index=False)
+    run("fit", "stores.csv", "-t", "churned", "-o", "stores.nc", "--groups", "store",
+        "--inference", "advi", "--n-iter", "1000", "--draws", "50", "--temperature", "1",
+        "--hidden", "3", cwd=tmp_path)
+    new = table.iloc[[0, 0, 0, 1]].assign(store=[2, 2.5, 7, 3])
+    new.to_csv(tmp_path / "stores_new.csv", index=False)
+    proc = run("predict", "stores.nc", "stores_new.csv", "-o", "p.csv", cwd=tmp_path)
+    assert "2 rows of groups not seen in training (2.5, 7.0)" in proc.stderr
+    out = pd.read_csv(tmp_path / "p.csv", keep_default_na=False)
+    assert out["unseen_group"].tolist() == ["", "store", "store", ""]
+    assert out.loc[1, "proba_yes"] == out.loc[2, "proba_yes"] != out.loc[0, "proba_yes"]
