@@ -602,8 +602,22 @@ def info_command(model, as_json):
 
 
 # ------------------------------------------------------------------------ main
+#: Advice of Python's warnings the command line words as its own options.
+CLI_ADVICE = {
+    " (or continue the chains with sample_more)": "",
+    "lengthen tune and draws, or run more chains": "raise --draws",
+    "raise target_accept (pymc_bnn.fit(..., target_accept=0.95)), lengthen tune, start from "
+    "ADVI (nuts_init='advi'), or use a smaller prior_sigma":
+        "a smaller --prior-sigma (classification), or from Python a higher target_accept, "
+        "a longer tune or nuts_init='advi'",
+}
+
+
 def _warning_as_note(message, category, filename, lineno, file=None, line=None) -> None:
-    note(f"{category.__name__}: {message}")
+    text = str(message)
+    for python, option in CLI_ADVICE.items():
+        text = text.replace(python, option)
+    note(f"{category.__name__}: {text}")
 
 
 def main(argv=None) -> int:

@@ -148,3 +148,21 @@ def test_column_options_name_columns_with_commas_and_spaces():
     assert split_columns("x2, a", columns) == ["x2", "a"]
     assert split_columns("a,,b", columns) == ["a", "b"]  # b: named absent later
     assert split_columns(None, columns) == []
+
+
+def test_sampling_advice_names_the_command_lines_options(capsys):
+    """The command line cannot continue chains (sample_more) or set tune: its note says
+    what it can do."""
+    from pymc_bnn.cli import _warning_as_note
+    from pymc_bnn.exceptions import SamplingWarning
+    from pymc_bnn.inference.diagnostics import _nuts_message
+
+    message = _nuts_message(
+        {"quantity": "logit", "n_points": 100, "max_rhat": 1.2, "rhat_threshold": 1.01,
+         "min_ess_bulk": 50, "min_ess_tail": 60, "ess_threshold": 200, "n_divergences": 3,
+         "n_chains": 2, "n_draws": 100}, resumable=True)
+    assert "sample_more" in message and "nuts_init" in message
+    _warning_as_note(message, SamplingWarning, "", 0)
+    err = capsys.readouterr().err
+    assert "raise --draws" in err and "--prior-sigma" in err and "sample_more" not in err
+    assert "pymc_bnn.fit(" not in err and "lengthen tune" not in err
