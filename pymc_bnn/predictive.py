@@ -771,7 +771,8 @@ def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: i
     >>> import numpy as np
     >>> from pymc_bnn import build_model, fit, posterior_predictive
     >>> X = np.random.default_rng(0).normal(size=(40, 2)); y = (X[:, 0] > 0).astype(int)
-    >>> post = fit(build_model(X, y, hidden_layer_sizes=(3,)), n_iter=3000, random_seed=0)
+    >>> post = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=3000,
+    ...            random_seed=0)
     >>> posterior_predictive(post, n_draws=50, random_seed=1).sample_proba(X).shape
     (50, 40, 2)
     """

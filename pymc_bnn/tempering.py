@@ -131,8 +131,8 @@ def cross_fit_temperature(
     >>> from pymc_bnn import build_model, fit
     >>> from sklearn.model_selection import StratifiedKFold
     >>> X = np.random.default_rng(0).normal(size=(60, 2)); y = (X[:, 0] > 0).astype(int)
-    >>> fit_rows = lambda rows, s: fit(build_model(X[rows], y[rows], hidden_layer_sizes=(3,)),
-    ...                                n_iter=3000, random_seed=s)
+    >>> fit_rows = lambda rows, s: fit(build_model(X[rows], y[rows], hidden_layer_sizes=(3,),
+    ...                                            random_state=s), n_iter=3000, random_seed=s)
     >>> folds = list(StratifiedKFold(2).split(X, y))
     >>> sel = cross_fit_temperature(fit_rows, X, y, folds=folds, seed=0)
     >>> sel.scores.shape

@@ -92,8 +92,8 @@ def fit_concurrently(tasks: Sequence[Callable[[], object]], *,
     >>> import numpy as np
     >>> from pymc_bnn import build_model, fit
     >>> X = np.random.default_rng(0).normal(size=(40, 2)); y = (X[:, 0] > 0).astype(int)
-    >>> tasks = [lambda s=s: fit(build_model(X, y, hidden_layer_sizes=(3,)), n_iter=3000,
-    ...                          random_seed=s) for s in range(3)]
+    >>> tasks = [lambda s=s: fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=s),
+    ...                          n_iter=3000, random_seed=s) for s in range(3)]
     >>> [p.seed for p in fit_concurrently(tasks, n_threads=2)]
     [0, 1, 2]
     """

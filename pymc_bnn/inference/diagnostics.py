@@ -148,7 +148,8 @@ def diagnose(posterior: Posterior, *, X: np.ndarray | None = None, groups=None) 
     >>> from pymc_bnn import build_model, fit
     >>> from pymc_bnn.inference import diagnose
     >>> X = np.random.default_rng(0).normal(size=(40, 2)); y = (X[:, 0] > 0).astype(int)
-    >>> post = fit(build_model(X, y, hidden_layer_sizes=(3,)), n_iter=5000, random_seed=0)
+    >>> post = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=5000,
+    ...            random_seed=0)
     >>> d = diagnose(post)
     >>> d == dict(post.diagnostics), d["n_steps"], d["window"], d["converged"]
     (True, 5000, 500, True)

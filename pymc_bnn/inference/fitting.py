@@ -134,7 +134,8 @@ def fit(
     >>> import numpy as np
     >>> from pymc_bnn import build_model, fit
     >>> X = np.random.default_rng(0).normal(size=(40, 2)); y = (X[:, 0] > 0).astype(int)
-    >>> post = fit(build_model(X, y, hidden_layer_sizes=(3,)), n_iter=3000, random_seed=0)
+    >>> post = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=3000,
+    ...            random_seed=0)
     >>> post.loss.shape, post.diagnostics["converged"]
     ((3000,), True)
     """
