@@ -10,7 +10,12 @@ matrix a Bayesian MLP needs. It is built on scikit-learn's ``ColumnTransformer``
   one-hot encoded (``OneHotEncoder(handle_unknown="ignore")``: a category first seen at
   predict time is encoded as all zeros, i.e. as none of the known categories);
 - date columns and identifier-like columns are refused with advice to drop them: a
-  network cannot learn from a row number, and dates need features chosen by the user.
+  network cannot learn from a row number, and dates need features chosen by the user;
+  so are numbers with a few stray words in them (``"unknown"``, ``"?"``: blank them, or
+  declare the column categorical), and infinite numbers or numbers beyond float32's
+  range (the network's predictions are computed in float32);
+- a column with a single value (constant, perhaps with missing values) is left out of
+  the features, with a warning: there is nothing to learn from it.
 
 Its fitted state is plain data (:meth:`TabularPreprocessor.get_state`: medians,
 means, scales, categories), which :func:`pymc_bnn.pipeline.save_pipeline` writes into
@@ -32,7 +37,6 @@ Examples
 
 from __future__ import annotations
 
-import re
 import warnings
 
 import numpy as np
@@ -44,6 +48,17 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
+from pymc_bnn.columns import (
+    CATEGORICAL,
+    FLOAT32_MAX,
+    NUMERIC,
+    column_kind,
+    infer_task,
+    leak_message,
+    leaking_columns,
+    plain,
+    rows_text,
+)
 from pymc_bnn.exceptions import TargetLeakageWarning
 
 __all__ = [
@@ -52,191 +67,9 @@ __all__ = [
     "leaking_columns",
 ]
 
-NUMERIC, CATEGORICAL = "numeric", "categorical"
-
-#: A numeric target with at most this many distinct integer values is a classification
-#: target under ``infer_task`` (e.g. 0/1, or ratings 1..5); more is regression.
-MAX_INTEGER_CLASSES = 10
 
 #: State format of :meth:`TabularPreprocessor.get_state`.
 STATE_VERSION = 1
-
-_DATE_PATTERN = re.compile(
-    r"^\s*(\d{4}-\d{1,2}-\d{1,2}([ T]\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?)?"
-    r"|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}"
-    r"|\d{1,2}:\d{2}(:\d{2})?)\s*$"
-)
-
-
-# ----------------------------------------------------------------------- columns
-def _is_categorical_dtype(series: pd.Series) -> bool:
-    dtype = series.dtype
-    return (pd.api.types.is_bool_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype)
-            or pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype))
-
-
-def _looks_like_dates(values: pd.Series) -> bool:
-    """Most non-missing values are strings shaped like dates or times."""
-    strings = values.dropna()
-    strings = strings[strings.map(lambda v: isinstance(v, str))]
-    if len(strings) == 0 or len(strings) < 0.9 * values.notna().sum():
-        return False
-    sample = strings.iloc[:200]
-    return sample.map(lambda v: bool(_DATE_PATTERN.match(v))).mean() >= 0.9
-
-
-#: Identifier tests: the chance, were the column's distinct integers independent draws
-#: from the range they span, that none would repeat, below which they are taken for an
-#: identifier; and the rank correlation with the row order above which they are.
-ID_NO_REPEAT_CHANCE = 1e-6
-ID_ROW_ORDER_RANK_CORRELATION = 0.99
-
-
-def _identifier_reason(series: pd.Series) -> str | None:
-    """Why a numeric column looks like a row number or identifier, or None.
-
-    Only whole numbers, each once, in at least 20 rows, are candidates; a train/test
-    split or a shuffle cannot hide any of the signs:
-
-    - consecutive (a row number);
-    - in (or near, rank correlation >= :data:`ID_ROW_ORDER_RANK_CORRELATION`) the
-      order of the rows, increasing or decreasing (ids assigned as rows were added);
-    - all different although they span a narrow range: ``n`` values drawn from ``R``
-      possible ones all differ with chance about ``exp(-n (n - 1) / (2 R))`` (the
-      birthday problem); below :data:`ID_NO_REPEAT_CHANCE` measurements would have
-      repeated (a sample of the ids ``1..N`` spans about ``N`` for ``n`` of them).
-    """
-    values = series.dropna().to_numpy()
-    n = len(values)
-    if n < 20 or not np.all(np.isfinite(values)) or np.any(values != np.round(values)):
-        return None
-    if len(np.unique(values)) != n:
-        return None
-    ordered = np.sort(values)
-    if np.all(np.diff(ordered) == 1):
-        return f"consecutive integers {ordered[0]:.0f}..{ordered[-1]:.0f}, each once"
-    ranks = np.argsort(np.argsort(values))
-    rho = np.corrcoef(ranks, np.arange(n))[0, 1]
-    if abs(rho) >= ID_ROW_ORDER_RANK_CORRELATION:
-        way = "increase" if rho > 0 else "decrease"
-        return f"distinct integers that {way} with the row order (rank correlation {rho:.3f})"
-    span = float(ordered[-1] - ordered[0] + 1)
-    if -n * (n - 1) / (2 * span) < np.log(ID_NO_REPEAT_CHANCE):
-        return (f"{n} distinct integers within {ordered[0]:.0f}..{ordered[-1]:.0f}: "
-                "measurements in so narrow a range would repeat")
-    return None
-
-
-def _column_kind(name, series: pd.Series, max_categories: int, keep: bool = False) -> str:
-    """``"numeric"`` or ``"categorical"``; ValueError for dates, identifiers, empty columns
-    (``keep``: the user says it is a feature, the identifier tests are skipped)."""
-    n_present = int(series.notna().sum())
-    if n_present == 0:
-        raise ValueError(f"column {name!r} has no values (all missing): drop it.")
-    dtype = series.dtype
-    if (pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype)
-            or isinstance(dtype, pd.PeriodDtype)):
-        raise ValueError(f"column {name!r} holds dates or times, which pymc_bnn does not encode: "
-                         "drop it, or derive numeric features from it (e.g. a year or a day "
-                         "of the week) first.")
-    n_distinct = int(series.nunique(dropna=True))
-    if _is_categorical_dtype(series):
-        if pd.api.types.is_bool_dtype(dtype):
-            return CATEGORICAL
-        if _looks_like_dates(series):
-            raise ValueError(f"column {name!r} holds dates or times (e.g. "
-                             f"{series.dropna().iloc[0]!r}), which pymc_bnn does not encode: "
-                             "drop it, or derive numeric features from it first.")
-        if n_distinct == n_present and n_present >= 20 and not keep:
-            raise ValueError(f"column {name!r} looks like an identifier (a different value in "
-                             f"each of its {n_present} rows), from which nothing can be "
-                             "learned: drop it.")
-        if n_distinct > max_categories:
-            raise ValueError(f"column {name!r} has {n_distinct} distinct values, more than "
-                             f"max_categories={max_categories} for one-hot encoding: drop it, "
-                             "or raise the limit.")
-        return CATEGORICAL
-    if pd.api.types.is_numeric_dtype(dtype):
-        reason = None if keep else _identifier_reason(series)
-        if reason is not None:
-            raise ValueError(f"column {name!r} looks like a row number or identifier "
-                             f"({reason}), from which nothing can be learned and through "
-                             "which a table's order can leak the target: drop it (or keep "
-                             "it, if it is a real measurement).")
-        return NUMERIC
-    raise ValueError(f"column {name!r} has values of type {dtype}, which pymc_bnn cannot "
-                     "encode: drop it, or convert it to numbers or strings.")
-
-
-#: Leakage check: rows it looks at (a seeded subset beyond), and the scores above which
-#: one column alone "predicts the target almost perfectly": the rank correlation of a
-#: numeric column with a numeric target; the cross-validated accuracy of a depth-3 tree
-#: on the column for classes (counted only when the majority class is rarer than that).
-LEAK_MAX_ROWS = 10_000
-LEAK_RANK_CORRELATION = 0.99
-LEAK_ACCURACY = 0.99
-
-
-def leaking_columns(frame: pd.DataFrame, y) -> list[tuple[str, str]]:
-    """Columns that alone predict ``y`` almost perfectly, with how well.
-
-    A real feature rarely does; a column derived from the target, or an identifier of
-    a table sorted by the target, does. Regression targets (:func:`infer_task`): the
-    Spearman rank correlation of each numeric column with ``y``, flagged at
-    :data:`LEAK_RANK_CORRELATION` in absolute value. Classes: the 3-fold
-    cross-validated accuracy of a depth-3 decision tree on the column alone (numbers, or
-    category codes), flagged at :data:`LEAK_ACCURACY` when the most frequent class is
-    rarer than that.
-
-    Returns
-    -------
-    list of (column, description)
-    """
-    from sklearn.model_selection import StratifiedKFold, cross_val_score
-    from sklearn.tree import DecisionTreeClassifier
-
-    y = pd.Series(np.asarray(y)).reset_index(drop=True)
-    frame = frame.reset_index(drop=True)
-    present = y.notna().to_numpy()
-    frame, y = frame.loc[present], y.loc[present]
-    if len(y) > LEAK_MAX_ROWS:
-        rows = np.sort(np.random.default_rng(0).choice(len(y), LEAK_MAX_ROWS, replace=False))
-        frame, y = frame.iloc[rows], y.iloc[rows]
-    if len(y) < 20:
-        return []
-    regression = infer_task(y.to_numpy()) == "regression"
-    out = []
-    for column in frame.columns:
-        values = frame[column]
-        if regression:
-            if not pd.api.types.is_numeric_dtype(values.dtype) or _is_categorical_dtype(values):
-                continue
-            rho = values.astype(float).corr(pd.to_numeric(y), method="spearman")
-            if np.isfinite(rho) and abs(rho) >= LEAK_RANK_CORRELATION:
-                out.append((str(column), f"rank correlation {rho:.4f} with the target"))
-            continue
-        labels = y.astype(str).to_numpy()
-        counts = pd.Series(labels).value_counts()
-        if counts.iloc[0] / len(labels) >= LEAK_ACCURACY or counts.iloc[-1] < 3:
-            continue
-        if _is_categorical_dtype(values) or not pd.api.types.is_numeric_dtype(values.dtype):
-            codes = pd.factorize(values.astype(str).where(values.notna()))[0].astype(float)
-        else:
-            codes = values.astype(float).fillna(values.median()).to_numpy()
-        accuracy = cross_val_score(
-            DecisionTreeClassifier(max_depth=3, random_state=0), codes.reshape(-1, 1), labels,
-            cv=StratifiedKFold(3, shuffle=True, random_state=0)).mean()
-        if accuracy >= LEAK_ACCURACY:
-            out.append((str(column), f"alone, a small tree is {accuracy:.1%} accurate"))
-    return out
-
-
-def leak_message(leaks) -> str:
-    named = "; ".join(f"{c!r} ({how})" for c, how in leaks)
-    return (f"a single column predicts the target almost perfectly: {named}. If it is "
-            "derived from the target, or an identifier of a table sorted by it, drop it: "
-            "the model will fail on new data.")
-
 
 def _as_frame(X, what: str = "X") -> pd.DataFrame:
     """``X`` as a DataFrame whose column labels are strings (the preprocessor stores and
@@ -257,7 +90,8 @@ def _as_frame(X, what: str = "X") -> pd.DataFrame:
 
 
 def _numeric(frame: pd.DataFrame, name) -> np.ndarray:
-    """A column as float64; ValueError naming the column and a bad value."""
+    """A column as float64; ValueError naming the column and the first row with text, an
+    infinite value, or a value beyond float32's range (NaN is missing: imputed)."""
     column = frame[name]
     if pd.api.types.is_bool_dtype(column.dtype):
         raise ValueError(f"column {name!r} holds true/false values, but the model was fit "
@@ -266,9 +100,28 @@ def _numeric(frame: pd.DataFrame, name) -> np.ndarray:
     bad = values.isna() & column.notna()
     if bad.any():
         row = bad.to_numpy().nonzero()[0][0]
-        raise ValueError(f"column {name!r} should hold numbers, but row {row + 1} (counting "
-                         f"from 1) holds {column.iloc[row]!r}.")
-    return values.to_numpy(dtype=np.float64)
+        raise ValueError(f"column {name!r} should hold numbers, but "
+                         f"{rows_text(column.index, [row])} holds "
+                         f"{plain(column.iloc[row])!r}.")
+    values = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    with np.errstate(invalid="ignore"):
+        # NaN is a missing value (imputed), but an infinite one cannot be standardised,
+        # and the network's predictive runs in float32 (JAX), where a value beyond its
+        # range is infinite too; far beyond it (1e160), the standardisation's squares
+        # overflow even in float64 and the fit degenerates
+        out_of_range = np.isinf(values) | (np.abs(values) > FLOAT32_MAX)
+    if out_of_range.any():
+        row = int(np.flatnonzero(out_of_range)[0])
+        where = rows_text(column.index, [row])
+        if np.isinf(values[row]):
+            raise ValueError(f"column {name!r} holds an infinite value ({values[row]:g}) in "
+                             f"{where}: only finite numbers can be used. Fix it, or blank "
+                             "it (missing values are imputed).")
+        raise ValueError(f"column {name!r} holds {values[row]:g} in {where}, beyond "
+                         f"float32's range (±{FLOAT32_MAX:.3g}), in which the network "
+                         "computes its predictions (JAX): rescale the column (other units, "
+                         "or its logarithm).")
+    return values
 
 
 def _number_label(value) -> str:
@@ -303,39 +156,6 @@ def _strings(column: pd.Series, known=None) -> np.ndarray:
     return out
 
 
-def infer_task(y, *, max_integer_classes: int = MAX_INTEGER_CLASSES) -> str:
-    """``"classification"`` or ``"regression"`` for a target column.
-
-    A target of strings, booleans or pandas categories, or of numbers that are all
-    integers with at most ``max_integer_classes`` distinct values, is a classification
-    target; any other numeric target is a regression target.
-
-    Parameters
-    ----------
-    y : pandas Series or array of shape (n_samples,)
-        The target, missing values allowed (ignored).
-
-    Returns
-    -------
-    str
-
-    Examples
-    --------
-    >>> infer_task(["yes", "no", "yes"]), infer_task([0, 1, 2, 1]), infer_task([0.5, 1.7])
-    ('classification', 'classification', 'regression')
-    """
-    series = pd.Series(y).dropna()
-    if _is_categorical_dtype(series):
-        values = pd.to_numeric(series, errors="coerce")
-        if values.isna().any() or len(values) == 0:
-            return "classification"
-        series = values
-    values = series.to_numpy(dtype=np.float64)
-    integers = np.all(np.isfinite(values) & (values == np.round(values)))
-    n_distinct = len(np.unique(values))
-    return "classification" if integers and n_distinct <= max_integer_classes else "regression"
-
-
 # ------------------------------------------------------------------ preprocessor
 def _column_transformer(numeric: list, categorical: list, categories="auto") -> ColumnTransformer:
     parts = []
@@ -360,11 +180,19 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
     numeric, categorical : list of str, optional
         Columns to treat as numeric / categorical. By default every column is
         classified from its type: numbers are numeric; strings, booleans and pandas
-        categories are categorical; dates, identifier-like columns (a different string
-        in every row; whole numbers, each once, that are consecutive, follow the row
-        order, or are too tightly packed to be measurements) and columns with no values
-        raise a ValueError that names the column. When either list is given, only the
-        listed columns are used.
+        categories are categorical; dates (date and time types, date / time objects, and
+        text such as ``2023-01-15``, ``2023/01/15``, ``15.01.2023``, ``15 Jan 2023``,
+        ``2023-01-15T10:00:00Z`` or ``10:30``), identifier-like columns (a different
+        string in every row; whole numbers, each once, that are consecutive, follow the
+        row order, are too tightly packed to be measurements, or whose name says they
+        are identifiers: a word such as ``id``, ``uuid`` anywhere in it, or ``no``,
+        ``nr``, ``num``, ``number``, ``key``, ``index``, ``idx`` last, as in
+        ``customer_no``, ``OrderID``), text columns whose values are numbers but for a
+        few (at least 90 %: a ``"?"`` or ``"unknown"`` in a numeric column) and columns
+        with no values raise a ValueError that names the column. When either list is
+        given, only the listed columns are used. Either way, numeric columns must hold
+        finite numbers within float32's range (missing values are imputed), and columns
+        with a single value are left out with a warning.
     as_categorical : list of str, optional
         Columns that are categories although they hold numbers (e.g. codes 1, 2, 3):
         one-hot encoded (whole numbers as ``"1"``, ``"2"``, ..., whether read as
@@ -375,7 +203,8 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
         A categorical column with more distinct values is refused (one-hot encoding
         it would add that many inputs).
     keep : list of str, optional
-        Columns that are features even though they look like identifiers.
+        Columns that are features even though they look like identifiers (by their
+        values or by their name).
 
     ``fit(X, y)`` with a target (as a Pipeline passes it) also checks each column on its
     own against ``y`` and warns (:class:`~pymc_bnn.exceptions.TargetLeakageWarning`)
@@ -391,6 +220,10 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
         (for :meth:`row_flags`).
     n_missing_ : dict of str -> int
         Missing values per input column in the data seen by ``fit`` (imputed).
+    constant_columns_ : dict of str -> float or str
+        Columns with a single value in ``fit``'s data (a number, or a category as a
+        string), left out of the features; :meth:`row_flags` and
+        :meth:`unseen_categories` name the rows of a later table where they differ.
     feature_names_in_ : ndarray of str
     n_features_in_ : int
     column_transformer_ : sklearn.compose.ColumnTransformer
@@ -427,10 +260,10 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
         if self.numeric is None and self.categorical is None:
             keep = {str(c) for c in self.keep or []}
             self._check_columns(frame, sorted(keep | set(forced)))
-            kinds = {c: _column_kind(c, (pd.Series(_strings(frame[c]), index=frame.index,
+            kinds = {c: column_kind(c, (pd.Series(_strings(frame[c]), index=frame.index,
                                                    dtype=object)
                                          if str(c) in forced else frame[c]),
-                                     self.max_categories, str(c) in keep)
+                                     self.max_categories, str(c) in keep, str(c) in forced)
                      for c in frame.columns}
             return ([c for c, k in kinds.items() if k == NUMERIC],
                     [c for c, k in kinds.items() if k == CATEGORICAL])
@@ -483,8 +316,33 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
             raise ValueError("no feature columns are left to learn from.")
         self.numeric_columns_ = [str(c) for c in numeric]
         self.categorical_columns_ = [str(c) for c in categorical]
+        cast = self._cast(frame)  # (checks the values of every numeric column)
+        self.constant_columns_ = self._constant_columns(cast)
+        if self.constant_columns_:
+            # A column with one value carries nothing to learn from, and were it kept, a
+            # later table in which it varies would feed the network inputs that its
+            # training never moved (a numeric one unscaled: its scale is undefined), so
+            # that the predictions would shift for no learned reason. Left out, it cannot
+            # change a prediction; row_flags still names the rows where it differs.
+            constant = self.constant_columns_
+            named = ", ".join(f"{c!r} ({_number_label(v) if isinstance(v, float) else repr(v)})"
+                              for c, v in constant.items())
+            many = len(constant) > 1
+            warnings.warn(
+                f"column{'s' if many else ''} {named} {'hold' if many else 'holds'} a single "
+                "value in the training rows: nothing to learn from, so left out of the "
+                f"features (rows of a later table where {'they differ' if many else 'it differs'} "
+                "are flagged as outside the training range or as unseen categories).",
+                UserWarning, stacklevel=3)
+            numeric = [c for c in numeric if str(c) not in constant]
+            categorical = [c for c in categorical if str(c) not in constant]
+            if not numeric and not categorical:
+                raise ValueError("no feature columns are left to learn from: every column "
+                                 "holds a single value.")
+            self.numeric_columns_ = [str(c) for c in numeric]
+            self.categorical_columns_ = [str(c) for c in categorical]
+            cast = cast[self.numeric_columns_ + self.categorical_columns_]
         self.n_missing_ = {str(c): int(frame[c].isna().sum()) for c in numeric + categorical}
-        cast = self._cast(frame)
         self.column_transformer_ = _column_transformer(numeric, categorical).fit(cast)
         self.ranges_ = {}
         for c in self.numeric_columns_:
@@ -501,6 +359,30 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
         self.feature_names_in_ = np.array(self.numeric_columns_ + self.categorical_columns_,
                                           dtype=object)
         self.n_features_in_ = len(self.feature_names_in_)
+
+    def _constant_columns(self, cast: pd.DataFrame) -> dict:
+        """The columns of ``cast`` (:meth:`_cast`'s) with a single value: name -> value
+        (a float, or a category's string); ValueError for a column with none (one the
+        user listed: the others were checked by :func:`_column_kind`)."""
+        out = {}
+        for c in self.numeric_columns_ + self.categorical_columns_:
+            values = pd.unique(cast[c].dropna())
+            if len(values) == 0:
+                raise ValueError(f"column {c!r} has no values (all missing): drop it.")
+            if len(values) == 1:
+                out[c] = float(values[0]) if c in self.numeric_columns_ else str(values[0])
+        return out
+
+    def _differs_from_constant(self, frame: pd.DataFrame, column: str) -> np.ndarray:
+        """Rows of ``frame`` where a column that was constant in ``fit`` holds another
+        value (text in a numeric one too: it was left out, so it is not checked)."""
+        value = self.constant_columns_[column]
+        present = frame[column].notna().to_numpy()
+        if isinstance(value, float):
+            numbers = pd.to_numeric(frame[column], errors="coerce").to_numpy(
+                dtype=np.float64, na_value=np.nan)
+            return present & ~(numbers == value)
+        return present & (_strings(frame[column], [value]) != value)
 
     # -------------------------------------------------------------- transform
     def _check_columns(self, frame: pd.DataFrame, needed) -> None:
@@ -552,7 +434,8 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
         return np.array(names, dtype=object)
 
     def unseen_categories(self, X) -> dict[str, list[str]]:
-        """Categories in ``X`` that ``fit`` never saw, per categorical column.
+        """Categories in ``X`` that ``fit`` never saw, per categorical column (and per
+        categorical column left out for holding a single value, where ``X`` has it).
 
         Returns
         -------
@@ -568,6 +451,12 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
             unseen = sorted({v for v in values[~pd.isna(values)] if v not in known})
             if unseen:
                 out[column] = unseen
+        for column, value in getattr(self, "constant_columns_", {}).items():
+            if isinstance(value, str) and column in frame.columns:
+                values = _strings(frame[column], [value])
+                unseen = sorted({v for v in values[self._differs_from_constant(frame, column)]})
+                if unseen:
+                    out[column] = unseen
         return out
 
     #: A value is outside the training range when it is beyond the smallest or largest
@@ -590,8 +479,10 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
         ``fit`` never saw, which the network sees as none of the known ones) and
         ``outside_training_range`` (the numeric columns whose value is beyond the
         training range by more than :attr:`RANGE_MARGIN` of its width: the network
-        extrapolates there, and its uncertainty may not show it). Column names are
-        joined by ``", "``.
+        extrapolates there, and its uncertainty may not show it). A column left out for
+        holding a single value in ``fit`` (:attr:`constant_columns_`) is named, where
+        ``X`` has it, in the rows where it differs from that value: the model could not
+        learn what the difference does. Column names are joined by ``", "``.
 
         Examples
         --------
@@ -619,6 +510,11 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
                 beyond = (values < low - margin) | (values > high + margin)
             for row in np.flatnonzero(beyond):
                 outside[row].append(column)
+        for column, value in getattr(self, "constant_columns_", {}).items():
+            if column in frame.columns:  # (left out of the features: it may be absent)
+                flagged = outside if isinstance(value, float) else unseen
+                for row in np.flatnonzero(self._differs_from_constant(frame, column)):
+                    flagged[row].append(column)
         return pd.DataFrame({"unseen_categories": [", ".join(c) for c in unseen],
                              "outside_training_range": [", ".join(c) for c in outside]},
                             index=frame.index)
@@ -638,7 +534,9 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
         -------
         dict with ``numeric`` (a list of ``{name, median, mean, scale, min, max}``),
         ``categorical`` (a list of ``{name, mode, categories}``), ``n_missing``,
-        ``max_categories`` and ``version``.
+        ``max_categories``, ``version`` and, when some columns were left out for holding
+        a single value, ``constant`` (a list of ``{name, kind, value}``; states without
+        it, such as those saved before it existed, load as having none).
         """
         check_is_fitted(self)
         numeric, categorical = [], []
@@ -656,8 +554,13 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
             for i, name in enumerate(self.categorical_columns_):
                 categorical.append({"name": name, "mode": str(imputer.statistics_[i]),
                                     "categories": list(self.categories_[name])})
-        return {"version": STATE_VERSION, "numeric": numeric, "categorical": categorical,
-                "n_missing": dict(self.n_missing_), "max_categories": int(self.max_categories)}
+        state = {"version": STATE_VERSION, "numeric": numeric, "categorical": categorical,
+                 "n_missing": dict(self.n_missing_), "max_categories": int(self.max_categories)}
+        constant = getattr(self, "constant_columns_", {})
+        if constant:  # (only when there are: the states saved before have no such key)
+            state["constant"] = [{"name": c, "kind": NUMERIC if isinstance(v, float)
+                                  else CATEGORICAL, "value": v} for c, v in constant.items()]
+        return state
 
     @classmethod
     def from_state(cls, state: dict) -> TabularPreprocessor:
@@ -704,12 +607,23 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
             pre.ranges_ = {str(c["name"]): (float(c["min"]), float(c["max"]))
                            for c in numeric if "min" in c and "max" in c}
             pre.n_missing_ = {str(k): int(v) for k, v in state["n_missing"].items()}
+            constant = [dict(c) for c in state.get("constant", [])]
+            pre.constant_columns_ = {}
+            for c in constant:
+                if c["kind"] not in (NUMERIC, CATEGORICAL) or c["name"] in num_names + cat_names:
+                    raise ValueError(f"bad constant column {c!r}")
+                pre.constant_columns_[str(c["name"])] = (float(c["value"]) if c["kind"] == NUMERIC
+                                                         else str(c["value"]))
             pre.feature_names_in_ = np.array(num_names + cat_names, dtype=object)
             pre.n_features_in_ = len(pre.feature_names_in_)
             rebuilt = pre.get_state()
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise ValueError(f"malformed preprocessing state: {err}") from None
-        if rebuilt != {**state, "numeric": numeric, "categorical": categorical}:
+        expected = {**state, "numeric": numeric, "categorical": categorical}
+        expected.pop("constant", None)
+        if constant:
+            expected["constant"] = constant
+        if rebuilt != expected:
             raise ValueError("malformed preprocessing state: it does not rebuild to itself.")
         return pre
 
