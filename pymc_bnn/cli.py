@@ -39,6 +39,7 @@ from pymc_bnn.cli_tables import (
     check_output,
     check_present,
     choose_task,
+    file_rows,
     format_number,
     format_scores,
     interval_name,
@@ -245,7 +246,8 @@ def _positive_or(value: str, words: tuple[str, ...], option: str):
 @click.option("--drop", default=None, help="Comma-separated columns to leave out.")
 @click.option("--keep", default=None,
               help="Comma-separated columns that are features although they look like "
-                   "identifiers (whole numbers, each once, in row order or tightly packed).")
+                   "identifiers (whole numbers, each once, in row order, tightly packed, or "
+                   "named like an id: user_id, account_no, ...).")
 @click.option("--categorical", default=None,
               help="Comma-separated columns that are categories although they hold numbers "
                    "(e.g. codes 1, 2, 3): one-hot encoded, here and in predict / evaluate.")
@@ -344,7 +346,7 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
     try:
         pre.fit(frame[used])
     except ValueError as err:
-        message = (str(err).replace(": drop it", ": --drop it")
+        message = (file_rows(str(err)).replace(": drop it", ": --drop it")
                    .replace("(or keep it", "(or --keep it"))
         raise BadInput(f"{data}: {message}") from None
     from pymc_bnn.tabular import leak_message, leaking_columns
@@ -569,6 +571,9 @@ def info_command(model, as_json):
     for c in pre.get("categorical", []):
         how = " (--categorical)" if c["name"] in forced else ""
         lines.append(f"  categorical {c['name']}{how}: {', '.join(c['categories'])}")
+    for c in pre.get("constant", []):
+        lines.append(f"  constant {c['name']}: {format_number(c['value'], trim=True)} (left "
+                     "out: one value in training)")
     shown = ("hidden_layer_sizes", "activation", "prior", "prior_sigma", "inference", "n_iter",
              "batch_size", "n_draws", "posterior_temperature", "n_init", "random_state")
     lines.append("  settings: " + ", ".join(f"{k}={params[k]}" for k in shown if k in params))

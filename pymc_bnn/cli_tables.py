@@ -30,7 +30,8 @@ import click
 __all__ = [
     "BadInput", "PARQUET_EXTRA", "SEPARATORS", "TABLE_SUFFIXES", "atomic", "check_classes",
     "check_model_and_data", "check_model_columns", "check_output", "check_present",
-    "choose_task", "format_number", "format_scores", "interval_name", "is_table_name",
+    "choose_task", "file_rows", "format_number", "format_scores", "interval_name",
+    "is_table_name",
     "labelled_rows", "load_model", "match_labels", "model_info", "note", "parse_separator",
     "predict_rows", "prediction_frame", "read_model_metadata", "read_table", "row_name",
     "score_predictions", "separator_hint", "shown", "sniff_separator", "split_columns",
@@ -72,6 +73,23 @@ def shown(value) -> str:
 
 def _rows(n: int) -> str:
     return f"{n} row{'s' if n != 1 else ''}"
+
+
+def file_rows(message: str) -> str:
+    """A message of :mod:`pymc_bnn.tabular` about the rows of a table read by
+    :func:`read_table`, in the command line's words: rows are named as the file's
+    (``row 3 (counting from 1 after the header)``), also where rows without a target
+    were left out and the rows are named by their labels, which are the file's."""
+    import re
+
+    message = message.replace("(counting from 1)", "(counting from 1 after the header)")
+
+    def by_place(match) -> str:
+        labels = [int(v) for v in re.findall(r"\d+", match.group(2))]
+        return (f"row{match.group(1)} {', '.join(str(v + 1) for v in labels)} "
+                "(counting from 1 after the header)")
+
+    return re.sub(r"the row(s?) labelled ((?:\d+)(?:, \d+)*)", by_place, message)
 
 
 def row_name(label) -> str:
@@ -545,7 +563,7 @@ def predict_rows(pipeline, frame, meta, *, path, interval: float | None = None) 
         unseen = pre.unseen_categories(frame)
         flags = pre.row_flags(frame)
     except ValueError as err:  # rows of a table read by read_table: counted after the header
-        message = str(err).replace("(counting from 1)", "(counting from 1 after the header)")
+        message = file_rows(str(err))
         raise BadInput(f"{path}: {message}") from None
     for column, values in unseen.items():
         listed = ", ".join(map(repr, values[:5])) + (", ..." if len(values) > 5 else "")

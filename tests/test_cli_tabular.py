@@ -313,6 +313,10 @@ def _bad_files(d: Path) -> None:
     base.assign(churned=base["churned"].where(base.index != 3, "maybe")).to_csv(
         d / "one_new_label.csv", index=False)
     base.assign(store=np.arange(60), one="x").to_csv(d / "group_ids.csv", index=False)
+    # rows without a target are left out: a cell is still named by its row in the file
+    base.assign(age=base["age"].astype(object).where(base.index != 4, "old"),
+                churned=base["churned"].where(base.index != 1, None)).to_csv(
+        d / "stray_age_gap.csv", index=False)
     pd.DataFrame({"a": [1.0, 2.0] * 15, "y": ["p", "q"] * 15,
                   "l": [[1, 2], [3]] * 15}).to_parquet(d / "lists.parquet")
     # a shuffled sample of row ids 1..80: not consecutive, not in row order
@@ -426,6 +430,10 @@ BAD = {
         ["evaluate", "MODEL", "one_new_label.csv"],
         "labels the model was not fit on: maybe \\(the model knows no, yes\\); the first is "
         "in row 4 "),
+    "a stray word in numbers, rows left out above it": (
+        ["fit", "stray_age_gap.csv", "-t", "churned", "-o", "m.nc"],
+        "column 'age' holds numbers except in row 5 \\(counting from 1 after the header\\): "
+        "'old'.*--categorical age"),
     "an identifier as groups": (["fit", "group_ids.csv", "-t", "churned", "-o", "m.nc",
                                  "--groups", "store"],
                                 "groups column 'store' looks like an identifier"),
@@ -540,3 +548,14 @@ def test_unseen_groups_are_noted_flagged_and_predicted_by_the_population(tmp_pat
     out = pd.read_csv(tmp_path / "p.csv", keep_default_na=False)
     assert out["unseen_group"].tolist() == ["", "store", "store", ""]
     assert out.loc[1, "proba_yes"] == out.loc[2, "proba_yes"] != out.loc[0, "proba_yes"]
+
+
+def test_constant_columns_are_left_out_and_info_says_so(tmp_path):
+    table = make_customers(80, random_state=5).assign(country="EU", version=7)
+    table.to_csv(tmp_path / "const.csv", index=False)
+    proc = run("fit", "const.csv", "-t", "churned", "-o", "const.nc", *SMALL, cwd=tmp_path)
+    assert "'country'" in proc.stderr and "'version'" in proc.stderr
+    info = run("info", "const.nc", cwd=tmp_path).stdout
+    assert "constant country: EU (left out: one value in training)" in info
+    assert "constant version: 7 (left out" in info
+    assert "numeric version" not in info
