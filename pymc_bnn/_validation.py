@@ -20,11 +20,13 @@ __all__ = [
     "InputScaleWarning",
     "check_choice",
     "check_group_codes",
+    "check_group_labels",
     "check_hidden_layer_sizes",
     "check_input_scale",
     "check_model_inputs",
     "check_positive_int",
     "check_positive_float",
+    "check_same_label_kind",
     "is_dask_collection",
 ]
 
@@ -304,3 +306,59 @@ def is_dask_collection(X) -> bool:
     asks, with or without dask installed.
     """
     return callable(getattr(X, "__dask_graph__", None)) and X.__dask_graph__() is not None
+
+
+# ------------------------------------------------------------------ group labels
+def check_group_labels(groups, n_rows: int) -> np.ndarray:
+    """An estimator's ``groups``: one label per row, none missing, all of one kind."""
+    from sklearn.utils.validation import column_or_1d
+
+    groups = column_or_1d(groups, warn=False)
+    if groups.shape[0] != n_rows:
+        raise ValueError(f"groups has {groups.shape[0]} entries but X has {n_rows} rows; give "
+                         "one group label per row.")
+    if groups.dtype.kind == "f" and not np.all(np.isfinite(groups)):
+        raise ValueError("groups contains NaN or infinity.")
+    if groups.dtype.kind == "O":
+        # None, NaN, pd.NA, NaT among labels (a text column with gaps): named here, not
+        # by np.unique's comparison of a float with a string
+        import pandas as pd
+
+        missing = np.array([g is None or (np.ndim(g) == 0 and bool(pd.isna(g)))
+                            for g in groups], dtype=bool)
+        if missing.any():
+            k = int(missing.argmax())
+            raise ValueError(f"groups contains a missing label ({groups[k]!r}) at position "
+                             f"{k}; give every row a group.")
+        kinds = {_label_kind(g) for g in groups}
+        if len(kinds) > 1:
+            raise ValueError(f"groups mixes {' and '.join(sorted(kinds))} labels; give labels "
+                             "of one type.")
+    return groups
+
+
+def check_same_label_kind(groups: np.ndarray, fitted: np.ndarray) -> None:
+    """ValueError if ``groups`` are labels of another kind than the ``fitted`` ones:
+    np.searchsorted compares "1" with 1 without an error, and every row would silently
+    be an unseen group."""
+    given, known = _array_label_kind(groups), _array_label_kind(fitted)
+    if given != known:
+        raise ValueError(f"groups holds {given} labels, but the estimator was fit with {known} "
+                         f"groups ({', '.join(map(repr, fitted[:3].tolist()))}"
+                         f"{', ...' if len(fitted) > 3 else ''}); convert them.")
+
+
+def _label_kind(value) -> str:
+    """``"text"``, ``"true/false"`` or ``"number"``: what kind of label a value is."""
+    if isinstance(value, (bool, np.bool_)):
+        return "true/false"
+    if isinstance(value, (str, bytes)):
+        return "text"
+    return "number" if isinstance(value, (numbers.Real, np.number)) else type(value).__name__
+
+
+def _array_label_kind(values: np.ndarray) -> str:
+    """:func:`_label_kind` of an array's labels (its first, for an object array)."""
+    if values.dtype.kind == "O":
+        return _label_kind(values[0]) if len(values) else "number"
+    return {"b": "true/false", "U": "text", "S": "text"}.get(values.dtype.kind, "number")

@@ -22,7 +22,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from pymc_bnn import persistence
-from pymc_bnn._validation import check_input_scale
+from pymc_bnn._validation import check_group_labels, check_input_scale, check_same_label_kind
 from pymc_bnn.dask import is_dask_collection
 from pymc_bnn.fit_settings import MIXTURE, FitSettingsMixin, spawned_seeds
 from pymc_bnn.inference import (METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, fit_concurrently,
@@ -212,6 +212,8 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         self.inference_ = self._resolve_inference(grouped=groups is not None and not streamed)
         self._check_temperature_for_inference()
         self._check_n_init_for_inference()
+        if not streamed:  # a streamed fit refuses NUTS itself (data not in memory)
+            self._check_vi_settings_for_nuts()
         if self.inference_ in ("laplace", MIXTURE):
             self._check_laplace(streamed=streamed, grouped=groups is not None)
         use_evidence = self._check_evidence_prior(streamed=streamed, grouped=groups is not None)
@@ -630,17 +632,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
 
     @staticmethod
     def _check_groups(groups, n_rows: int) -> np.ndarray:
-        groups = column_or_1d(groups, warn=False)
-        if groups.shape[0] != n_rows:
-            raise ValueError(
-                f"groups has {groups.shape[0]} entries but X has {n_rows} rows; give one "
-                "group label per row."
-            )
-        if groups.dtype.kind == "f" and not np.all(np.isfinite(groups)):
-            raise ValueError("groups contains NaN or infinity.")
-        if groups.dtype.kind == "O" and any(g is None for g in groups):
-            raise ValueError("groups contains None.")
-        return groups
+        return check_group_labels(groups, n_rows)
 
     def _check_X(self, X, groups=None):
         """Validated X, and group codes for the predictive (-1: unseen group)."""
@@ -654,6 +646,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                 "with fit(X, y, groups=...) for a hierarchical model."
             )
         groups = self._check_groups(groups, X.shape[0])
+        check_same_label_kind(groups, self.groups_)
         try:
             codes = np.searchsorted(self.groups_, groups)
         except TypeError:

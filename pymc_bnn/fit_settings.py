@@ -280,6 +280,26 @@ class FitSettingsMixin:
                 "inference='nuts'."
             )
 
+    def _check_vi_settings_for_nuts(self) -> None:
+        """Refuse, with ``inference="nuts"``, a setting only variational inference uses
+        (NUTS samples the full-batch posterior as it is): ``n_iter``, ``learning_rate``,
+        ``batch_size``, and a ``kl_weight`` other than 1, which would otherwise sharpen
+        the posterior NUTS samples (the likelihood counted ``1 / kl_weight`` times)."""
+        if self.inference_ != "nuts":
+            return
+        given = {"n_iter": self.n_iter, "learning_rate": self.learning_rate,
+                 "batch_size": None if self.batch_size == "auto" else self.batch_size}
+        if getattr(self, "kl_weight", 1.0) not in (1, 1.0):
+            given["kl_weight"] = self.kl_weight
+        given = {name: value for name, value in given.items() if value is not None}
+        if given:
+            settings = ", ".join(f"{name}={value!r}" for name, value in given.items())
+            raise ValueError(
+                f"{settings} applies to variational inference only; NUTS samples the "
+                "posterior of all the rows as it is (its length: tune, n_draws, chains). "
+                "Leave it at its default with inference='nuts'."
+            )
+
     def _check_prior_settings(self) -> None:
         """Refuse a prior setting that the prior would ignore: ``prior_sigma`` sets
         ``prior="normal"``'s scale, while Neal's prior infers each layer's from a Gamma

@@ -73,6 +73,8 @@ def save(estimator, path, *, extra: dict | None = None) -> Path:
 
     check_is_fitted(estimator)
     path = Path(path)
+    if not path.parent.is_dir():  # h5py's own error is a long traceback of C calls
+        raise FileNotFoundError(f"No such folder: {path.parent} (to save {path.name} in)")
     params = estimator.get_params(deep=False)
     hls = params["hidden_layer_sizes"]
     params["hidden_layer_sizes"] = [hls] if isinstance(hls, int) else list(hls)

@@ -143,7 +143,11 @@ default "auto"
         As in :class:`BayesianMLPClassifier` (the regressor's held-out criterion is the
         log density of the predictive mixture; folds are plain K-fold), except that
         ``prior_sigma`` defaults to 1.0 and ``"evidence"`` is for classifiers only
-        (``"auto"`` means 1.0 here).
+        (``"auto"`` means 1.0 here), and that ``inference="auto"``'s short NUTS run on
+        small tables has lengths of its own (:data:`AUTO_NUTS_TUNE`,
+        :data:`AUTO_NUTS_DRAWS`, :func:`auto_nuts_chains`; ``nuts_run_`` says which):
+        ``n_draws``, ``tune`` and ``chains`` apply to ``inference="nuts"`` (and
+        ``n_draws`` to the approximations); pass ``inference="nuts"`` to set them.
     heteroscedastic : bool, default False
         Learn the noise level as a function of ``x`` (a second output head).
     noise_scale : float, default 0.5
@@ -264,7 +268,17 @@ default "auto"
 
     def _encode_target(self, y):
         y = np.asarray(y, dtype=np.float64)
-        kwargs = self._set_target_scaling(float(y.mean()), float(y.std()))
+        with np.errstate(over="ignore", under="ignore"):
+            mean, sd, spread = float(y.mean()), float(y.std()), float(np.ptp(y))
+        # the model sees the target standardised: a scale that overflows (|y| ~ 1e155
+        # and beyond) or underflows to 0 (|y| ~ 1e-160) would give inf or meaningless
+        # predictions rather than an error
+        if not (np.isfinite(mean) and np.isfinite(sd)) or (sd == 0 and spread > 0):
+            raise ValueError(
+                f"y cannot be standardised in float64 (mean {mean:.3g}, sd {sd:.3g}, "
+                f"range {spread:.3g}): rescale it to ordinary magnitudes first (e.g. "
+                "divide by a power of ten), and scale the predictions back.")
+        kwargs = self._set_target_scaling(mean, sd)
         return (y - self.y_mean_) / self.y_scale_, kwargs
 
     def _set_target_scaling(self, mean: float, sd: float) -> dict:

@@ -424,6 +424,35 @@ def test_n_init_is_refused_with_nuts_before_fitting(tiny, monkeypatch):
     assert calls == []
 
 
+@pytest.mark.parametrize("make, setting", [
+    (BayesianMLPClassifier, {"n_iter": 500}),
+    (BayesianMLPClassifier, {"batch_size": 16}),
+    (BayesianMLPRegressor, {"learning_rate": 0.01}),
+    # the likelihood counted 1 / kl_weight times: a sharper posterior, silently
+    (BayesianMLPRegressor, {"kl_weight": 0.5}),
+])
+def test_a_variational_setting_is_refused_with_nuts(tiny, monkeypatch, make, setting):
+    X, y = tiny
+    calls = _spy_fits(monkeypatch)
+    (name, value), = setting.items()
+    with pytest.raises(ValueError, match=f"{name}={value!r} applies to variational inference "
+                       "only; NUTS samples the posterior of all the rows as it is"):
+        make(inference="nuts", **setting).fit(X, y)
+    assert calls == []
+    est = make(inference="nuts")
+    est.inference_ = "nuts"
+    est._check_vi_settings_for_nuts()  # the defaults pass
+
+
+@pytest.mark.parametrize("scale", [1e160, 1e-170])
+def test_a_target_that_cannot_be_standardised_is_refused(tiny, scale):
+    """Its sd overflows (predictions inf) or underflows to 0 (predictions of the scale
+    of 1, for targets of 1e-170): refused with what to do."""
+    X, y = tiny
+    with pytest.raises(ValueError, match="y cannot be standardised in float64.*rescale it"):
+        BayesianMLPRegressor(n_iter=50).fit(X, (y + 1.0) * scale)
+
+
 @pytest.mark.parametrize("make", [
     lambda **kw: fast(prior="gamma_precision", **kw),
     lambda **kw: BayesianMLPRegressor(n_iter=50, n_draws=10, **kw),  # Neal's prior: its default

@@ -2,6 +2,7 @@
 
 import arviz as az
 import numpy as np
+import pandas as pd
 import pytest
 
 import pymc_bnn.forward_graphs as FG
@@ -214,6 +215,22 @@ def test_groups_are_validated(hier_clf, tasks, advi_clf, moons):
         advi_clf.predict(moons[1][:6], groups=np.zeros(6))
     with pytest.raises(ValueError, match="one group label per row"):
         BayesianMLPClassifier(n_iter=10).fit(tasks["X_train"], tasks["y_train"], groups=[0, 1])
+    # labels of another type would all be unseen groups, silently (searchsorted compares
+    # 1 with "north" without an error)
+    with pytest.raises(ValueError, match="groups holds number labels, but the estimator was "
+                       "fit with text groups .'east', 'north', 'south', ...."):
+        clf.predict(X, groups=np.arange(6))
+    # a text column with gaps: named, not np.unique's float-vs-str TypeError
+    gappy = pd.Series(["north"] * 5 + [pd.NA], dtype="string")
+    with pytest.raises(ValueError, match="missing label .<NA>. at position 5"):
+        clf.predict(X, groups=gappy)
+    n = len(tasks["y_train"])
+    with pytest.raises(ValueError, match="missing label .nan. at position 1"):
+        BayesianMLPClassifier(n_iter=10).fit(tasks["X_train"], tasks["y_train"],
+                                             groups=np.array(["a", np.nan] * (n // 2), object))
+    with pytest.raises(ValueError, match="groups mixes number and text labels"):
+        BayesianMLPClassifier(n_iter=10).fit(tasks["X_train"], tasks["y_train"],
+                                             groups=np.array(["a", 1] * (n // 2), object))
 
 
 def test_groups_input_not_mutated_and_refit_without_groups_forgets_them(tasks):
@@ -230,6 +247,8 @@ def test_groups_input_not_mutated_and_refit_without_groups_forgets_them(tasks):
 
 def test_hierarchical_save_load_roundtrip(hier_clf, tasks, tmp_path):
     clf, labels = hier_clf
+    with pytest.raises(FileNotFoundError, match="No such folder: .*absent"):
+        clf.save(tmp_path / "absent" / "model.nc")
     path = clf.save(tmp_path / "hier.nc")
     loaded = BayesianMLPClassifier.load(path)
     g = np.array(["south", "atlantis"] * 5)
