@@ -17,11 +17,13 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
 
 __all__ = [
+    "QUICK_DIR",
     "RESULTS_DIR",
     "StepClock",
     "flush",
@@ -38,6 +40,8 @@ __all__ = [
 
 #: Default folder of the JSON results: ``benchmarks/results``.
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+#: Where ``--quick`` runs write unless told otherwise (never over the committed results).
+QUICK_DIR = Path(tempfile.gettempdir()) / "pymc_bnn_benchmarks_quick"
 
 _VERSIONED = ("numpy", "scipy", "pymc", "pytensor", "arviz", "sklearn", "jax", "jaxlib",
               "numpyro", "nutpie", "numba", "pymc_bnn")
@@ -101,14 +105,36 @@ def machine_info() -> dict:
     return info
 
 
+def default_out_dir(quick: bool) -> Path:
+    """Where a run writes by default: ``benchmarks/results`` (the committed results a
+    full run refreshes), or :data:`QUICK_DIR` for a ``--quick`` smoke run, whose shrunken
+    figures must never replace them."""
+    return QUICK_DIR if quick else RESULTS_DIR
+
+
+class _Parser(argparse.ArgumentParser):
+    """Resolves ``--out`` left unset to :func:`default_out_dir` once ``--quick`` is known."""
+
+    def __init__(self, *args, name: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._name = name
+
+    def parse_known_args(self, args=None, namespace=None):
+        parsed, rest = super().parse_known_args(args, namespace)
+        if getattr(parsed, "out", "") is None:
+            parsed.out = default_out_dir(bool(getattr(parsed, "quick", False))) / f"{self._name}.json"
+        return parsed, rest
+
+
 def base_parser(description: str, name: str) -> argparse.ArgumentParser:
     """Arguments every script shares: ``--quick``, ``--out``, ``--seed``."""
-    parser = argparse.ArgumentParser(description=description,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(description=description, name=name,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
                         help="shrink everything (smoke test, a minute or two)")
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR / f"{name}.json",
-                        help=f"JSON output path (default: benchmarks/results/{name}.json)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"JSON output path (default: benchmarks/results/{name}.json; "
+                             f"with --quick, {name}.json in {QUICK_DIR})")
     parser.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
     return parser
 

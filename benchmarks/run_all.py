@@ -1,6 +1,8 @@
 """Run every benchmark (full or ``--quick``), then print their markdown tables.
 
-Each script runs in its own subprocess and writes ``<out-dir>/<name>.json``; this
+Each script runs in its own subprocess and writes ``<out-dir>/<name>.json`` (default
+``benchmarks/results``; with ``--quick``, a folder in the system's temporary directory,
+so that a smoke run never replaces the committed results); this
 script then collects the tables (with the machine description) into
 ``<out-dir>/summary.md`` and prints them. ``--report-only`` skips the runs and reports
 the JSON files already in ``--out-dir``.
@@ -51,13 +53,20 @@ def report(out_dir: Path, names) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="pass --quick to every script")
-    parser.add_argument("--out-dir", type=Path, default=_common.RESULTS_DIR,
-                        help="folder of the JSON results (default benchmarks/results)")
+    parser.add_argument("--out-dir", type=Path, default=None,
+                        help="folder of the JSON results and summary.md (default "
+                             f"benchmarks/results; with --quick, {_common.QUICK_DIR})")
     parser.add_argument("--only", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--report-only", action="store_true",
-                        help="do not run; report the JSON files already in --out-dir")
+                        help="do not run; print the tables of the JSON files already in "
+                             "--out-dir (summary.md is written only where --out-dir is given)")
     args = parser.parse_args(argv)
+    # a report of the committed results only prints: their summary.md is a record, and
+    # the folder holds it, not the JSON files a report is made of
+    write_summary = not args.report_only or args.out_dir is not None
+    if args.out_dir is None:
+        args.out_dir = _common.default_out_dir(args.quick)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     failed = []
     if not args.report_only:
@@ -73,7 +82,8 @@ def main(argv=None) -> int:
             if rc != 0:
                 failed.append(name)
     text = report(args.out_dir, args.only)
-    (args.out_dir / "summary.md").write_text("# Benchmark results\n\n" + text)
+    if write_summary:
+        (args.out_dir / "summary.md").write_text("# Benchmark results\n\n" + text)
     print("\n# Benchmark results\n\n" + text)
     if failed:
         print(f"FAILED: {', '.join(failed)}", file=sys.stderr)

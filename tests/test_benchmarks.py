@@ -590,3 +590,23 @@ def test_uci_scores_of_a_one_member_mixture_equal_the_normal_scores():
     for key in ("ll", "rmse", "coverage90"):
         assert mixed[key] == pytest.approx(closed[key], rel=1e-9), key
     assert mixed["crps"] == pytest.approx(closed["crps"], rel=0.03)  # 1,000 draws
+
+
+def test_smoke_and_report_runs_never_write_over_the_committed_results(monkeypatch, capsys):
+    """--quick writes to a temporary folder unless --out is given; run_all --report-only
+    of the committed results only prints (their summary.md is a record; the folder holds
+    no JSON files to report, so writing it would blank the README's speed table)."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import _common
+    import run_all
+
+    parser = _common.base_parser("x", "calibration")
+    assert parser.parse_args([]).out == _common.RESULTS_DIR / "calibration.json"
+    quick = parser.parse_args(["--quick"]).out
+    assert quick.parent == _common.QUICK_DIR and _common.RESULTS_DIR not in quick.parents
+    assert parser.parse_args(["--quick", "--out", "x.json"]).out == Path("x.json")
+    summary = _common.RESULTS_DIR / "summary.md"
+    before = summary.read_bytes()
+    assert run_all.main(["--report-only"]) == 0
+    assert summary.read_bytes() == before
+    assert "# Benchmark results" in capsys.readouterr().out
