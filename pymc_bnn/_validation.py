@@ -26,6 +26,8 @@ __all__ = [
     "check_model_inputs",
     "check_positive_int",
     "check_positive_float",
+    "check_predictive_X",
+    "check_predictive_targets",
     "check_same_label_kind",
     "is_dask_collection",
 ]
@@ -362,3 +364,39 @@ def _array_label_kind(values: np.ndarray) -> str:
     if values.dtype.kind == "O":
         return _label_kind(values[0]) if len(values) else "number"
     return {"b": "true/false", "U": "text", "S": "text"}.get(values.dtype.kind, "number")
+
+
+# ------------------------------------------------------------------ the predictive
+def check_predictive_X(X, n_features: int) -> np.ndarray:
+    """``X`` as a C-contiguous float64 (n_points, n_features) array of finite values
+    (a list too); ValueError otherwise: a NaN would give NaN probabilities for its row,
+    silently (the estimators check their own input; this is the functional layer's)."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[1] != n_features:
+        raise ValueError(f"X must have shape (n_points, {n_features}); got {X.shape}.")
+    finite = np.isfinite(X)
+    if not finite.all():
+        row = int(np.flatnonzero(~finite.all(axis=1))[0])
+        raise ValueError(f"X contains NaN or infinity (first in row {row}); impute or drop "
+                         "such rows first.")
+    return X
+
+
+def check_predictive_targets(y: np.ndarray, n_classes: int | None) -> np.ndarray:
+    """Targets of a predictive's log density as float64: finite numbers, and with
+    ``n_classes`` whole class codes ``0 .. n_classes - 1`` (-1 would index the last
+    class, 0.5 be truncated to 0: silently wrong)."""
+    try:
+        values = np.asarray(y).astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"y must hold numbers; got values of type {np.asarray(y).dtype}."
+                         ) from None
+    bad = ~np.isfinite(values)
+    if n_classes is not None:
+        bad |= (values != np.round(values)) | (values < 0) | (values >= n_classes)
+    if bad.any():
+        i = int(bad.argmax())
+        what = ("finite numbers" if n_classes is None
+                else f"class codes 0 .. {n_classes - 1}")
+        raise ValueError(f"y must hold {what}; position {i} holds {np.asarray(y)[i]!r}.")
+    return values

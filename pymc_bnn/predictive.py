@@ -32,6 +32,7 @@ import numpy as np
 from scipy import special
 
 from pymc_bnn import _jax_device
+from pymc_bnn._validation import check_predictive_targets, check_predictive_X
 # UNROLL_MAX, WIDE_MIN_ROWS: re-exported, so that ``predictive.UNROLL_MAX`` keeps working
 from pymc_bnn.forward_graphs import UNROLL_MAX, WIDE_MIN_ROWS  # noqa: F401
 from pymc_bnn.forward_graphs import (backend, compiled_forward, compiled_wide, network_head,
@@ -280,11 +281,7 @@ class PosteriorPredictive:
         or with ``columns`` the list of the ``k`` (n_draws, rows) columns in the
         compiled dtype (no copy). ``head`` / ``dtype`` default to the network's own
         head and :meth:`_dtype_for`."""
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != self.spec.n_features:
-            raise ValueError(
-                f"X must have shape (n_points, {self.spec.n_features}); got {X.shape}."
-            )
+        X = check_predictive_X(X, self.spec.n_features)
         index = self._group_index(groups, X.shape[0])
         if self.linearized_at is not None:
             if self.linearized_from or np.ndim(self.linearized_at) == 2:
@@ -465,7 +462,7 @@ class PosteriorPredictive:
             Column ``k`` is the probability of class code ``k``; rows sum to 1.
         """
         self._require(False, "sample_proba")
-        return self._sample(X, groups)
+        return self._sample(check_predictive_X(X, self.spec.n_features), groups)
 
     def _sample(self, X, groups) -> np.ndarray:
         """All chunks' outputs in one (n_draws, n_points, width) array."""
@@ -480,6 +477,7 @@ class PosteriorPredictive:
         Computed chunk by chunk, so memory stays bounded however many points.
         """
         self._require(False, "summary")
+        X = check_predictive_X(X, self.spec.n_features)
         n = X.shape[0]
         k = self.spec.n_classes
         out = {
@@ -508,6 +506,7 @@ class PosteriorPredictive:
     def mean_proba(self, X: np.ndarray, groups=None) -> np.ndarray:
         """Posterior predictive class probabilities, shape (n_points, n_classes)."""
         self._require(False, "mean_proba")
+        X = check_predictive_X(X, self.spec.n_features)
         out = np.empty((X.shape[0], self.spec.n_classes))
         if self._wide:  # the mean over draws, inside the compiled call
             self._group_index(groups, X.shape[0])
@@ -530,7 +529,7 @@ class PosteriorPredictive:
             draw, ``y ~ Normal(mean, sd)``. The posterior predictive is their mixture.
         """
         self._require(True, "sample_normal")
-        out = self._sample(X, groups)
+        out = self._sample(check_predictive_X(X, self.spec.n_features), groups)
         return out[..., 0], out[..., 1]
 
     def normal_summary(self, X: np.ndarray, groups=None) -> dict[str, np.ndarray]:
@@ -544,6 +543,7 @@ class PosteriorPredictive:
         the root mean noise variance (the noise the model expects).
         """
         self._require(True, "normal_summary")
+        X = check_predictive_X(X, self.spec.n_features)
         n = X.shape[0]
         out = {k: np.empty(n) for k in ("mean", "std", "epistemic_std", "aleatoric_std")}
         if self._wide:  # moments over the draws, inside the compiled call
@@ -591,8 +591,10 @@ class PosteriorPredictive:
 
         self._require(True, "quantiles")
         q = np.atleast_1d(np.asarray(q, dtype=np.float64))
-        if q.ndim != 1 or np.any((q <= 0) | (q >= 1)):
-            raise ValueError(f"quantile levels must lie strictly between 0 and 1; got {q}.")
+        if q.ndim != 1 or not np.all((q > 0) & (q < 1)):  # NaN fails this too
+            raise ValueError("q must be a level or a 1-D sequence of levels strictly between "
+                             f"0 and 1; got {q.tolist()}.")
+        X = check_predictive_X(X, self.spec.n_features)
         out = np.empty((q.shape[0], X.shape[0]))
         for start, chunk in self._chunks(X, groups):
             stop = start + chunk.shape[1]
@@ -610,7 +612,6 @@ class PosteriorPredictive:
                 hi = np.where(below, hi, mid)
             out[:, start:stop] = 0.5 * (lo + hi)
         return out
-
 
     def log_density(self, X: np.ndarray, y, groups=None) -> np.ndarray:
         """Log posterior predictive density of each point's target.
@@ -631,12 +632,14 @@ class PosteriorPredictive:
         -------
         ndarray of shape (n_points,)
         """
+        X = check_predictive_X(X, self.spec.n_features)
         y = np.asarray(y)
         if y.shape != (X.shape[0],):
             raise ValueError(f"y must have shape ({X.shape[0]},); got {y.shape}.")
+        y = check_predictive_targets(y, None if self.spec.is_regression
+                                     else self.spec.n_classes)
         if not self.spec.is_regression:
             return -mean_proba_nll(self.mean_proba(X, groups), y.astype(np.int64))
-        y = y.astype(np.float64)
         out = np.empty(X.shape[0])
         for start, chunk in self._chunks(X, groups):
             stop = start + chunk.shape[1]

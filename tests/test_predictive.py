@@ -553,3 +553,62 @@ def test_wide_predictive_chunks_pad_short_inputs_and_agree(monkeypatch):
                                    rtol=0, atol=ATOL)
     assert [FG.padded_rows(r, 1000) for r in (1, 64, 65, 600, 1000)] == [64, 64, 128, 1000, 1000]
     assert FG.padded_rows(3, 20) == 20
+
+
+def _small_regression():
+    spec = NetworkSpec(n_features=2, hidden_layer_sizes=(3,), n_classes=0, activation="tanh",
+                       prior_sigma=1.0, n_rows=10, batch_size=None, likelihood="normal")
+    idata = _idata(spec)
+    idata.posterior["sigma"] = np.abs(idata.posterior["b0"][..., 0]) + 0.1
+    return P.from_idata(spec, idata)
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_a_nan_input_is_refused_not_predicted_as_nan(monkeypatch, wide):
+    """The functional layer's predictive gave NaN probabilities for a NaN row, silently
+    (the estimators check their own input); every method, small and wide networks."""
+    spec = _spec()
+    pred = P.from_idata(spec, _idata(spec))
+    monkeypatch.setattr(type(pred), "_wide", property(lambda self: wide))
+    X = np.random.default_rng(0).normal(size=(4, 2))
+    X[2, 1] = np.nan
+    for method in (pred.sample_proba, pred.summary, pred.mean_proba):
+        with pytest.raises(ValueError, match=r"X contains NaN or infinity \(first in row 2\)"):
+            method(X)
+    X[2, 1] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        pred.log_density(X, np.zeros(4))
+    reg = _small_regression()
+    for method in (reg.sample_normal, reg.normal_summary, lambda X: reg.quantiles(X, 0.5)):
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            method(X)
+    # a list is an array like any other (its .shape was read before the conversion)
+    rows = np.random.default_rng(1).normal(size=(3, 2))
+    np.testing.assert_array_equal(pred.mean_proba(rows.tolist()), pred.mean_proba(rows))
+
+
+def test_log_density_takes_only_class_codes_and_finite_targets():
+    """-1 had scored the last class and 0.5 class 0, silently; 2 of two classes was a
+    NumPy IndexError."""
+    spec = _spec()
+    pred = P.from_idata(spec, _idata(spec))
+    X = np.random.default_rng(0).normal(size=(3, 2))
+    ok = pred.log_density(X, np.array([0, 1, 1]))
+    np.testing.assert_allclose(ok, np.log(pred.mean_proba(X)[[0, 1, 2], [0, 1, 1]]))
+    np.testing.assert_array_equal(pred.log_density(X, np.array([0.0, 1.0, 1.0])), ok)
+    for bad, shown in (([0, 1, -1], "-1"), ([0.5, 1, 0], "0.5"), ([0, 1, 2], "2")):
+        with pytest.raises(ValueError, match=f"class codes 0 .. 1; position .* holds .*{shown}"):
+            pred.log_density(X, np.array(bad))
+    reg = _small_regression()
+    with pytest.raises(ValueError, match="y must hold finite numbers; position 1 holds"):
+        reg.log_density(X, np.array([0.0, np.nan, 1.0]))
+
+
+def test_quantile_levels_must_lie_in_the_open_unit_interval():
+    """A NaN level had returned the bisection's lower bracket as a quantile."""
+    reg = _small_regression()
+    X = np.random.default_rng(0).normal(size=(3, 2))
+    for q in ([np.nan], [0.0], [1.0], [[0.1, 0.9]]):
+        with pytest.raises(ValueError, match="q must be a level or a 1-D sequence of levels"):
+            reg.quantiles(X, q)
+    assert reg.quantiles(X, [0.1, 0.9]).shape == (2, 3)
