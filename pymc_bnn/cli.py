@@ -215,11 +215,12 @@ def _positive_or(value: str, words: tuple[str, ...], option: str):
 @click.option("--hidden", default="5,5", show_default=True,
               help="Hidden layer sizes, comma-separated.")
 @click.option("--inference", type=click.Choice(INFERENCE), default="auto", show_default=True,
-              help="auto: the estimators' default. With --groups: NUTS (unless "
-                   "--batch-size, --n-iter, --n-init or a --temperature is given). "
-                   "Classification: ADVI and a Laplace fit mixed, with a linear part, up to "
-                   "4,096 rows, ADVI beyond. Regression: a short NUTS run on small tables "
-                   "(rows x weights <= 500,000), ADVI and Laplace mixed beyond. "
+              help="auto: the estimators' default. Classification: ADVI and a Laplace "
+                   "fit mixed, with a linear part, up to 4,096 rows, ADVI beyond; with "
+                   "--groups NUTS (unless --batch-size, --n-iter, --n-init or a "
+                   "--temperature is given). Regression: a short NUTS run on small tables "
+                   "(rows x weights <= 500,000), ADVI and Laplace mixed beyond; with "
+                   "--groups ADVI. "
                    "`pymc-bnn info` says which ran.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help=f"Minibatch size (implies minibatch ADVI; default {MINIBATCH_SIZE} "

@@ -66,6 +66,10 @@ def grid_2d(lims=(-3.0, 3.0), resolution: int = 100):
     >>> xx.shape, points.shape
     ((5, 5), (25, 2))
     """
+    if isinstance(resolution, bool) or not isinstance(resolution, (int, np.integer)) \
+            or resolution < 2:
+        raise ValueError(f"resolution must be a whole number of grid points per axis, at "
+                         f"least 2; got {resolution!r}.")
     lo, hi = lims
     axis = np.linspace(lo, hi, resolution)
     xx, yy = np.meshgrid(axis, axis)
@@ -85,6 +89,9 @@ def _check_kind(kind) -> str:
 
 
 def _check_2d_classifier(clf, kind: str) -> None:
+    if hasattr(clf, "predict_interval") and not hasattr(clf, "classes_"):
+        raise ValueError(f"an uncertainty map shows a classifier's class probabilities; "
+                         f"{type(clf).__name__} is a regressor.")
     n_features = getattr(clf, "n_features_in_", 2)
     if n_features != 2:
         raise ValueError(

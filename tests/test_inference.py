@@ -86,6 +86,11 @@ def test_nan_elbo_recovers_with_smaller_learning_rate(tiny):
     ({"n_iter": 0}, "n_iter"),
     ({"learning_rate": -1.0}, "learning_rate"),
     ({"nuts_sampler": "stan", "method": "nuts"}, "nuts_sampler must be one of"),
+    # int() truncated 1.5; -1, 2**70 and a Generator failed deep in NumPy
+    ({"random_seed": 1.5}, "random_seed must be None or a whole number in 0 .. 2\\*\\*32 - 1"),
+    ({"random_seed": -1}, "random_seed must be None"),
+    ({"random_seed": 2**70}, "random_seed must be None"),
+    ({"random_seed": np.random.default_rng(0)}, "random_seed must be None"),
 ])
 def test_bad_options_raise(tiny, kwargs, match):
     X, y = tiny

@@ -105,6 +105,23 @@ def test_grid_2d_shapes_and_order():
     assert xx.shape == yy.shape == (4, 4) and points.shape == (16, 2)
     np.testing.assert_array_equal(points[:, 0].reshape(4, 4), xx)
     assert points.min() == -1.0 and points.max() == 2.0
+    for bad in (0, 1, 2.5, True):
+        with pytest.raises(ValueError, match="resolution must be a whole number of grid "
+                           "points per axis, at least 2"):
+            grid_2d((-1.0, 2.0), bad)
+
+
+def test_uncertainty_map_of_a_regressor_says_it_needs_a_classifier():
+    """It had failed with an IndexError deep in the map's code."""
+    from sklearn.linear_model import LinearRegression
+
+    from pymc_bnn import BayesianMLPRegressor
+
+    reg = BayesianMLPRegressor()  # the check needs no fit: a regressor is refused at once
+    with pytest.raises(ValueError, match="BayesianMLPRegressor is a regressor"):
+        uncertainty_map(reg, resolution=5)
+    with pytest.raises(ValueError, match="neither"):  # a plain regressor: no probabilities
+        uncertainty_map(LinearRegression().fit([[0, 0], [1, 1]], [0, 1]), resolution=5)
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

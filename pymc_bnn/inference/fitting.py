@@ -71,8 +71,12 @@ def fit(
     init_sigma : float, default 0.1
         Starting standard deviation of every variational factor (VI).
     tol : float, optional
-        If set, stop early once the relative change of the variational parameters
-        over 100 steps falls below ``tol`` (PyMC's ``CheckParametersConvergence``).
+        If set, stop early once the largest relative change of any single
+        variational parameter over 100 steps falls below ``tol`` (PyMC's
+        ``CheckParametersConvergence``, its default ``diff="relative"``, ``ord=inf``).
+        Parameters near zero keep that change large, so on BNNs only a loose ``tol``
+        (around 1) stops a run early; the fit's ELBO check (``diagnostics``) says
+        whether a run of ``n_iter`` steps levelled off.
     draws, tune, chains : int
         NUTS draws and tuning steps per chain, and number of chains.
     nuts_sampler : {"numpyro", "nutpie", "pymc"}, optional
@@ -171,6 +175,11 @@ def fit(
                          "with the compiled engine (jax installed, engine='auto' or 'jax').")
     if random_seed is None:
         random_seed = int(np.random.SeedSequence().generate_state(1)[0] >> 1)
+    if (isinstance(random_seed, bool) or not isinstance(random_seed, (int, np.integer))
+            or not 0 <= random_seed < 2**32):
+        # int() truncated 1.5 and failed 9 frames down on -1, 2**70 or a Generator
+        raise ValueError(f"random_seed must be None or a whole number in 0 .. 2**32 - 1; got "
+                         f"{random_seed!r}.")
     seed = int(random_seed)
 
     if method == "nuts":
