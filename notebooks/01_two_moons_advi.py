@@ -67,7 +67,10 @@ ax.legend();
 # ## Fit by mean-field ADVI (full batch)
 
 # %%
-clf = BayesianMLPClassifier(n_iter=N_ITER, n_draws=N_DRAWS, random_state=SEED)
+# inference="advi": the classic example's mean-field ADVI alone (the default adds a
+# Laplace fit and a linear part on tables this small: docs/calibration.md)
+clf = BayesianMLPClassifier(inference="advi", n_iter=N_ITER, n_draws=N_DRAWS,
+                            random_state=SEED)
 t0 = time.perf_counter()
 clf.fit(X_train, y_train)
 fit_s = time.perf_counter() - t0
@@ -82,8 +85,10 @@ ax.set_title("Negative ELBO per step");
 # ## Posterior predictive over the plane
 #
 # The mean probability of class 1, and its standard deviation over posterior draws:
-# the network is unsure along the decision boundary and in the corners away from the
-# data, where the weights are only constrained by the prior. Test points overlaid.
+# the network is unsure along the decision boundary, most where the boundary runs on
+# beyond the data (top right, bottom left), where the weights are constrained only by
+# the prior; far from the boundary it is sure, even away from the data. Test points
+# overlaid.
 
 # %%
 for kind in ("mean", "std"):
@@ -108,8 +113,8 @@ reliability_diagram(y_test, clf.predict_proba(X_test), classes=clf.classes_,
 # so that each step is an unbiased estimate of the full-data ELBO.
 
 # %%
-clf_mb = BayesianMLPClassifier(batch_size=50, n_iter=N_ITER, n_draws=N_DRAWS,
-                               random_state=SEED)
+clf_mb = BayesianMLPClassifier(inference="advi", batch_size=50, n_iter=N_ITER,
+                               n_draws=N_DRAWS, random_state=SEED)
 t0 = time.perf_counter()
 clf_mb.fit(X_train, y_train)
 fit_mb_s = time.perf_counter() - t0
@@ -122,7 +127,9 @@ print(f"minibatch ADVI: {fit_mb_s:.1f} s; test accuracy {accuracy_mb:.1%} "
 # %% [markdown]
 # **Does it really minibatch?** The fitted model's likelihood must observe the output
 # of a `pm.Minibatch` node, not the full data. We find that node among the ancestors of
-# the observed values, compile it, and look at two successive batches.
+# the observed values, compile it, and look at two successive batches. (The compiled
+# ADVI engine feeds that node's place with rows it gathers itself, the same draws of
+# `batch_size` rows a step; what it fed the steps shows in the noisier loss below.)
 
 # %%
 model = clf_mb.approx_.model
@@ -144,7 +151,8 @@ print(f"likelihood total_size: {model['y_obs'].owner.inputs[-1].get_value()}")
 # Both loss histories are in **full-data units** (the toolkit turns off PyMC's
 # `scale_cost_to_minibatch`), so the curves can be compared directly. Each minibatch
 # step is a much noisier estimate (it sees 50 rows), but its running mean tracks the
-# full-batch curve and ends within a few nats of it.
+# full-batch curve; over the last 1,000 steps it is about 12 nats lower here (each fit
+# settles at its own optimum; the two test accuracies are within 0.2 points).
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 4.2))

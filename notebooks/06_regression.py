@@ -528,8 +528,8 @@ with plt.rc_context({"font.size": 11}):
 # covered, density 0.09). The default's short NUTS run (four chains here) matches the
 # Laplace fit off the gap (0.867, RMSE 0.024, 90% covered) and has by far the highest
 # density in the gap (0.42 against 0.09-0.31): its band there is wide where the data say
-# nothing, as the long NUTS run's of section 1, without the approximations' over- or
-# under-cover (98%). It costs more than the approximations (about 9 s here against 1-2
+# nothing, as the long NUTS run's of section 1; it over-covers the gap too (98%), as the
+# Laplace fit does. It costs more than the approximations (about 9 s here against 1-2
 # s; the first fit also compiles). On the standard UCI tables the short run
 # beat the approximations by 0.05-0.35 nats in the mean; the comparison is in
 # `docs/experiments/uci_regression.md`.

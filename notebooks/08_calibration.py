@@ -31,10 +31,14 @@
 #   posterior's spread by a temperature chosen by cross-fitting on the training data
 #   (explained below); on tables of this size `inference="auto"` also fits the Laplace
 #   approximation and predicts with the equal mixture of both, unless the held-out
-#   folds clearly prefer ADVI alone (`inference_` says which; the quick run, with its
-#   fewer ADVI steps, is ADVI alone);
-# * **BNN untempered** — the same with `posterior_temperature=1.0`: the fitted
-#   variational posterior as it is;
+#   folds clearly prefer ADVI alone, and stacks a Bayesian logistic regression with
+#   the share of the draws the held-out folds prefer (`inference_`, `mixture_` and
+#   `linear_part_` say what was kept; the quick run, with its fewer ADVI steps, is
+#   ADVI alone);
+# * **BNN untempered** — the same with `posterior_temperature=1.0`: on these tables the
+#   equal ADVI + Laplace mixture at temperature 1, without the linear part (which is
+#   chosen on the cross-fitting folds that a fixed temperature does without). So the
+#   two BNNs differ by the temperature *and* the linear part;
 # * **MLP** — `MLPClassifier((32,), max_iter=3000, random_state=0)`, a point estimate;
 # * **deep ensemble** — 5 such MLPs (`random_state` 0 to 4) with their `predict_proba`
 #   averaged (scikit-learn's `VotingClassifier(voting="soft")`).
@@ -153,7 +157,8 @@ for data_name, (X_train, X_test, y_train, y_test) in DATA.items():
 # each pair of folds, tempers each to every temperature of a fixed grid and scores the
 # negative log predictive density of the held-out fold. The temperature with the
 # smallest held-out NLL, summed over folds, is then applied to the network fit on all
-# training rows; the test set plays no part. The price is four fits instead of one.
+# training rows; the test set plays no part. The price is the fold fits: with the
+# Laplace half and the linear part, about twelve fits instead of two.
 # The chosen value is `posterior_temperature_`, the scores are in
 # `temperature_selection_` (nats per training row; lower is better). For the ADVI +
 # Laplace mixture the two halves' temperatures are chosen together, for the mixture's
@@ -502,7 +507,8 @@ display(Markdown("\n".join(lines)))
 # **How to read this.** The default's temperature is chosen on held-out *training*
 # folds, and the table at the top shows how much the held-out NLL depends on it;
 # whether that choice also helps on the test set is what the NLL, Brier and ECE
-# columns check, against the untempered posterior fit with the same seed. A lower
+# columns check, against the untempered BNN fit with the same seed (which also lacks
+# the linear part: their difference is the two together). A lower
 # temperature narrows the posterior, so it also shrinks the mutual information (see
 # the medians in the OOD table). The AUROC and the risk-coverage curve, however,
 # depend only on how the images are *ranked* by uncertainty: a shrinkage that keeps

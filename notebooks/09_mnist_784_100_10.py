@@ -180,7 +180,8 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# On clean digits the MLP is more accurate, and almost never unsure, right or wrong.
+# On clean digits the MLP is more accurate and sure of nearly all its right answers
+# (entropy near 0); its mistakes spread from near 0 to about 1.4 nats.
 # Under noise it loses accuracy faster than the Bayesian network and its entropy hardly
 # moves: it stays confident while it guesses. The Bayesian network's entropy climbs
 # towards the uniform distribution's as its accuracy falls, and its mistakes sit at
