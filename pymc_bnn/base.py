@@ -197,6 +197,17 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         -------
         self
         """
+        try:
+            return self._fit(X, y, groups)
+        except BaseException:
+            # a fit that failed part way (a refit on bad data, say) must not leave the
+            # previous fit's network behind half-updated (a NaN target mean, new classes
+            # with old weights), silently predicting: the estimator is unfitted again
+            for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
+                delattr(self, name)
+            raise
+
+    def _fit(self, X, y, groups):
         self._validate_params()
         self._check_prior_settings()
         if y is None:

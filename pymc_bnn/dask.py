@@ -137,6 +137,14 @@ def _groups_like(groups, X):
 
 # Block functions: module-level (picklable), one call per block of rows.
 def _block(estimator, x, g, method, kwargs, names=None):
+    if x.shape[0] == 0:
+        # an empty partition (a filtered frame): the outputs of one row, cut to none
+        one = np.zeros((1, x.shape[1]), dtype=np.float64)
+        g1 = None if g is None else np.asarray(estimator.groups_[:1])
+        out = _block(estimator, one, g1, method, kwargs, names)
+        if isinstance(out, dict):
+            return {k: v[:0] for k, v in out.items()}
+        return tuple(v[:0] for v in out) if isinstance(out, tuple) else out[:0]
     if names is not None:  # the frame's column names, as the estimator was fit with
         import pandas as pd
 
@@ -148,7 +156,10 @@ def _stacked_block(estimator, x, g, method, kwargs, keys, names=None):
     out = _block(estimator, x, g, method, kwargs, names)
     if isinstance(out, dict):
         out = [out[k] for k in keys]
-    return np.column_stack([np.reshape(o, (x.shape[0], -1)) for o in out])
+    # (len(o), -1): a reshape of no rows to (0, -1) would be ambiguous
+    return np.column_stack([np.reshape(o, (len(o), -1 if len(o) else
+                                           int(np.prod(np.shape(o)[1:], dtype=int))))
+                            for o in out])
 
 
 def _frame_names(X) -> list[str] | None:
@@ -390,11 +401,19 @@ def streamed_inputs(estimator, X, y) -> dict:
         raise ValueError(f"fit on a dask collection runs minibatch ADVI; "
                          f"inference={estimator.inference!r} needs the data in memory.")
     names = _frame_names(X)
+    if getattr(X, "ndim", 2) != 2:
+        raise ValueError(f"X must be 2-D; got a dask array of shape {X.shape}.")
     X = _rows(X, X.shape[1], "X")
     if hasattr(y, "to_dask_array"):
         y = _frame_array(y)
     if not isinstance(y, da.Array):
-        y = da.from_array(np.asarray(y), chunks=(X.chunks[0],))
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:  # before dask splits it like X's rows
+            raise ValueError(f"y must have one value per row of X ({X.shape[0]}); got shape "
+                             f"{y.shape}.")
+        y = da.from_array(y, chunks=(X.chunks[0],))
+    elif any(np.isnan(c) for c in y.chunks[0]):  # y[mask]: lengths known only once counted
+        y = y.compute_chunk_sizes()
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
         raise ValueError(f"y must have one value per row of X ({X.shape[0]}); got shape "
                          f"{y.shape}.")
@@ -409,6 +428,11 @@ def streamed_inputs(estimator, X, y) -> dict:
                              dtype=np.int64)
     else:
         mean, sd = compute(y.astype(np.float64).mean(), y.astype(np.float64).std())
+        if not (np.isfinite(mean) and np.isfinite(sd)):
+            # else every block's encoded target would be NaN, and the first block loaded
+            # would be blamed for it
+            raise ValueError("y has NaN or infinite values (its mean over the collection "
+                             "is not finite); drop or impute those rows first.")
         target_kwargs = estimator._set_target_scaling(float(mean), float(sd))
         codes = (y.astype(np.float64) - estimator.y_mean_) / estimator.y_scale_
     n_rows = int(X.shape[0])

@@ -429,6 +429,60 @@ def test_streamed_fit_bad_input(moons20k):
             da.from_array(bad, chunks=5000), yd)
 
 
+def test_streamed_fit_input_errors_are_clear(moons20k):
+    """Each had failed deep in dask or NumPy, or blamed the wrong rows."""
+    X, y = moons20k
+    Xd, yd = da.from_array(X, chunks=5000), da.from_array(y, chunks=5000)
+    with pytest.raises(ValueError, match=r"X must be 2-D; got a dask array of shape \(20000,\)"):
+        BayesianMLPClassifier(batch_size=64).fit(Xd[:, 0], yd)
+    with pytest.raises(ValueError, match=r"y must have one value per row of X \(20000\); "
+                       r"got shape \(19995,\)"):
+        BayesianMLPClassifier(batch_size=64).fit(Xd, y[:-5])
+    target = X[:, 0].copy()
+    target[5] = np.nan  # every block's encoded target had become NaN: "rows 15000 to ..."
+    with pytest.raises(ValueError, match="y has NaN or infinite values .its mean over the "
+                       "collection is not finite."):
+        BayesianMLPRegressor(batch_size=64).fit(Xd, da.from_array(target, chunks=5000))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # 300 steps
+def test_a_failed_refit_leaves_no_half_updated_model(moons20k):
+    """A refit that failed had left the old network with the new target's NaN mean:
+    predict returned NaN, silently. Now the estimator is unfitted again."""
+    from sklearn.exceptions import NotFittedError
+
+    X, y = moons20k
+    target = 2.0 * X[:, 0] + 5.0
+    reg = BayesianMLPRegressor((3,), batch_size=64, n_iter=300, posterior_temperature=1.0,
+                               random_state=SEED).fit(da.from_array(X[:2000], chunks=1000),
+                                                      da.from_array(target[:2000], chunks=1000))
+    assert np.all(np.isfinite(reg.predict(X[:3])))
+    bad = target[:2000].copy()
+    bad[5] = np.nan
+    with pytest.raises(ValueError, match="y has NaN"):
+        reg.fit(da.from_array(X[:2000], chunks=1000), da.from_array(bad, chunks=1000))
+    with pytest.raises(NotFittedError):
+        reg.predict(X[:3])
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # 300 steps
+def test_masked_inputs_and_empty_partitions(clf, data):
+    """X[mask], y[mask] have unknown row lengths (fit had compared y's NaN length), and a
+    filtered frame can have empty partitions (predict had failed on a block of 0 rows)."""
+    X, y, _ = data
+    Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
+    keep = Xd[:, 0] > -100  # every row, lengths unknown to dask
+    fitted = BayesianMLPClassifier((3,), batch_size=64, n_iter=300, posterior_temperature=1.0,
+                                   prior_sigma=1.0, random_state=SEED).fit(Xd[keep], yd[keep])
+    assert fitted.n_features_in_ == 3
+    gappy = Xd.rechunk(((100, 0, 300), (3,)))
+    np.testing.assert_allclose(clf.predict_proba(gappy).compute(), clf.predict_proba(X),
+                               rtol=RTOL)
+    u = clf.predict_uncertainty(gappy)
+    assert u["entropy"].compute().shape == (400,) and u["mean"].compute().shape == (400, 2)
+    assert clf.predict(gappy).compute().tolist() == clf.predict(X).tolist()
+
+
 MEMORY_SCRIPT = r"""
 import numpy as np, dask, dask.array as da, warnings
 from distributed import Client, LocalCluster
