@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import io
 import math
 import numbers
@@ -578,7 +579,7 @@ def predict_rows(pipeline, frame, meta, *, path, interval: float | None = None) 
     if n_missing:
         note(f"imputed {n_missing} missing values with the training medians / most "
              "frequent values.")
-    groups = None
+    groups, seen = None, None
     if groups_column:
         absent = frame[groups_column].isna().to_numpy()
         if absent.any():
@@ -586,16 +587,6 @@ def predict_rows(pipeline, frame, meta, *, path, interval: float | None = None) 
                            f"the first in {_first_row(absent, frame)}.")
         groups, seen = match_labels(frame[groups_column].to_numpy(), est.groups_)
         if not seen.all():
-            # a label no fitted group has, so that the estimator predicts those rows
-            # with the population's weights (rather than a group's they only resemble)
-            if est.groups_.dtype.kind in "biuf":
-                groups = np.where(seen, groups.astype(float),
-                                  float(np.max(est.groups_.astype(float))) + 1.0)
-            else:
-                unseen = "\0unseen"
-                while unseen in set(est.groups_.tolist()):
-                    unseen += "\0"
-                groups = np.where(seen, groups.astype(object), unseen)
             values = frame[groups_column].to_numpy()[~seen]
             listed = ", ".join(map(shown, list(dict.fromkeys(values.tolist()))[:5]))
             more = ", ..." if len(set(values.tolist())) > 5 else ""
@@ -605,7 +596,7 @@ def predict_rows(pipeline, frame, meta, *, path, interval: float | None = None) 
         # like unseen_categories: the column whose value training did not cover
         flags["unseen_group"] = np.where(seen, "", str(groups_column))
     out = {"flags": flags}
-    u = est.predict_uncertainty(X, groups=groups)
+    u = _by_group(est.predict_uncertainty, X, groups, seen)
     if hasattr(est, "classes_"):
         out["proba"] = u["mean"]
         out["prediction"] = est.classes_[np.argmax(u["mean"], axis=1)]
@@ -613,9 +604,34 @@ def predict_rows(pipeline, frame, meta, *, path, interval: float | None = None) 
     else:
         out["mean"], out["std"] = u["mean"], u["std"]
         if interval is not None:
-            out["lower"], out["upper"] = est.predict_interval(X, coverage=interval,
-                                                              groups=groups)
+            out["lower"], out["upper"] = _by_group(
+                functools.partial(est.predict_interval, coverage=interval), X, groups, seen)
     return out
+
+
+def _by_group(method, X, groups, seen):
+    """``method(X, groups=groups)``, the rows of groups training did not see (``seen``
+    False) predicted without groups: with the population's weights, as the estimator
+    predicts an unseen group (no stand-in label, which the fitted labels' type may not
+    allow: a true/false groups column has no third value)."""
+    import numpy as np
+
+    if groups is None or seen.all():
+        return method(X, groups=groups)
+    if not seen.any():
+        return method(X, groups=None)
+    known, unknown = method(X[seen], groups=groups[seen]), method(X[~seen], groups=None)
+
+    def merged(a, b):
+        out = np.empty((len(seen), *np.shape(a)[1:]), dtype=np.result_type(a, b))
+        out[seen], out[~seen] = a, b
+        return out
+
+    if isinstance(known, dict):
+        return {k: merged(v, unknown[k]) for k, v in known.items()}
+    if isinstance(known, tuple):
+        return tuple(merged(a, b) for a, b in zip(known, unknown))
+    return merged(known, unknown)
 
 
 def _label_key(value, kind: str):

@@ -287,11 +287,9 @@ class FitSettingsMixin:
         the posterior NUTS samples (the likelihood counted ``1 / kl_weight`` times)."""
         if self.inference_ != "nuts":
             return
-        given = {"n_iter": self.n_iter, "learning_rate": self.learning_rate,
-                 "batch_size": None if self.batch_size == "auto" else self.batch_size}
+        given = self._vi_step_settings()
         if getattr(self, "kl_weight", 1.0) not in (1, 1.0):
             given["kl_weight"] = self.kl_weight
-        given = {name: value for name, value in given.items() if value is not None}
         if given:
             settings = ", ".join(f"{name}={value!r}" for name, value in given.items())
             raise ValueError(
@@ -393,12 +391,18 @@ class FitSettingsMixin:
         return {"draws": self.n_draws, "tune": self.tune, "chains": self.chains,
                 "warn": warn, "progressbar": bool(self.progressbar) and self.inference_ == "nuts"}
 
+    def _vi_step_settings(self) -> dict:
+        """The settings of ADVI's steps that were given (``n_iter``, ``learning_rate``,
+        ``batch_size`` other than None / ``"auto"``), by name."""
+        given = {"n_iter": self.n_iter, "learning_rate": self.learning_rate,
+                 "batch_size": None if self.batch_size == "auto" else self.batch_size}
+        return {name: value for name, value in given.items() if value is not None}
+
     def _vi_settings_given(self) -> bool:
         """Whether a setting only variational inference uses was given (``n_iter``,
         ``learning_rate``, ``batch_size``, a ``posterior_temperature`` other than
         ``"auto"`` / 1, ``n_init`` > 1): then ``inference="auto"`` is ADVI."""
-        return (self.n_iter is not None or self.learning_rate is not None
-                or self.batch_size not in (None, "auto")
+        return (bool(self._vi_step_settings())
                 or self.posterior_temperature not in ("auto", 1, 1.0)
                 or self.n_init != 1)
 
