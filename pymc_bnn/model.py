@@ -245,7 +245,10 @@ def build_model(
     ``batch_size`` the likelihood sees ``pm.Minibatch`` slices of them (rows drawn
     together) with ``total_size=n_rows``, held in a shared int64 scalar named
     ``"total_size"`` (like the prior's parameters: an input of the compiled ADVI
-    runner, so fits on data of another size do not compile again).
+    runner, so fits on data of another size do not compile again). The prior's
+    parameters (``"prior_sigma"``, or ``"precision_shape"`` and ``"precision_rate"``)
+    are registered as the model's data too, so that ``pm.sample_posterior_predictive``
+    on a trace of the model knows them unchanged.
 
     With ``groups`` the network is hierarchical (multi-task): every group has its own
     weights and biases in every layer, drawn around population values,
@@ -310,8 +313,8 @@ def build_model(
     >>> import numpy as np
     >>> X = np.random.default_rng(0).normal(size=(20, 2)); y = (X[:, 0] > 0).astype(int)
     >>> model = build_model(X, y, hidden_layer_sizes=(3,), random_state=0)
-    >>> sorted(model.named_vars)[:4]
-    ['X', 'b0', 'b1', 'w0']
+    >>> sorted(model.named_vars)
+    ['X', 'b0', 'b1', 'prior_sigma', 'w0', 'w1', 'y', 'y_obs']
     """
     import pymc as pm
 
@@ -352,6 +355,12 @@ def build_model(
         data = [pm.Data("X", X), pm.Data("y", y)]
         if groups is not None:
             data.append(pm.Data("groups", groups))
+        # the prior's parameters registered as the model's data, as pm.Data would (their
+        # values go into a trace's constant_data): pm.sample_posterior_predictive takes
+        # an unregistered shared input as changed since the trace, and warned that every
+        # weight had been implicitly frozen
+        for v in hyper.values():
+            model.register_data_var(v)
         if spec.batch_size is None:
             observed = data
             # a full-batch likelihood counted as total_size rows: weighted by

@@ -1,5 +1,6 @@
 import dataclasses
 import re
+import warnings
 
 import numpy as np
 import pymc as pm
@@ -797,3 +798,26 @@ def test_default_threads_honours_the_environment(monkeypatch, env, value, expect
             I.default_threads()
     else:
         assert I.default_threads() == (cpus if expected is None else expected)
+
+
+def test_pymc_posterior_predictive_reads_the_trace_without_freeze_warnings(tiny_post):
+    # the prior's scale is registered as the model's data (its value goes into the
+    # trace's constant_data): PyMC took an unregistered shared input as changed since
+    # the trace and warned that every weight had been implicitly frozen
+    from pymc.exceptions import ImplicitFreezeWarning
+
+    model = tiny_post.approx.model
+    idata = tiny_post.approx.sample(20, random_seed=0)
+    assert "prior_sigma" in idata.constant_data
+    with model, warnings.catch_warnings():
+        warnings.simplefilter("error", ImplicitFreezeWarning)
+        pp = pm.sample_posterior_predictive(idata, random_seed=1, progressbar=False)
+    assert pp.posterior_predictive["y_obs"].shape == (1, 20, 40)
+    # a changed prior scale is a changed input: PyMC says so (the draws are kept)
+    with model:
+        pm.set_data({"prior_sigma": 2.0})
+        try:
+            with pytest.warns(ImplicitFreezeWarning, match="prior_sigma"):
+                pm.sample_posterior_predictive(idata, random_seed=1, progressbar=False)
+        finally:
+            pm.set_data({"prior_sigma": 1.0})
