@@ -40,11 +40,15 @@ def _top_label(proba: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.nda
 def _binned(p: np.ndarray, hit: np.ndarray, n_bins: int) -> dict:
     """Equal-width binning of probabilities ``p`` against 0/1 outcomes ``hit``.
 
-    Bin ``i`` is ``[i / n_bins, (i + 1) / n_bins)``, the last one closed. The one
+    Bin ``i`` is ``[i / n_bins, (i + 1) / n_bins)``, the last one closed; a
+    probability equal to the float ``i / n_bins`` falls in bin ``i``. The one
     implementation behind :func:`reliability_curve` and
     :func:`expected_calibration_error`.
     """
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    # i / n_bins, correctly rounded: np.linspace computes i * (1 / n_bins) and can round
+    # an edge past it (linspace(0, 1, 11)[7] is 0.7000000000000001), which put a
+    # probability of exactly 0.7 in the bin below
+    edges = np.arange(n_bins + 1) / n_bins
     idx = np.searchsorted(edges[1:-1], p, side="right")
     count = np.bincount(idx, minlength=n_bins)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -76,7 +80,7 @@ def reliability_curve(
         probability of the second class). Rows must sum to 1 (within 1e-6).
     n_bins : int, default 15
         Equal-width bins over [0, 1]; bin ``i`` is ``[i / n_bins, (i + 1) / n_bins)``,
-        the last one closed.
+        the last one closed (0.7 falls in bin 7 of 10).
     classes : array of shape (n_classes,), optional
         Labels of ``proba``'s columns; default ``np.unique(y_true)``.
     confidence : {"auto", "positive", "top"}
@@ -150,7 +154,7 @@ def expected_calibration_error(
         probability of the second class). Rows must sum to 1 (within 1e-6).
     n_bins : int, default 15
         Equal-width bins over [0, 1]; bin ``i`` is ``[i / n_bins, (i + 1) / n_bins)``,
-        the last one closed.
+        the last one closed (0.7 falls in bin 7 of 10).
     classes : array of shape (n_classes,), optional
         Labels of ``proba``'s columns; default ``np.unique(y_true)``.
     method : {"top_label", "classwise"}, default "top_label"

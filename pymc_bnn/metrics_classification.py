@@ -292,7 +292,8 @@ def predictive_entropy(proba: ArrayLike) -> np.ndarray:
     # this module needs nothing beyond NumPy / SciPy / scikit-learn.
     from pymc_bnn.proba_summary import summarize_proba
 
-    return summarize_proba(proba_matrix(proba)[None])["entropy"]
+    # + 0.0 turns the -0.0 of a certain row (-(1 log 1 + 0)) into 0.0
+    return summarize_proba(proba_matrix(proba)[None])["entropy"] + 0.0
 
 
 def mutual_information(proba_draws: ArrayLike) -> np.ndarray:

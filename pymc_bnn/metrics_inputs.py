@@ -5,7 +5,8 @@ float arrays, or raises a ValueError naming the bad argument; nothing passed in 
 modified (arrays already of the right dtype are not copied, and never written).
 
 - class probabilities: :func:`proba_matrix`, :func:`check_proba` (labels against
-  probabilities), :func:`check_probabilities`, :func:`check_rows_sum_to_one`;
+  probabilities), :func:`check_labels` (no missing label), :func:`check_probabilities`,
+  :func:`check_rows_sum_to_one`;
 - regression targets and predictions: :func:`check_targets`,
   :func:`check_like_targets`;
 - any per-point score: :func:`check_uncertainty`;
@@ -27,6 +28,7 @@ import numpy as np
 __all__ = [
     "ROW_SUM_ATOL",
     "check_finite",
+    "check_labels",
     "check_like_targets",
     "check_probabilities",
     "check_proba",
@@ -57,10 +59,21 @@ def check_finite(name: str, a: np.ndarray) -> None:
 
 def check_probabilities(name: str, a: np.ndarray) -> None:
     """Every value finite and in [0, 1] (row sums: :func:`check_rows_sum_to_one`)."""
-    if not np.all(np.isfinite(a)) or a.min() < 0 or a.max() > 1:
+    finite = np.isfinite(a)
+    if not np.all(finite):
+        # the range of the other values would hide the NaN: name it and where it is
+        first = tuple(int(i) for i in np.argwhere(~finite)[0])
+        where = {1: f"index {first[0]}", 2: f"row {first[0]}, column {first[-1]}"}.get(
+            a.ndim, f"position {first}")
+        raise ValueError(
+            f"{name} must hold finite probabilities in [0, 1]; got {float(a[first])} at "
+            f"{where} ({int(np.sum(~finite))} NaN or infinite value(s) in all; shape "
+            f"{a.shape})."
+        )
+    if a.min() < 0 or a.max() > 1:
         raise ValueError(
             f"{name} must hold finite probabilities in [0, 1]; got values from "
-            f"{np.nanmin(a)} to {np.nanmax(a)} (shape {a.shape})."
+            f"{a.min()} to {a.max()} (shape {a.shape})."
         )
 
 
@@ -98,6 +111,48 @@ def proba_matrix(proba, *, name: str = "proba") -> np.ndarray:
     return p
 
 
+def _is_missing(value) -> bool:
+    """Whether one element of an object array of labels is a missing value.
+
+    None, float NaN and NaT (``x != x``), and pandas' ``NA`` (whose ``!=`` gives NA,
+    which has no truth value) are missing; pandas is not imported for the test.
+    """
+    if value is None:
+        return True
+    try:
+        return bool(value != value)
+    except (TypeError, ValueError):
+        return True
+
+
+def check_labels(name: str, labels) -> np.ndarray:
+    """A 1-D array of class labels with no missing value (None, NaN, NaT, pandas NA).
+
+    A missing label is neither a class nor comparable with one: np.unique and sorting
+    fail on it deep inside NumPy (None) or count it as a class of its own (NaN).
+    """
+    a = np.asarray(labels)
+    if a.ndim != 1:
+        return a  # the caller reports the shape
+    if a.dtype.kind in "fc":
+        missing = np.isnan(a)
+    elif a.dtype.kind in "mM":
+        missing = np.isnat(a)
+    elif a.dtype.kind == "O":
+        missing = np.fromiter((_is_missing(v) for v in a), dtype=bool, count=a.size)
+    else:  # integers, booleans, strings: nothing can be missing
+        return a
+    if np.any(missing):
+        rows = np.flatnonzero(missing)
+        shown = ", ".join(str(int(i)) for i in rows[:5]) + (", ..." if rows.size > 5 else "")
+        remedy = "drop those samples or label them" if name == "y_true" else "remove them"
+        raise ValueError(
+            f"{name} holds {rows.size} missing label(s) (None or NaN) at position(s) "
+            f"{shown}; {remedy}."
+        )
+    return a
+
+
 def check_proba(y_true, proba, classes):
     """Check labels against class probabilities.
 
@@ -108,7 +163,7 @@ def check_proba(y_true, proba, classes):
     proba : float array of shape (n_samples, n_classes)
     classes : array of shape (n_classes,)
     """
-    y_true = np.asarray(y_true)
+    y_true = check_labels("y_true", y_true)
     p = float_array("proba", proba)
     if p.ndim not in (1, 2) or y_true.ndim != 1 or p.shape[0] != y_true.shape[0]:
         raise ValueError(
@@ -118,8 +173,14 @@ def check_proba(y_true, proba, classes):
     if y_true.size == 0:
         raise ValueError("y_true and proba are empty.")
     p = proba_matrix(p)
-    classes = np.unique(y_true) if classes is None else np.asarray(classes)
-    if classes.ndim != 1 or np.unique(classes).size != classes.size:
+    name, labels = ("y_true", y_true) if classes is None else (
+        "classes", check_labels("classes", classes))
+    try:
+        distinct = np.unique(labels)
+    except TypeError:  # sorting labels of different kinds, e.g. 1 and "a"
+        raise ValueError(_mixed_labels(name, labels)) from None
+    classes = distinct if classes is None else labels
+    if classes.ndim != 1 or distinct.size != classes.size:
         raise ValueError(
             f"classes must be a 1-D array of distinct labels; got {classes.tolist()!r}."
         )
@@ -129,7 +190,14 @@ def check_proba(y_true, proba, classes):
             f"{classes.tolist()}; pass classes= (e.g. clf.classes_) in proba's column order."
         )
     order = np.argsort(classes, kind="stable")
-    pos = np.minimum(np.searchsorted(classes[order], y_true), classes.size - 1)
+    try:
+        pos = np.minimum(np.searchsorted(classes[order], y_true), classes.size - 1)
+    except TypeError:  # y_true's labels cannot be compared with the classes
+        raise ValueError(
+            f"y_true's labels (dtype {y_true.dtype}) cannot be compared with classes "
+            f"{classes.tolist()} (dtype {classes.dtype}): pass labels of one kind, all "
+            f"numbers or all strings."
+        ) from None
     unknown = classes[order][pos] != y_true
     if np.any(unknown):
         raise ValueError(
@@ -137,6 +205,12 @@ def check_proba(y_true, proba, classes):
             f"{np.unique(y_true[unknown]).tolist()}."
         )
     return order[pos], p, classes
+
+
+def _mixed_labels(name: str, labels: np.ndarray) -> str:
+    kinds = sorted({type(v).__name__ for v in labels.ravel()})
+    return (f"{name} must hold labels of one kind (all numbers or all strings), which can "
+            f"be sorted; got labels of types {kinds}.")
 
 
 def check_targets(y_true) -> np.ndarray:

@@ -23,11 +23,15 @@ import numpy as np
 import seaborn as sns
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from pymc_bnn._validation import check_positive_int
+from pymc_bnn.plotting_common import closing_new_figures
+
 __all__ = ["loss_curve", "posterior_intervals"]
 
 
-def _posterior_draws(source, name: str) -> np.ndarray:
-    """The draws of scalar variable ``name`` from an idata-like ``source`` or a dict."""
+def _posterior_draws(source, name: str, label) -> np.ndarray:
+    """The draws of scalar variable ``name`` from an idata-like ``source`` or a dict
+    (the fit called ``label``): non-empty and finite."""
     if hasattr(source, "posterior"):
         post = source.posterior
         available = list(getattr(post, "data_vars", post))
@@ -47,9 +51,21 @@ def _posterior_draws(source, name: str) -> np.ndarray:
             f"{name!r} has dims {dims}: posterior_intervals plots scalar variables (only "
             f"chain and draw dimensions)."
         )
-    draws = np.asarray(var, dtype=float).ravel()
-    if dims is None and np.ndim(var) > 1:
-        raise ValueError(f"{name!r} must be a 1-D array of draws; got shape {np.shape(var)}.")
+    try:
+        draws = np.asarray(var, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name!r} of {label!r} must be an array of numbers (draws); "
+                         f"got {var!r}.") from None
+    if dims is None and draws.ndim > 1:
+        raise ValueError(f"{name!r} must be a 1-D array of draws; got shape {draws.shape}.")
+    draws = draws.ravel()
+    if draws.size == 0:
+        raise ValueError(f"{name!r} of {label!r} has no draws.")
+    # a NaN draw makes the mean and quantiles NaN, and matplotlib silently draws nothing
+    bad = ~np.isfinite(draws)
+    if bad.any():
+        raise ValueError(f"{name!r} of {label!r} has {int(bad.sum())} NaN or infinite "
+                         f"draws of {draws.size} (first at draw {int(np.argmax(bad))}).")
     return draws
 
 
@@ -94,7 +110,8 @@ def posterior_intervals(
     ------
     ValueError
         For an empty ``posteriors`` or ``var_names``, ``prob`` outside (0, 1), a missing
-        or non-scalar variable, or (``log=True``) non-positive draws.
+        or non-scalar variable, a variable with no draws or with NaN or infinite draws,
+        or (``log=True``) non-positive draws; before any figure is made.
 
     Examples
     --------
@@ -109,6 +126,22 @@ def posterior_intervals(
         raise ValueError("var_names must name at least one variable.")
     if not 0.0 < float(prob) < 1.0:
         raise ValueError(f"prob must be in (0, 1); got {prob!r}.")
+    # every variable of every fit checked before a figure is made
+    all_draws = {}
+    for label, source in posteriors.items():
+        for name in var_names:
+            draws = _posterior_draws(source, name, label)
+            if log and np.any(draws <= 0):
+                raise ValueError(f"log=True needs positive draws; {name!r} of {label!r} "
+                                 f"has values <= 0.")
+            all_draws[label, name] = draws
+    with closing_new_figures():
+        return _draw_intervals(all_draws, posteriors, var_names, prob=prob, log=log, ax=ax,
+                               xlabel=xlabel, title=title)
+
+
+def _draw_intervals(all_draws, posteriors, var_names, *, prob, log, ax, xlabel, title):
+    """The figure of :func:`posterior_intervals`, from its checked draws."""
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 0.45 * len(var_names) * len(posteriors) + 1.5))
     n_fits = len(posteriors)
@@ -116,12 +149,9 @@ def posterior_intervals(
     offsets = ((n_fits - 1) / 2 - np.arange(n_fits)) * min(0.6 / max(n_fits - 1, 1), 0.25)
     colours = sns.color_palette("colorblind", n_colors=n_fits)
     q = [(1.0 - prob) / 2, (1.0 + prob) / 2]
-    for j, (label, source) in enumerate(posteriors.items()):
+    for j, label in enumerate(posteriors):
         for i, name in enumerate(var_names):
-            draws = _posterior_draws(source, name)
-            if log and np.any(draws <= 0):
-                raise ValueError(f"log=True needs positive draws; {name!r} of {label!r} "
-                                 f"has values <= 0.")
+            draws = all_draws[label, name]
             lo, hi = np.quantile(draws, q)
             y = -i + offsets[j]
             ax.plot([lo, hi], [y, y], color=colours[j], lw=2, solid_capstyle="butt")
@@ -148,7 +178,8 @@ def loss_curve(loss, *, window: int = 200, ax=None, label: str | None = None):
     ----------
     loss : array of shape (n_steps,)
     window : int
-        Width of the running mean (drawn only if ``n_steps >= window > 1``).
+        Width of the running mean (drawn only if ``n_steps >= window > 1``; 0 or 1:
+        none).
     ax : matplotlib Axes, optional
     label : str, optional
         Legend label of this curve (call again on the same ``ax`` to overlay runs).
@@ -156,8 +187,28 @@ def loss_curve(loss, *, window: int = 200, ax=None, label: str | None = None):
     Returns
     -------
     matplotlib Axes
+
+    Raises
+    ------
+    ValueError
+        For a ``loss`` that is not a 1-D array of numbers, or a ``window`` that is not a
+        whole number >= 0; before any figure is made.
     """
-    loss = np.asarray(loss, dtype=float)
+    try:
+        loss = np.asarray(loss, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"loss must be a 1-D array of numbers; got {loss!r}.") from None
+    if loss.ndim != 1:
+        raise ValueError(f"loss must be a 1-D array (one value per step); got shape "
+                         f"{loss.shape}.")
+    # 0 and 1 (no running mean) stay allowed, as before
+    window = check_positive_int("window", window, minimum=0)
+    with closing_new_figures():
+        return _draw_loss(loss, window, ax, label)
+
+
+def _draw_loss(loss: np.ndarray, window: int, ax, label):
+    """The figure of :func:`loss_curve`, from its checked arguments."""
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
     steps = np.arange(1, loss.size + 1)

@@ -27,7 +27,7 @@ import numpy as np
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
-from pymc_bnn.plotting_common import class_label
+from pymc_bnn.plotting_common import class_label, closing_new_figures
 
 __all__ = ["KINDS", "compare_maps", "grid_2d", "task_maps", "uncertainty_map"]
 
@@ -112,6 +112,46 @@ def _check_2d_classifier(clf, kind: str) -> None:
             )
 
 
+def _check_class_index(class_index) -> int | None:
+    """None, or a whole number >= 0 (its upper bound is checked against the classifier)."""
+    if class_index is None:
+        return None
+    # negative indices are refused rather than counted from the end: the column shown
+    # is named in the title, and "-1" read as "the last class" is easy to misread
+    if isinstance(class_index, bool) or not isinstance(class_index, (int, np.integer)) \
+            or class_index < 0:
+        raise ValueError(f"class_index must be None or a whole number >= 0 (a column of "
+                         f"classes_); got {class_index!r}.")
+    return int(class_index)
+
+
+def _check_overlay(X, y, groups=None):
+    """Points to overlay as float arrays: ``X`` (n, 2), ``y`` and ``groups`` (n,) or None.
+
+    Checked before a figure is made, so that a wrong length names the argument rather
+    than failing deep inside seaborn.
+    """
+    if X is None:
+        if y is not None:
+            raise ValueError("y colours the overlaid points: it needs X.")
+        return None, None, None
+    try:
+        X = np.asarray(X, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError("X to overlay must be an array of numbers of shape "
+                         "(n_points, 2).") from None
+    if X.ndim != 2 or X.shape[1] != 2:
+        raise ValueError(f"X to overlay must have shape (n_points, 2); got {X.shape}.")
+    checked = []
+    for name, value in (("y", y), ("groups", groups)):
+        a = None if value is None else np.asarray(value)
+        if a is not None and a.shape != (X.shape[0],):
+            raise ValueError(f"{name} must have shape ({X.shape[0]},), one value per row "
+                             f"of X; got {a.shape}.")
+        checked.append(a)
+    return X, *checked
+
+
 def _map_values(clf, points: np.ndarray, kind: str, class_index: int | None):
     """Values of ``kind`` at ``points`` and their colour-bar label.
 
@@ -138,9 +178,10 @@ def _map_values(clf, points: np.ndarray, kind: str, class_index: int | None):
             label = label.replace("P(class)", "max-class P")
         else:
             k = 1 if class_index is None else class_index
-            if not -n_classes <= k < n_classes:
+            if not 0 <= k < n_classes:
                 raise ValueError(
-                    f"class_index must be in [0, {n_classes - 1}]; got {class_index!r}."
+                    f"class_index must be in [0, {n_classes - 1}] ({type(clf).__name__} "
+                    f"has {n_classes} classes); got {class_index!r}."
                 )
             values = summary[kind][:, k]
             label = label.replace("P(class)", f"P(y = {class_label(clf.classes_[k])})")
@@ -159,10 +200,8 @@ def _levels(kind: str, n_classes: int, vmax: float | None, values) -> np.ndarray
 
 
 def _scatter(ax, X, y, *, legend: bool = True, s: float = 14, hue_order=None) -> None:
-    X = np.asarray(X)
-    if X.ndim != 2 or X.shape[1] != 2:
-        raise ValueError(f"X to overlay must have shape (n_points, 2); got {X.shape}.")
-    hue = None if y is None else np.asarray(y)
+    """Overlay points ``X`` (checked by :func:`_check_overlay`), coloured by ``y``."""
+    hue = y
     palette = None
     if hue is not None:
         if hue_order is None:
@@ -229,7 +268,8 @@ def uncertainty_map(
     resolution : int
         Grid points per axis (the classifier is evaluated at ``resolution**2`` points).
     class_index : int, optional
-        Column of ``classes_`` shown by ``mean``/``std``.
+        Column of ``classes_`` shown by ``mean``/``std``, in ``[0, n_classes - 1]``
+        (negative indices are refused).
     ax : matplotlib Axes, optional
         Drawn on if given, else a new figure is made.
     colorbar : bool, default True
@@ -246,22 +286,28 @@ def uncertainty_map(
     Raises
     ------
     ValueError
-        For an unknown ``kind``, a classifier not fit on 2 features, or ``std`` /
-        ``mutual_info`` asked of a classifier without ``predict_uncertainty``.
+        For an unknown ``kind``, a classifier not fit on 2 features, ``std`` /
+        ``mutual_info`` asked of a classifier without ``predict_uncertainty``, a
+        ``class_index`` that is not a column of ``classes_``, or ``X`` / ``y`` of the
+        wrong shape. A figure this function made is closed when it raises.
     """
     kind = _check_kind(kind)
     _check_2d_classifier(clf, kind)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6, 5))
+    class_index = _check_class_index(class_index)
+    X, y, _ = _check_overlay(X, y)
     xx, yy, points = grid_2d(lims, resolution)
+    # the classifier predicts before a figure is made: what it rejects leaves none open
     values, label, n_classes = _map_values(clf, points, kind, class_index)
     levels = _levels(kind, n_classes, vmax, values)
-    cs = _draw_map(ax, xx, yy, values.reshape(xx.shape), kind=kind, levels=levels, lims=lims,
-                   title=title if title is not None else label)
-    if colorbar:
-        _colorbar(ax.figure, cs, ax, label)
-    if X is not None:
-        _scatter(ax, X, y)
+    with closing_new_figures():
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6, 5))
+        cs = _draw_map(ax, xx, yy, values.reshape(xx.shape), kind=kind, levels=levels,
+                       lims=lims, title=title if title is not None else label)
+        if colorbar:
+            _colorbar(ax.figure, cs, ax, label)
+        if X is not None:
+            _scatter(ax, X, y)
     return ax
 
 
@@ -313,7 +359,9 @@ def compare_maps(
     ------
     ValueError
         For an empty ``classifiers``, an unknown ``kind``, a classifier not fit on 2
-        features, or ``len(ax) != len(classifiers)``.
+        features, a bad ``class_index``, ``X`` / ``y`` of the wrong shape, or
+        ``len(ax) != len(classifiers)``. A figure this function made is closed when it
+        raises (e.g. when a classifier is not fitted).
 
     Examples
     --------
@@ -324,19 +372,16 @@ def compare_maps(
         raise ValueError("classifiers must be a non-empty dict of name -> fitted classifier.")
     for clf in classifiers.values():
         _check_2d_classifier(clf, kind)
+    class_index = _check_class_index(class_index)
+    X, y, _ = _check_overlay(X, y)
     n = len(classifiers)
-    if ax is None:
-        fig, axes = plt.subplots(1, n, figsize=(panel_size * n + 1.2, panel_size),
-                                 sharex=True, sharey=True, squeeze=False,
-                                 layout="constrained")
-        axes = list(axes[0])
-    else:
+    if ax is not None:
         axes = list(np.ravel(np.asarray(ax, dtype=object)))
         if len(axes) != n:
             raise ValueError(f"ax must hold one Axes per classifier ({n}); got {len(axes)}.")
-        fig = axes[0].figure
 
     xx, yy, points = grid_2d(lims, resolution)
+    # every classifier predicts before a figure is made: what one rejects leaves none open
     maps = [_map_values(clf, points, kind, class_index) for clf in classifiers.values()]
     labels = {label for _, label, _ in maps}
     shared_label = labels.pop() if len(labels) == 1 else KINDS[kind]
@@ -344,20 +389,29 @@ def compare_maps(
     if share_scale:
         all_binary_mean = kind == "mean" and all(k == 2 for _, _, k in maps)
         vmax = 1.0 if all_binary_mean else max(float(np.nanmax(v)) for v, _, _ in maps)
-    for i, (a, name, (values, label, n_classes)) in enumerate(zip(axes, classifiers, maps)):
-        levels = _levels(kind, n_classes, vmax if share_scale else None, values)
-        cs = _draw_map(a, xx, yy, values.reshape(xx.shape), kind=kind, levels=levels,
-                       lims=lims, title=name)
-        if not share_scale:
-            _colorbar(fig, cs, a, label)
-        if X is not None:
-            _scatter(a, X, y, legend=i == 0)
-        if i > 0:
-            a.set_ylabel("")
-    if share_scale:
-        _colorbar(fig, cs, axes, shared_label, shrink=0.9)
-    if suptitle is not None:
-        fig.suptitle(suptitle)
+    with closing_new_figures():
+        if ax is None:
+            fig, axes = plt.subplots(1, n, figsize=(panel_size * n + 1.2, panel_size),
+                                     sharex=True, sharey=True, squeeze=False,
+                                     layout="constrained")
+            axes = list(axes[0])
+        else:
+            fig = axes[0].figure
+        for i, (a, name, (values, label, n_classes)) in enumerate(zip(axes, classifiers,
+                                                                      maps)):
+            levels = _levels(kind, n_classes, vmax if share_scale else None, values)
+            cs = _draw_map(a, xx, yy, values.reshape(xx.shape), kind=kind, levels=levels,
+                           lims=lims, title=name)
+            if not share_scale:
+                _colorbar(fig, cs, a, label)
+            if X is not None:
+                _scatter(a, X, y, legend=i == 0)
+            if i > 0:
+                a.set_ylabel("")
+        if share_scale:
+            _colorbar(fig, cs, axes, shared_label, shrink=0.9)
+        if suptitle is not None:
+            fig.suptitle(suptitle)
     return fig
 
 
@@ -452,7 +506,9 @@ def task_maps(
     ------
     ValueError
         For an unknown ``kind``; a single classifier fit without groups; a task that
-        ``models`` does not have; ``X`` without ``groups``; too few ``ax``.
+        ``models`` does not have; ``X`` without ``groups``, or ``y`` / ``groups`` of
+        another length than ``X``; a bad ``class_index``; too few ``ax``. A figure this
+        function made is closed when it raises (e.g. when a classifier is not fitted).
 
     Examples
     --------
@@ -481,61 +537,64 @@ def task_maps(
         raise ValueError(f"tasks must be a non-empty subset of {known}; unknown: {missing}.")
     if X is not None and groups is None:
         raise ValueError("X to overlay needs groups= (the task of each row).")
+    X_all, y_all, g_all = _check_overlay(X, y, groups)
+    class_index = _check_class_index(class_index)
     clfs = [view(t) for t in tasks]
     for clf in clfs:
         _check_2d_classifier(clf, kind)
-
     n = len(tasks)
-    if ax is None:
-        ncols = max(1, min(int(ncols), n))
-        nrows = -(-n // ncols)
-        fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size * ncols + 1.0,
-                                                        panel_size * nrows + 0.3),
-                                 sharex=True, sharey=True, squeeze=False,
-                                 layout="constrained")
-        ncols_grid = ncols
-        axes = list(axes.ravel())
-    else:
+    if ax is not None:
         grid = np.asarray(ax, dtype=object)
         ncols_grid = grid.shape[-1] if grid.ndim == 2 else len(grid.ravel())
         axes = list(grid.ravel())
         if len(axes) < n:
             raise ValueError(f"ax must hold at least one Axes per task ({n}); got {len(axes)}.")
-        fig = axes[0].figure
-    for extra in axes[n:]:
-        extra.set_visible(False)
-    axes = axes[:n]
 
     xx, yy, points = grid_2d(lims, resolution)
+    # every task's classifier predicts before a figure is made: what one rejects leaves
+    # none open
     maps = [_map_values(clf, points, kind, class_index) for clf in clfs]
     labels = {label for _, label, _ in maps}
     label = labels.pop() if len(labels) == 1 else KINDS[kind]
     if vmax is None:
         binary_mean = kind == "mean" and all(k == 2 for _, _, k in maps)
         vmax = 1.0 if binary_mean else max(float(np.nanmax(v)) for v, _, _ in maps)
-    X_all = None if X is None else np.asarray(X)
-    g_all = None if groups is None else np.asarray(groups)
-    hue_order = None if y is None else np.unique(np.asarray(y))
+    hue_order = None if y_all is None else np.unique(y_all)
     titles = {} if titles is None else titles
-    for i, (a, task, (values, _, n_classes)) in enumerate(zip(axes, tasks, maps)):
-        levels = _levels(kind, n_classes, vmax, values)
-        cs = _draw_map(a, xx, yy, values.reshape(xx.shape), kind=kind, levels=levels,
-                       lims=lims, title=titles.get(task, f"task {class_label(task)}"))
-        a.title.set_fontsize("small")
-        if X_all is not None:
-            rows = g_all == task
-            _scatter(a, X_all[rows], None if y is None else np.asarray(y)[rows],
-                     legend=False, s=9, hue_order=hue_order)
-        a.tick_params(labelbottom=False, labelleft=False, length=0)
-        a.set(xticks=[], yticks=[])
-        col = i % ncols_grid
-        if i + ncols_grid < n:  # a panel below: its x label is enough
-            a.set_xlabel("")
-        if col != 0:
-            a.set_ylabel("")
-    if colorbar:
-        cb = _colorbar(fig, cs, axes, label, shrink=0.9)
-        cb.ax.yaxis.label.set_fontsize("small")
-    if suptitle is not None:
-        fig.suptitle(suptitle)
+    with closing_new_figures():
+        if ax is None:
+            ncols = max(1, min(int(ncols), n))
+            nrows = -(-n // ncols)
+            fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size * ncols + 1.0,
+                                                            panel_size * nrows + 0.3),
+                                     sharex=True, sharey=True, squeeze=False,
+                                     layout="constrained")
+            ncols_grid = ncols
+            axes = list(axes.ravel())
+        else:
+            fig = axes[0].figure
+        for extra in axes[n:]:
+            extra.set_visible(False)
+        axes = axes[:n]
+        for i, (a, task, (values, _, n_classes)) in enumerate(zip(axes, tasks, maps)):
+            levels = _levels(kind, n_classes, vmax, values)
+            cs = _draw_map(a, xx, yy, values.reshape(xx.shape), kind=kind, levels=levels,
+                           lims=lims, title=titles.get(task, f"task {class_label(task)}"))
+            a.title.set_fontsize("small")
+            if X_all is not None:
+                rows = g_all == task
+                _scatter(a, X_all[rows], None if y_all is None else y_all[rows],
+                         legend=False, s=9, hue_order=hue_order)
+            a.tick_params(labelbottom=False, labelleft=False, length=0)
+            a.set(xticks=[], yticks=[])
+            col = i % ncols_grid
+            if i + ncols_grid < n:  # a panel below: its x label is enough
+                a.set_xlabel("")
+            if col != 0:
+                a.set_ylabel("")
+        if colorbar:
+            cb = _colorbar(fig, cs, axes, label, shrink=0.9)
+            cb.ax.yaxis.label.set_fontsize("small")
+        if suptitle is not None:
+            fig.suptitle(suptitle)
     return fig

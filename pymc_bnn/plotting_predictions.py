@@ -44,6 +44,11 @@ def calibration_table(y_true, proba, *, n_bins: int = 10, classes=None,
     :func:`pymc_bnn.metrics.reliability_curve` with 10 bins by default (it computes
     these numbers; ``reliability_curve`` defaults to 15 bins).
 
+    Its ``ece`` is the ECE of these bins: by default 10 bins of, for two classes, the
+    probability of the second class. It is not the package's headline
+    :func:`pymc_bnn.metrics.expected_calibration_error`, which by default bins the
+    top-label confidence in 15 bins; ``n_bins=15, confidence="top"`` gives that number.
+
     Parameters
     ----------
     y_true : array of shape (n_samples,)
@@ -97,10 +102,16 @@ def reliability_diagram(
     """Reliability (calibration) diagram: observed frequency against predicted probability.
 
     Points on the diagonal are perfectly calibrated; below it the model is
-    over-confident. Grey bars (right axis) show how many samples fall in each bin.
-    Binary problems bin the probability of the second class; multi-class problems
-    bin the top-class probability (confidence) against the top-class accuracy (see
-    :func:`calibration_table`, which returns the plotted numbers).
+    over-confident. Bars (right axis), in the colour of their curve, show how many
+    samples fall in each bin; overlaid models share that axis. Binary problems bin the
+    probability of the second class; multi-class problems bin the top-class probability
+    (confidence) against the top-class accuracy (see :func:`calibration_table`, which
+    returns the plotted numbers).
+
+    The legend's ECE is that of the plotted bins, and says which: e.g. ``ECE 0.042: 10
+    bins of P(y = 1)``. With the defaults it differs from
+    :func:`pymc_bnn.metrics.expected_calibration_error` (top label, 15 bins); pass
+    ``n_bins=15, confidence="top"`` to plot the bins of that number.
 
     Parameters
     ----------
@@ -114,10 +125,11 @@ def reliability_diagram(
     confidence : {"auto", "positive", "top"}
         See :func:`calibration_table`.
     label : str, optional
-        Legend label (the expected calibration error is appended). Call again on the
-        same ``ax`` to overlay models.
+        Legend label (the expected calibration error of the plotted bins is appended).
+        Call again on the same ``ax`` to overlay models.
     show_counts : bool, default True
-        Draw the per-bin sample counts as bars on a right-hand axis.
+        Draw the per-bin sample counts as bars on a right-hand axis (one for all the
+        models drawn on ``ax``, scaled to the largest count).
 
     Returns
     -------
@@ -129,6 +141,8 @@ def reliability_diagram(
     >>> import matplotlib
     >>> matplotlib.use("Agg")
     >>> ax = reliability_diagram([0, 1, 1, 0], [0.1, 0.8, 0.6, 0.3], n_bins=5)
+    >>> ax.get_legend().get_texts()[1].get_text()
+    '(ECE 0.250: 5 bins of P(y = 1))'
     """
     table = calibration_table(y_true, proba, n_bins=n_bins, classes=classes,
                               confidence=confidence)
@@ -138,27 +152,52 @@ def reliability_diagram(
         ax.plot([0, 1], [0, 1], ls="--", color="0.45", lw=1, label="perfect calibration",
                 gid="pymc_bnn-diagonal")
     filled = table["count"] > 0
-    name = f"{label} " if label else ""
-    ax.plot(table["mean_confidence"][filled], table["frequency"][filled], marker="o", lw=1.6,
-            label=f"{name}(ECE {table['ece']:.3f})", zorder=3)
     if table["confidence"] == "positive":
         c = class_label(table["positive_class"])
         xlabel, ylabel = f"predicted P(y = {c})", f"observed frequency of y = {c}"
+        binned = f"P(y = {c})"
     else:
         xlabel, ylabel = "confidence (top-class probability)", "accuracy of the top class"
+        binned = "top-label confidence"
+    name = f"{label} " if label else ""
+    # the legend names what was binned: with the defaults this ECE is not the headline
+    # expected_calibration_error (top label, 15 bins), and a bare "ECE" read as if it were
+    (curve,) = ax.plot(table["mean_confidence"][filled], table["frequency"][filled],
+                       marker="o", lw=1.6, zorder=3,
+                       label=f"{name}(ECE {table['ece']:.3f}: {n_bins} bins of {binned})")
     ax.set(xlim=(0, 1), ylim=(0, 1), xlabel=xlabel, ylabel=ylabel,
            title=ax.get_title() or "Reliability diagram")
     if show_counts:
-        twin = ax.twinx()
-        width = np.diff(table["edges"])
-        twin.bar(table["edges"][:-1], table["count"], width=width, align="edge",
-                 color="0.6", alpha=0.35, edgecolor="0.4", lw=0.5, zorder=0)
-        twin.set(ylim=(0, 3.0 * max(int(table["count"].max()), 1)),
-                 ylabel="samples per bin (bars)")
+        twin = _count_axes(ax)
+        twin.bar(table["edges"][:-1], table["count"], width=np.diff(table["edges"]),
+                 align="edge", color=curve.get_color(), alpha=0.3,
+                 edgecolor=curve.get_color(), lw=0.6, zorder=0)
+        # one scale for every model's bars on this axis: the largest count of them all
+        top = max((p.get_height() for p in twin.patches), default=0.0)
+        twin.set(ylim=(0, 3.0 * max(top, 1.0)), ylabel="samples per bin (bars)")
         ax.set_zorder(twin.get_zorder() + 1)
         ax.patch.set_visible(False)
     ax.legend(loc="upper left")
     return ax
+
+
+_COUNTS_GID = "pymc_bnn-reliability-counts"
+
+
+def _count_axes(ax):
+    """The right-hand axis of bin counts of :func:`reliability_diagram` on ``ax``.
+
+    The one made by an earlier call on the same ``ax`` if there is one (a twin sharing
+    its x axis, marked by its gid), so that overlaid models share one count scale and
+    one set of right-hand ticks; else a new twin.
+    """
+    for other in ax.figure.axes:
+        if other is not ax and other.get_gid() == _COUNTS_GID \
+                and ax.get_shared_x_axes().joined(ax, other):
+            return other
+    twin = ax.twinx()
+    twin.set_gid(_COUNTS_GID)
+    return twin
 
 
 def _vector(name: str, value, n: int | None = None) -> np.ndarray:
@@ -386,6 +425,9 @@ def predicted_vs_actual(
                              "lower and upper.")
         if not 0.0 < float(coverage) < 1.0:
             raise ValueError(f"coverage must be in (0, 1); got {coverage!r}.")
+    if lower is not None:  # checked before a figure is made: a bad one leaves none open
+        lo, hi = _vector("lower", lower, y.shape[0]), _vector("upper", upper, y.shape[0])
+        empirical = interval_coverage(y, lo, hi)  # also checks lower <= upper
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 5))
     colours = sns.color_palette("colorblind")
@@ -395,8 +437,6 @@ def predicted_vs_actual(
         span = np.concatenate([y, mu])
         title = "Predicted vs actual"
     else:
-        lo, hi = _vector("lower", lower, y.shape[0]), _vector("upper", upper, y.shape[0])
-        empirical = interval_coverage(y, lo, hi)  # also checks lower <= upper
         covered = (lo <= y) & (y <= hi)
         name = "interval" if coverage is None else f"{100 * float(coverage):g}% interval"
         groups = ((covered, colours[0], "covers the truth"), (~covered, colours[3], "misses"))

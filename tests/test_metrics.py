@@ -7,6 +7,7 @@ No model is fit here: the whole module runs in a few seconds.
 
 import ast
 import inspect
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -136,6 +137,42 @@ def test_ece_bins_are_half_open_with_the_last_closed():
     t = reliability_curve([0, 1, 1], [0.0, 0.5, 1.0], n_bins=2)
     np.testing.assert_array_equal(t["count"], [1, 2])
     np.testing.assert_array_equal(t["edges"], [0.0, 0.5, 1.0])
+
+
+@pytest.mark.parametrize("n_bins", [10, 15, 20, 49])
+def test_a_probability_equal_to_an_edge_i_over_n_falls_in_bin_i(n_bins):
+    """Bin i is [i/n, (i+1)/n) with i/n the correctly rounded float: np.linspace's edges
+    can round up past it (linspace(0, 1, 11)[7] == 0.7000000000000001), which put a
+    probability of exactly 0.7 into bin 6."""
+    k = np.arange(n_bins + 1)
+    p = k / n_bins  # every edge, 0 and 1 included
+    t = reliability_curve(np.ones(p.size, dtype=int), p, n_bins=n_bins, classes=[0, 1],
+                          confidence="positive")
+    np.testing.assert_array_equal(t["edges"], p)
+    np.testing.assert_array_equal(t["count"], [1] * (n_bins - 1) + [2])  # 1.0: last bin
+    # decimal literals that are edges of this binning land in the bin they start
+    for literal in ("0.3", "0.6", "0.7", "0.15", "0.85", "0.95"):
+        i = Fraction(literal) * n_bins
+        if i.denominator != 1:
+            continue
+        d = float(literal)
+        assert d == int(i) / n_bins  # the literal is the float i / n
+        t = reliability_curve([1], [d], n_bins=n_bins, classes=[0, 1])
+        assert np.flatnonzero(t["count"]).tolist() == [int(i)], (literal, n_bins)
+
+
+def test_ece_on_edges_agrees_across_every_caller_of_the_binning():
+    # 10 at .7 (all right) and 3 at .65 (all wrong): bins 7 and 6, as documented
+    y, p = [1] * 10 + [0] * 3, [0.7] * 10 + [0.65] * 3
+    ece = (10 * 0.3 + 3 * 0.65) / 13
+    t = reliability_curve(y, p, n_bins=10, confidence="top")
+    assert t["count"][6:8].tolist() == [3, 10] and t["ece"] == pytest.approx(ece)
+    assert expected_calibration_error(y, p, n_bins=10) == pytest.approx(ece)
+    assert classification_summary(y, p, n_bins=10)["ece"] == pytest.approx(ece)
+    assert metrics.ece_consistency(y, p, n_bins=10, n_resamples=5,
+                                   random_state=0)["ece"] == pytest.approx(ece)
+    # the diagram's table: P(y = 1) against the frequency of y = 1 (the same here)
+    assert plotting.calibration_table(y, p)["ece"] == pytest.approx(ece)
 
 
 def test_ece_of_calibrated_data_is_near_zero_and_of_overconfident_data_is_not():
@@ -309,6 +346,8 @@ def test_ood_auroc():
 def test_predictive_entropy_by_hand():
     h = predictive_entropy([[0.5, 0.5, 0.0], [1.0, 0.0, 0.0], [1 / 3, 1 / 3, 1 / 3]])
     np.testing.assert_allclose(h, [np.log(2), 0.0, np.log(3)])
+    # a certain row has entropy +0.0, not the -0.0 of -(1 log 1 + 0 log 0)
+    assert not np.signbit(predictive_entropy([[1.0, 0.0], [0.0, 1.0]])).any()
     # 1-D binary: p = .2 -> -(.2 log .2 + .8 log .8)
     assert predictive_entropy([0.2])[0] == pytest.approx(-(0.2 * np.log(0.2) +
                                                            0.8 * np.log(0.8)))
@@ -442,6 +481,46 @@ def test_crps_ensemble_of_normal_draws_approaches_crps_gaussian():
 def test_bad_input_raises_a_clear_value_error(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_a_nan_probability_is_named_with_its_row_not_hidden_in_a_range():
+    with pytest.raises(ValueError, match=r"got nan at row 0, column 0 \(1 NaN"):
+        expected_calibration_error([0, 1], [[np.nan, 0.5], [0.5, 0.5]])
+    with pytest.raises(ValueError, match=r"got inf at index 1"):
+        brier_score([0, 1], [0.5, np.inf])
+    with pytest.raises(ValueError, match=r"proba_draws .*got nan at position \(0, 1, 0\)"):
+        mutual_information([[[0.5, 0.5], [np.nan, 0.5]]])
+
+
+@pytest.mark.parametrize("y", [
+    pytest.param(["a", None, "b"], id="None-among-strings"),
+    pytest.param(np.array([1, None, 0], dtype=object), id="None-among-ints"),
+    pytest.param([1.0, np.nan, 0.0], id="NaN"),
+])
+@pytest.mark.parametrize("with_classes", [False, True])
+@pytest.mark.parametrize("metric", [negative_log_likelihood, brier_score,
+                                    expected_calibration_error, reliability_curve,
+                                    risk_coverage_curve, classification_summary])
+def test_missing_labels_are_refused_naming_y_true_and_their_position(y, with_classes,
+                                                                     metric):
+    import pandas as pd
+
+    classes = None
+    if with_classes:
+        classes = ["a", "b"] if isinstance(y[0], str) else [0, 1]
+    for labels in (y, pd.Series(y)):
+        with pytest.raises(ValueError, match=r"y_true holds 1 missing label.*position\(s\) 1"):
+            metric(labels, [[0.5, 0.5]] * 3, classes=classes)
+
+
+def test_labels_that_cannot_be_compared_are_refused_clearly():
+    with pytest.raises(ValueError, match="classes holds 1 missing label"):
+        negative_log_likelihood([0, 1], [0.5, 0.5], classes=[0, None])
+    with pytest.raises(ValueError, match="y_true must hold labels of one kind"):
+        negative_log_likelihood(np.array([0, "a"], dtype=object), [0.5, 0.5])
+    with pytest.raises(ValueError, match="cannot be compared with classes"):
+        negative_log_likelihood(np.array([0, 1], dtype=object), [0.5, 0.5],
+                                classes=["a", "b"])
 
 
 def test_rows_summing_to_one_within_1e_6_are_accepted():

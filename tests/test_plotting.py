@@ -11,6 +11,7 @@ import pytest
 import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.collections import LineCollection, PathCollection
+from matplotlib.colors import to_rgb
 from matplotlib.contour import ContourSet
 from matplotlib.figure import Figure
 from sklearn.linear_model import LogisticRegression
@@ -18,7 +19,8 @@ from sklearn.linear_model import LogisticRegression
 from pymc_bnn import BayesianMLPClassifier
 from pymc_bnn import plotting
 from pymc_bnn.datasets import make_rotated_moons
-from pymc_bnn.metrics import risk_coverage_curve
+from pymc_bnn.metrics import expected_calibration_error, risk_coverage_curve
+from pymc_bnn.plotting_common import closing_new_figures
 from pymc_bnn.plotting import (
     KINDS,
     calibration_table,
@@ -228,6 +230,19 @@ def test_loss_curve(small_clf):
     assert ax.get_ylim()[1] >= np.percentile(small_clf.loss_curve_ * 2, 99)
 
 
+@pytest.mark.parametrize("args, kwargs, match", [
+    ((np.ones((3, 3)),), {}, r"loss must be a 1-D array.*\(3, 3\)"),
+    ((["a", "b"],), {}, "loss must be a 1-D array of numbers"),
+    ((np.arange(10.0),), {"window": 2.5}, r"window must be an integer >= 0; got 2\.5"),
+    ((np.arange(10.0),), {"window": -3}, "window must be an integer >= 0"),
+])
+def test_loss_curve_rejects_bad_input(args, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        loss_curve(*args, **kwargs)
+    # windows of 0 and 1 (no running mean) are accepted, as before
+    assert len(loss_curve(np.arange(10.0), window=0).lines) == 1
+
+
 def test_calibration_table_matches_hand_computation_binary():
     y = np.array([0, 0, 1, 1, 1, 0, 1, 0])
     p1 = np.array([0.05, 0.15, 0.45, 0.55, 0.62, 0.68, 0.91, 0.97])
@@ -296,6 +311,46 @@ def test_reliability_diagram_multiclass_and_overlay(blobs3, small_clf3):
     assert len(ax.lines) == 3  # one diagonal, two curves
 
 
+def test_reliability_diagram_overlays_share_one_count_axis():
+    """A second model on the same ax reuses the first call's count axis (one set of
+    right-hand ticks), rescaled to the larger counts, its bars in its curve's colour."""
+    rng = np.random.default_rng(3)
+    y_a, p_a = rng.integers(0, 2, 40), rng.uniform(size=40)
+    y_b, p_b = rng.integers(0, 2, 200), rng.uniform(0.4, 0.6, size=200)  # crowded bins
+    fig, ax = plt.subplots()
+    reliability_diagram(y_a, p_a, ax=ax, label="A")
+    reliability_diagram(y_b, p_b, ax=ax, label="B")
+    assert len(fig.axes) == 2
+    (counts,) = [a for a in fig.axes if a is not ax]
+    t_a, t_b = calibration_table(y_a, p_a), calibration_table(y_b, p_b)
+    assert counts.get_ylim()[1] >= max(t_a["count"].max(), t_b["count"].max())
+    heights = [p.get_height() for p in counts.patches]
+    assert heights == t_a["count"].tolist() + t_b["count"].tolist()
+    curve_a, curve_b = [line for line in ax.lines if line.get_gid() != "pymc_bnn-diagonal"]
+    for curve, bars in ((curve_a, counts.patches[:10]), (curve_b, counts.patches[10:])):
+        assert {to_rgb(b.get_facecolor()) for b in bars} == {to_rgb(curve.get_color())}
+    assert to_rgb(curve_a.get_color()) != to_rgb(curve_b.get_color())
+    # a third call still finds it; another ax of the figure gets its own
+    reliability_diagram(y_a, p_a, ax=ax, label="C")
+    assert len(fig.axes) == 2
+
+
+def test_reliability_diagram_legend_says_which_ece_it_is(proba3):
+    y, proba, _ = proba3
+    rng = np.random.default_rng(4)
+    y2, p1 = rng.integers(0, 2, 50), rng.uniform(size=50)
+    ax = reliability_diagram(y2, p1, label="BNN")
+    ece = calibration_table(y2, p1)["ece"]
+    text = ax.get_legend().get_texts()[1].get_text()
+    assert text == f"BNN (ECE {ece:.3f}: 10 bins of P(y = 1))"
+    # with the defaults it is not the headline number, which the legend must not imply
+    assert f"{expected_calibration_error(y2, p1):.3f}" != f"{ece:.3f}"
+    ax = reliability_diagram(y, proba, n_bins=15, label="BNN")  # 3 classes: top label
+    text = ax.get_legend().get_texts()[1].get_text()
+    assert text == (f"BNN (ECE {expected_calibration_error(y, proba):.3f}: 15 bins of "
+                    f"top-label confidence)")
+
+
 def test_reliability_diagram_rejects_bad_input():
     y = np.array([0, 1, 2, 1])
     with pytest.raises(ValueError, match="columns.*classes"):
@@ -310,6 +365,84 @@ def test_reliability_diagram_rejects_bad_input():
         calibration_table(y, np.full((4, 3), 1 / 3), confidence="positive")
     with pytest.raises(ValueError, match="n_bins"):
         calibration_table(y, np.full((4, 3), 1 / 3), n_bins=0)
+
+
+def _unfitted():
+    return LogisticRegression()
+
+
+def _lr3():
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(60, centers=3, random_state=0)
+    return LogisticRegression().fit((X - X.mean(0)) / X.std(0), y)
+
+
+# each call fails; the figure it would have drawn on must not stay open
+FAILING_CALLS = {
+    "class_index out of range": lambda: uncertainty_map(_lr3(), class_index=3,
+                                                        resolution=RES),
+    "unfitted, compare_maps": lambda: compare_maps({"a": _unfitted()}, kind="mean",
+                                                   resolution=RES),
+    "unfitted, task_maps": lambda: task_maps({0: _unfitted()}, resolution=RES),
+    "unfitted, uncertainty_map": lambda: uncertainty_map(_unfitted(), resolution=RES),
+    "missing variable": lambda: posterior_intervals({"a": {"x": [1.0]}}, ["zz"]),
+    "log of negative draws": lambda: posterior_intervals({"a": {"x": [-1.0, 1.0]}}, ["x"],
+                                                         log=True),
+    "2-D loss": lambda: loss_curve(np.ones((3, 3))),
+    "lower > upper": lambda: predicted_vs_actual([1.0, 2.0], [1.0, 2.0], lower=[3, 3],
+                                                 upper=[0, 0]),
+    "missing label": lambda: reliability_diagram([0, None, 1], [0.2, 0.5, 0.7]),
+}
+
+
+@pytest.mark.parametrize("call", FAILING_CALLS.values(), ids=FAILING_CALLS.keys())
+def test_a_failed_call_leaves_no_figure_open(call):
+    plt.figure()  # a user's figure: must stay
+    before = plt.get_fignums()
+    with pytest.raises(ValueError):  # sklearn's NotFittedError is a ValueError
+        call()
+    assert plt.get_fignums() == before
+
+
+def test_closing_new_figures_closes_only_what_the_block_opened():
+    mine = plt.figure()
+    with pytest.raises(RuntimeError, match="late"):
+        with closing_new_figures():
+            plt.subplots(1, 2)
+            raise RuntimeError("late failure")
+    assert plt.get_fignums() == [mine.number]
+    with closing_new_figures():  # no error: the new figure stays
+        plt.figure()
+    assert len(plt.get_fignums()) == 2
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"class_index": 1.5}, r"class_index must be None or a whole number >= 0.*1\.5"),
+    ({"class_index": -1}, r"class_index must be None or a whole number >= 0.*-1"),
+    ({"class_index": True}, "class_index must be"),
+    ({"class_index": 3}, r"class_index must be in \[0, 2\].*got 3"),
+    ({"X": np.zeros((6, 2)), "y": np.zeros(5)}, r"y must have shape \(6,\).*\(5,\)"),
+    ({"X": np.zeros((6, 3))}, r"X to overlay must have shape \(n_points, 2\)"),
+    ({"y": np.zeros(5)}, "needs X"),
+])
+def test_uncertainty_map_rejects_bad_class_index_and_overlay(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        uncertainty_map(_lr3(), resolution=RES, **kwargs)
+    # the rule and its message agree: every column in [0, 2] is drawn
+    for k in range(3):
+        assert f"P(y = {k})" in uncertainty_map(_lr3(), class_index=k, resolution=RES
+                                                ).get_title()
+
+
+def test_map_overlays_of_the_wrong_length_name_the_argument(point_clf):
+    X = np.zeros((6, 2))
+    with pytest.raises(ValueError, match=r"y must have shape \(6,\)"):
+        compare_maps({"a": point_clf}, kind="mean", X=X, y=np.zeros(4), resolution=RES)
+    with pytest.raises(ValueError, match=r"groups must have shape \(6,\)"):
+        task_maps({0: point_clf}, X=X, groups=[0] * 5, resolution=RES)
+    with pytest.raises(ValueError, match="class_index must be"):
+        task_maps({0: point_clf}, class_index=0.5, resolution=RES)
 
 
 # ------------------------------------------------------------------ task maps
@@ -444,6 +577,14 @@ def test_posterior_intervals_reject_bad_input(hier_clf):
         posterior_intervals({"x": {"a": [1.0]}}, [])
     with pytest.raises(ValueError, match="DataTree"):
         posterior_intervals({"x": [1.0, 2.0]}, ["a"])
+    with pytest.raises(ValueError, match="'a' of 'x' has no draws"):
+        posterior_intervals({"x": {"a": []}}, ["a"])
+    # a NaN draw makes the interval NaN, which matplotlib would silently not draw
+    with pytest.raises(ValueError, match=r"'a' of 'y' has 1 NaN or infinite draws of 3 "
+                                         r"\(first at draw 1\)"):
+        posterior_intervals({"x": {"a": [1.0, 2.0]}, "y": {"a": [1.0, np.nan, 2.0]}}, ["a"])
+    with pytest.raises(ValueError, match="'a' of 'x' must be an array of numbers"):
+        posterior_intervals({"x": {"a": ["p", "q"]}}, ["a"])
 
 
 # ------------------------------------------- risk-coverage, uncertainty, regression
