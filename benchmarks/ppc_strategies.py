@@ -507,7 +507,8 @@ def main(argv=None) -> int:
             "max_abs_diff vs the NumPy loop over the same 500 draws; 'fresh draws' and "
             "'Bernoulli draws' strategies differ by Monte-Carlo error, compare with "
             "mc_reference_max_abs_diff.",
-            "float64 everywhere (jax_enable_x64); 2 shared cores: compare ratios within a run.",
+            "float64 (jax_enable_x64) but pymc_bnn's predictive (float32, as a user gets it) and "
+            "the _f32 peer; 2 shared cores: compare ratios within a run.",
         ],
     }
     path = _common.write_json(args.out, payload)
