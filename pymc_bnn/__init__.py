@@ -4,6 +4,8 @@ The public API, in pipeline order (see ``docs/design.md``):
 
 - :func:`build_model` — a PyMC model of a Bayesian MLP (classification or regression;
   optionally hierarchical over groups, optionally under Neal's precision prior);
+  :func:`default_initial_values` lets PyMC's model transforms (``pm.compute_log_likelihood``,
+  ``pm.do``, ``pm.observe``) take it;
 - :func:`fit` — ADVI, full-rank ADVI or NUTS, returning an immutable :class:`Posterior`;
   :func:`sample_more` continues NUTS chains;
 - :func:`posterior_predictive` — a :class:`PosteriorPredictive` with one compiled, batched forward
@@ -32,6 +34,7 @@ _LAZY = {
     "sample_more": "pymc_bnn.inference",
     "NetworkSpec": "pymc_bnn.model",
     "build_model": "pymc_bnn.model",
+    "default_initial_values": "pymc_bnn.model",
     "forward": "pymc_bnn.model",
     "network_spec": "pymc_bnn.model",
     "PosteriorPredictive": "pymc_bnn.predictive",
@@ -67,6 +70,7 @@ __all__ = [
     "Posterior",
     "PosteriorPredictive",
     "build_model",
+    "default_initial_values",
     "fit",
     "forward",
     "make_tabular_pipeline",

@@ -28,6 +28,7 @@ __all__ = [
     "check_positive_float",
     "check_predictive_X",
     "check_predictive_targets",
+    "check_random_seed",
     "check_same_label_kind",
     "is_dask_collection",
 ]
@@ -137,8 +138,30 @@ def check_positive_float(name: str, value) -> float:
     return float(value)
 
 
+def check_random_seed(value, *, sequence: bool = False):
+    """``value`` as an int if it is None or a whole number in ``0 .. 2**32 - 1`` (NumPy's
+    and PyMC's seed range), else a ValueError: int() truncated 1.5 silently, and -1,
+    2**70 or a Generator failed many frames down in NumPy. None is returned as it is.
+    With ``sequence``, a non-empty sequence of such numbers (NumPy's ``SeedSequence``
+    entropy, as a mixture's Laplace draws are seeded, ``[seed, k]``) too, as a list."""
+    def whole(v) -> bool:
+        return (not isinstance(v, bool) and isinstance(v, numbers.Integral)
+                and 0 <= v < 2**32)
+
+    if value is None or whole(value):
+        return None if value is None else int(value)
+    if (sequence and isinstance(value, list | tuple | np.ndarray) and np.ndim(value) == 1
+            and len(value) > 0 and all(whole(v) for v in value)):
+        return [int(v) for v in value]
+    kinds = ("a whole number in 0 .. 2**32 - 1" if not sequence else
+             "a whole number in 0 .. 2**32 - 1 or a sequence of them")
+    raise ValueError(f"random_seed must be None or {kinds}; got {value!r}.")
+
+
 def check_prior_sigma(value, n_layers: int) -> float | tuple[float, ...]:
     """One prior standard deviation (a float > 0), or one per layer (input layer first)."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value.item()  # np.array(1.0): a scalar (len() of it raised a TypeError)
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return check_positive_float("prior_sigma", value)
     if isinstance(value, str) or not hasattr(value, "__len__") or len(value) != n_layers:
@@ -192,7 +215,12 @@ def check_model_inputs(
     groups : int64 array of shape (n_rows,) (a copy), or None
     spec : NetworkSpec
     """
-    X = np.array(X, dtype=np.float64, copy=True)
+    try:
+        X = np.array(X, dtype=np.float64, copy=True)
+    except (TypeError, ValueError):
+        _refuse_missing("X", X)
+        raise ValueError("X must hold real numbers; some of its values cannot be converted "
+                         "to float.") from None
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n_rows, n_features); got shape {X.shape}.")
     if X.shape[0] == 0 or X.shape[1] == 0:
@@ -234,7 +262,43 @@ def check_model_inputs(
     )
     if heteroscedastic and likelihood != "normal":
         raise ValueError("heteroscedastic=True needs likelihood='normal' (regression).")
+    _check_prior_parameters(spec)
     return X, y, groups, spec
+
+
+def _check_prior_parameters(spec: NetworkSpec) -> None:
+    """Refuse a parameter of the prior not chosen: the model would ignore it silently
+    (the estimators refuse the same, ``fit_settings._check_prior_settings``)."""
+    if spec.prior == "gamma_precision" and np.any(np.asarray(spec.prior_sigma) != 1.0):
+        raise ValueError(
+            f"prior_sigma={spec.prior_sigma!r} is the scale of prior='normal'; "
+            "prior='gamma_precision' infers each layer's scale from its Gamma precision "
+            "(precision_shape, precision_rate) and would ignore it. Pass prior='normal' "
+            "to fix the scale, or leave prior_sigma at 1.0.")
+    given = {name: value for name in ("precision_shape", "precision_rate")
+             if (value := getattr(spec, name)) != 1.0}
+    if spec.prior == "normal" and given:
+        settings = ", ".join(f"{name}={value!r}" for name, value in given.items())
+        verb, them = ("sets", "it") if len(given) == 1 else ("set", "them")
+        raise ValueError(
+            f"{settings} {verb} the Gamma precision of prior='gamma_precision'; "
+            f"prior='normal' has fixed scales (prior_sigma) and would ignore {them}. Pass "
+            f"prior='gamma_precision' to use {them}, or leave {them} at 1.0.")
+
+
+def _refuse_missing(name: str, values) -> None:
+    """ValueError if ``values`` (which failed to convert to float) hold missing values:
+    pandas' nullable columns (Float64, Int64) with NA raised a pandas TypeError or
+    ValueError, not the "contains NaN" a float column with NaN gives."""
+    import pandas as pd
+
+    try:
+        missing = bool(np.any(pd.isna(np.asarray(values, dtype=object))))
+    except (TypeError, ValueError):
+        return
+    if missing:
+        raise ValueError(f"{name} contains NaN or missing values (None, pandas' NA); impute "
+                         "or drop such rows first.")
 
 
 def _check_real_targets(y, n_classes):
@@ -243,6 +307,7 @@ def _check_real_targets(y, n_classes):
     try:
         y = np.array(y, dtype=np.float64, copy=True)
     except (TypeError, ValueError):
+        _refuse_missing("y", y)
         raise ValueError("y must hold real-valued targets for likelihood='normal'.") from None
     if not np.all(np.isfinite(y)):
         raise ValueError("y contains NaN or infinity.")
@@ -250,6 +315,8 @@ def _check_real_targets(y, n_classes):
 
 
 def _check_class_codes(y, n_classes):
+    if y.dtype == np.bool_:  # two classes, False and True: codes 0 and 1
+        y = y.astype(np.int64)
     if not np.issubdtype(y.dtype, np.integer):
         if np.issubdtype(y.dtype, np.number) and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
             y = y.astype(np.int64)

@@ -9,9 +9,11 @@ which need them too) and are re-exported here.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import numbers
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,7 +26,8 @@ if TYPE_CHECKING:  # PyMC is imported where a model is built, not to predict
 from pymc_bnn._validation import check_model_inputs
 from pymc_bnn.spec import LIKELIHOODS, PRIORS, NetworkSpec
 
-__all__ = ["ACTIVATIONS", "LIKELIHOODS", "PRIORS", "noise_sd", "NetworkSpec", "build_model", "forward", "network_spec"]
+__all__ = ["ACTIVATIONS", "LIKELIHOODS", "PRIORS", "noise_sd", "NetworkSpec", "build_model",
+           "default_initial_values", "forward", "network_spec"]
 
 
 def _relu(x):
@@ -71,6 +74,51 @@ def network_spec(model: pm.Model) -> NetworkSpec:
             "This model was not built by pymc_bnn.build_model; its network architecture "
             "is unknown. Build it with pymc_bnn.build_model(X, y, ...)."
         ) from None
+
+
+@contextlib.contextmanager
+def default_initial_values(model: pm.Model) -> Iterator[pm.Model]:
+    """Within the block, ``model`` has PyMC's default initial values; on exit (also on
+    an error) its own come back.
+
+    :func:`build_model` gives every weight a seeded, symmetry-breaking starting value
+    (``initval=``; see its ``random_state``), which fits start from. PyMC's model
+    transforms (:func:`pymc.model.fgraph.fgraph_from_model`, and through it
+    ``pm.compute_log_likelihood``, ``pm.do``, ``pm.observe``,
+    :func:`pymc.model.fgraph.clone_model`) refuse a model with initial values of its
+    own ("Cannot convert models with non-default initial_values"). Initial values only
+    matter to fitting, so these transforms may run without them: the block sets every
+    entry of ``model.rvs_to_initial_values`` to None and restores them afterwards. Fit
+    outside the block, so that fits start where they always do.
+
+    Parameters
+    ----------
+    model : pm.Model
+        Any PyMC model, typically one from :func:`build_model`.
+
+    Yields
+    ------
+    pm.Model
+        ``model`` itself.
+
+    Examples
+    --------
+    The pointwise log-likelihood of a NUTS fit ``post = fit(m, method="nuts")``, for
+    ArviZ's LOO (on a copy: ``pm.compute_log_likelihood`` adds its group to the tree
+    it is given, and ``post.idata`` is the fit's own record)::
+
+        with default_initial_values(m):
+            idata = pm.compute_log_likelihood(post.idata.copy(), model=m)
+        az.loo(idata)
+    """
+    saved = dict(model.rvs_to_initial_values)
+    try:
+        for rv in saved:
+            model.rvs_to_initial_values[rv] = None
+        yield model
+    finally:
+        for rv, value in saved.items():
+            model.rvs_to_initial_values[rv] = value
 
 
 def forward(X, weights: Sequence[tuple], *, activation: str = "tanh", groups=None,
@@ -264,7 +312,11 @@ def build_model(
     X : array of shape (n_rows, n_features)
         Training inputs (float).
     y : array of shape (n_rows,)
-        Integer class codes in ``0 .. n_classes - 1``; real targets for regression.
+        Integer class codes in ``0 .. n_classes - 1`` (booleans are classes 0 and 1);
+        real targets for regression, used as given. :class:`BayesianMLPRegressor`
+        standardises its target; with ``likelihood="normal"`` here, standardise ``y``
+        yourself: the priors and ``noise_scale`` suit a target of unit scale, and the
+        heteroscedastic noise floor :data:`MIN_NOISE` is in ``y``'s units.
     hidden_layer_sizes : sequence of int, default (5, 5)
         Units per hidden layer. ``()`` gives Bayesian logistic / softmax regression.
     activation : {"tanh", "relu", "logistic"}, default "tanh"
@@ -272,9 +324,11 @@ def build_model(
     prior_sigma : float or sequence of float, default 1.0
         Standard deviation of the weight and bias priors (``prior="normal"``); a
         sequence gives one per layer, input layer first (e.g. from
-        :func:`pymc_bnn.evidence.evidence_prior_scales`).
+        :func:`pymc_bnn.evidence.evidence_prior_scales`). Another value than 1.0 with
+        ``prior="gamma_precision"`` is refused rather than ignored.
     precision_shape, precision_rate : float, default 1.0
-        Gamma shape and rate of the per-layer precisions (``prior="gamma_precision"``).
+        Gamma shape and rate of the per-layer precisions (``prior="gamma_precision"``);
+        another value than 1.0 with ``prior="normal"`` is refused rather than ignored.
     n_classes : int, optional
         Number of classes; defaults to ``y.max() + 1`` (and at least 2).
     likelihood : {"categorical", "normal"}, default "categorical"
@@ -294,7 +348,7 @@ def build_model(
         into the fit from elsewhere (``pymc_bnn.fit(minibatch_source=...)``). Any
         model: ``total_size = rows / kl_weight`` weights the likelihood against the
         prior, a tempered ("cold") ELBO whose KL term counts ``kl_weight`` times.
-    random_state : int or numpy Generator, optional
+    random_state : int >= 0 or numpy Generator, optional
         Seeds the initial values of the weights, drawn from N(0, s^2) with
         ``s = min(1, 2 / sqrt(fan_in))``: hidden units start distinct (no symmetric
         start at zero) and with pre-activations of order one (neither saturated nor so
@@ -306,7 +360,10 @@ def build_model(
         Network weights ``w0, b0, w1, b1, ...`` (input layer first; free variables
         under the fixed prior, deterministics otherwise, of shape
         (n_groups, fan_in, fan_out) when hierarchical); its architecture is available
-        through :func:`network_spec`.
+        through :func:`network_spec`. The weights' starting values are the model's
+        initial values, which PyMC's model transforms (``pm.compute_log_likelihood``,
+        ``pm.do``, ``pm.observe``) refuse: run those inside
+        :func:`default_initial_values`.
 
     Examples
     --------
@@ -335,6 +392,12 @@ def build_model(
         heteroscedastic=heteroscedastic,
         noise_scale=noise_scale,
     )
+    if not (random_state is None or isinstance(random_state, np.random.Generator)
+            or (isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
+                and random_state >= 0)):
+        # np.random.default_rng raised its own TypeError for "a", deep in NumPy for -1
+        raise ValueError(f"random_state must be None, an integer >= 0 or a numpy Generator; "
+                         f"got {random_state!r}.")
     n_given = spec.n_rows
     if total_size is not None:
         if isinstance(total_size, bool) or not isinstance(total_size, int | np.integer) \

@@ -32,7 +32,7 @@ import numpy as np
 from scipy import special
 
 from pymc_bnn import _jax_device
-from pymc_bnn._validation import check_predictive_targets, check_predictive_X
+from pymc_bnn._validation import check_predictive_targets, check_predictive_X, check_random_seed
 # UNROLL_MAX, WIDE_MIN_ROWS: re-exported, so that ``predictive.UNROLL_MAX`` keeps working
 from pymc_bnn.forward_graphs import UNROLL_MAX, WIDE_MIN_ROWS  # noqa: F401
 from pymc_bnn.forward_graphs import (backend, compiled_forward, compiled_wide, network_head,
@@ -759,7 +759,7 @@ def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: i
     n_draws : int, optional
         Number of draws. VI: fresh draws from the approximation (None: 500).
         MCMC: that many draws evenly thinned from the stored chains (None: all).
-    random_seed : int, optional
+    random_seed : int in 0 .. 2**32 - 1 or a sequence of them, optional
         Seed of the VI or Laplace draws (MCMC draws are fixed).
     temperature : float, default 1.0
         VI and Laplace only: draw from the tempered approximation ``q**(1/temperature)`` (the
@@ -779,6 +779,7 @@ def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: i
     >>> posterior_predictive(post, n_draws=50, random_seed=1).sample_proba(X).shape
     (50, 40, 2)
     """
+    random_seed = check_random_seed(random_seed, sequence=True)  # -1 failed deep in NumPy
     if posterior.laplace is not None:
         n_draws = check_n_draws(500 if n_draws is None else n_draws, allow_none=False)
         draws = laplace_draws(posterior.laplace, posterior.spec.layer_shapes, n_draws,

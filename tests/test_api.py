@@ -11,6 +11,7 @@ def test_public_api_is_pinned():
         "Posterior",
         "PosteriorPredictive",
         "build_model",
+        "default_initial_values",
         "fit",
         "forward",
         "make_tabular_pipeline",

@@ -99,6 +99,34 @@ def test_bad_options_raise(tiny, kwargs, match):
         fit(build_model(X, y, hidden_layer_sizes=(2,)), **kwargs)
 
 
+@pytest.mark.parametrize("nuts_sampler", [None, "pymc"])
+def test_nuts_refuses_a_minibatch_model(tiny, nuts_sampler):
+    """numpyro failed 9 frames deep, nutpie with an AttributeError, and PyMC silently
+    sampled a random minibatch's log density."""
+    X, y = tiny
+    model = build_model(X, y, hidden_layer_sizes=(2,), batch_size=10, random_state=0)
+    with pytest.raises(ValueError, match="method='nuts' needs a full-batch model; this one "
+                                         "was built with batch_size=10. Build it without"):
+        fit(model, method="nuts", nuts_sampler=nuts_sampler, draws=5, tune=5, chains=1,
+            random_seed=0)
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, 2**70, True, [3, -1], np.random.default_rng(0)])
+def test_posterior_predictive_checks_its_seed_as_fit_does(tiny_post, seed):
+    """-1 failed deep in NumPy, 1.5 was taken silently."""
+    with pytest.raises(ValueError, match="random_seed must be None or a whole number in "
+                                         "0 .. 2\\*\\*32 - 1"):
+        posterior_predictive(tiny_post, n_draws=5, random_seed=seed)
+    with pytest.raises(ValueError, match="random_seed must be None"):
+        I.sample_more(tiny_post, 5, random_seed=seed)
+    # a seed fit takes is taken here too, as the same draws
+    a = posterior_predictive(tiny_post, n_draws=5, random_seed=np.int64(7)).weights
+    b = posterior_predictive(tiny_post, n_draws=5, random_seed=7).weights
+    for (wa, ba), (wb, bb) in zip(a, b):
+        np.testing.assert_array_equal(wa, wb)
+        np.testing.assert_array_equal(ba, bb)
+
+
 def test_default_nuts_sampler_is_the_fastest_installed():
     import importlib.util
 

@@ -5,7 +5,7 @@ import pytensor.tensor as pt
 import pytest
 from pytensor.compile.sharedvalue import SharedVariable
 
-from pymc_bnn import build_model, forward, network_spec
+from pymc_bnn import build_model, default_initial_values, forward, network_spec
 from reference import numpy_forward_proba
 
 
@@ -182,6 +182,69 @@ def test_bad_data_raise_clear_errors(X, y, match):
         build_model(X, y)
 
 
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        # silently ignored: each parameter belongs to the other prior
+        ({"prior": "gamma_precision", "prior_sigma": 2.0},
+         r"prior_sigma=2\.0 is the scale of prior='normal'.*prior='gamma_precision'"),
+        ({"prior": "gamma_precision", "prior_sigma": (1.0, 0.5, 1.0)},
+         r"prior_sigma=\(1\.0, 0\.5, 1\.0\) is"),
+        ({"precision_shape": 2.0}, r"precision_shape=2\.0 sets the Gamma precision of "
+                                   r"prior='gamma_precision'; prior='normal'"),
+        ({"precision_shape": 2.0, "precision_rate": 0.5},
+         r"precision_shape=2\.0, precision_rate=0\.5 set the Gamma precision"),
+        # NumPy's TypeError ("a"), or deep in NumPy (-1); 1.5 was accepted
+        ({"random_state": "a"}, "random_state must be None, an integer >= 0 or a numpy "
+                                "Generator; got 'a'"),
+        ({"random_state": -1}, "random_state must be None"),
+        ({"random_state": 1.5}, "random_state must be None"),
+        ({"random_state": True}, "random_state must be None"),
+    ],
+)
+def test_parameters_of_the_other_prior_and_bad_seeds_are_refused(tiny, kwargs, match):
+    X, y = tiny
+    with pytest.raises(ValueError, match=match):
+        build_model(X, y, **kwargs)
+
+
+def test_the_default_values_of_the_other_priors_parameters_are_accepted(tiny):
+    """What the estimators pass: both priors' parameters, the unused at their defaults."""
+    X, y = tiny
+    neal = build_model(X, y, prior="gamma_precision", prior_sigma=1.0, precision_shape=2.0,
+                       random_state=np.random.default_rng(0))
+    assert network_spec(neal).precision_shape == 2.0 and "prior_sigma" not in neal.named_vars
+    normal = build_model(X, y, prior_sigma=(2.0, 0.5, 1.0), precision_shape=1.0,
+                         precision_rate=1.0, random_state=np.int64(3))
+    assert network_spec(normal).prior_sigma == (2.0, 0.5, 1.0)
+
+
+def test_accepted_input_kinds_give_the_model_of_plain_ones(tiny):
+    """A 0-d prior_sigma array is a scalar (len() of it raised a TypeError), and boolean
+    targets are the classes 0 and 1 (refused as "not integer class codes")."""
+    X, y = tiny
+    plain = build_model(X, y, prior_sigma=2.0, random_state=0)
+    for kwargs in ({"prior_sigma": np.array(2.0)}, {"prior_sigma": 2.0, "y": y.astype(bool)}):
+        kwargs = {"y": y, **kwargs}
+        model = build_model(X, random_state=0, **kwargs)
+        assert network_spec(model) == network_spec(plain)
+        np.testing.assert_array_equal(model["y"].get_value(), plain["y"].get_value())
+        np.testing.assert_array_equal(model["prior_sigma"].get_value(), 2.0)
+
+
+def test_missing_values_in_a_nullable_pandas_column_are_named(tiny):
+    """pandas' Float64 column with NA raised pandas' own TypeError/ValueError."""
+    pd = pytest.importorskip("pandas")
+    X, y = tiny
+    frame = pd.DataFrame(X, columns=["a", "b"]).astype("Float64")
+    np.testing.assert_array_equal(build_model(frame, y)["X"].get_value(), X)
+    frame.iloc[3, 1] = pd.NA
+    with pytest.raises(ValueError, match="X contains NaN or missing values"):
+        build_model(frame, y)
+    with pytest.raises(ValueError, match="X must hold real numbers"):
+        build_model(np.full(X.shape, "a"), y)
+
+
 def test_inputs_are_not_mutated(tiny):
     X, y = tiny
     X0, y0 = X.copy(), y.copy()
@@ -231,3 +294,60 @@ def test_full_batch_total_size_weights_the_likelihood_only(likelihood):
     assert network_spec(weighted).n_rows == 120
     with pytest.raises(ValueError, match="total_size"):
         build_model(X, y, total_size=29, **kw)
+
+
+def _draws_tree(model, n_draws=4):
+    """A DataTree whose posterior is ``n_draws`` prior draws of ``model`` (one chain)."""
+    import xarray as xr
+
+    with model:
+        prior = pm.sample_prior_predictive(draws=n_draws, random_seed=1).prior
+    return xr.DataTree.from_dict({"posterior": prior.to_dataset()})
+
+
+def test_pymc_model_transforms_run_inside_default_initial_values(tiny):
+    """pm.compute_log_likelihood (hence az.loo), pm.do, clone_model refuse a model with
+    initial values of its own (the seeded starting weights): inside the block they run,
+    and give the pointwise log-likelihood NumPy computes; after it the model starts
+    where it did."""
+    from pymc.model.fgraph import clone_model
+
+    X, y = tiny
+    model = build_model(X, y, hidden_layer_sizes=(3,), random_state=0)
+    start = model.initial_point()
+    tree = _draws_tree(model)
+    with pytest.raises(NotImplementedError, match="non-default initial_values"):
+        pm.compute_log_likelihood(tree.copy(), model=model, progressbar=False)
+    with default_initial_values(model) as same:
+        assert same is model
+        ll = pm.compute_log_likelihood(tree.copy(), model=model, progressbar=False)
+        clone_model(model)
+    assert "log_likelihood" not in tree.children  # the copy took the group
+    post = tree.posterior
+    weights = [(post[f"w{i}"].values[0], post[f"b{i}"].values[0]) for i in range(2)]
+    proba = numpy_forward_proba(X, weights)[:, np.arange(len(y)), y]
+    got = ll.log_likelihood["y_obs"].values[0]
+    assert got.shape == (4, len(y))
+    np.testing.assert_allclose(got, np.log(proba), rtol=1e-6)
+    # and the model's own log density of one draw's likelihood, summed
+    logp = model.compile_logp(vars=[model["y_obs"]])
+    point = {n: post[n].values[0, 2] for n in ("w0", "b0", "w1", "b1")}
+    np.testing.assert_allclose(got[2].sum(), logp(point), rtol=1e-6)
+    after = model.initial_point()
+    assert all(np.array_equal(start[k], after[k]) for k in start)
+    with pytest.raises(NotImplementedError, match="non-default initial_values"):
+        pm.compute_log_likelihood(tree.copy(), model=model, progressbar=False)
+
+
+def test_default_initial_values_restores_them_after_an_error(tiny):
+    X, y = tiny
+    model = build_model(X, y, hidden_layer_sizes=(3,), groups=np.arange(len(y)) % 2,
+                        random_state=0)
+    start, saved = model.initial_point(), dict(model.rvs_to_initial_values)
+    with pytest.raises(RuntimeError, match="inside"):
+        with default_initial_values(model):
+            assert all(v is None for v in model.rvs_to_initial_values.values())
+            raise RuntimeError("inside")
+    assert all(model.rvs_to_initial_values[rv] is value for rv, value in saved.items())
+    after = model.initial_point()
+    assert all(np.array_equal(start[k], after[k]) for k in start)

@@ -1,5 +1,7 @@
 """numpyro's chains in threads (:class:`pymc_bnn.inference.nuts.ThreadedChains`): the
-same draws as one chain after another, and the path really taken."""
+same draws as one chain after another, and the path really taken; and which data and
+seeds :func:`sample_more` continues the chains with."""
+import dataclasses
 import threading
 
 import numpy as np
@@ -153,3 +155,52 @@ def test_pymc_logs_nothing_without_a_progress_bar(tiny, monkeypatch):
     finally:
         log.setLevel(level)
     assert any(r.getMessage().startswith("NUTS[numpyro]") for r in records)
+
+
+@pytest.mark.parametrize("sampler", ["numpyro", "pymc"])
+def test_sample_more_continues_on_the_fitted_data_and_leaves_the_users(tiny, sampler,
+                                                                     monkeypatch):
+    """After pm.set_data for predictions the chains continued on the new rows: another
+    posterior, silently (training accuracy 0.98 -> 0.50), and diagnostics at them. They
+    continue on the fitted data, as if nothing had been set, and the model keeps the
+    user's rows afterwards, after an error too."""
+    import pymc as pm
+
+    X, y = tiny
+    model = build_model(X, y, hidden_layer_sizes=(2,), random_state=0)
+    post = fit(model, method="nuts", draws=30, tune=30, chains=2, nuts_sampler=sampler,
+               random_seed=1)
+    plain = nuts.sample_more(post, 10, random_seed=3)
+    X_new, y_new = X[:5] + 3.0, 1 - y[:5]
+    pm.set_data({"X": X_new, "y": y_new}, model=model)
+    more = nuts.sample_more(post, 10, random_seed=3)
+    for name in ("w0", "b0", "w1", "b1"):
+        np.testing.assert_array_equal(more.idata.posterior[name].values,
+                                      plain.idata.posterior[name].values)
+    assert more.diagnostics == plain.diagnostics and more.diagnostics["n_points"] == 40
+    np.testing.assert_array_equal(model["X"].get_value(), X_new)
+    np.testing.assert_array_equal(model["y"].get_value(), y_new)
+
+    def fail(*args, **kwargs):
+        assert model["X"].get_value().shape == X.shape  # the fitted rows, while sampling
+        raise RuntimeError("sampler failed")
+
+    monkeypatch.setattr(nuts, "sample_nuts", fail)
+    with pytest.raises(RuntimeError, match="sampler failed"):
+        nuts.sample_more(post, 10, random_seed=3)
+    np.testing.assert_array_equal(model["X"].get_value(), X_new)
+    np.testing.assert_array_equal(model["y"].get_value(), y_new)
+
+
+def test_sample_more_refuses_bad_seeds_and_unknown_fitted_data(tiny):
+    """A seed as fit takes (-1 failed deep in NumPy, 1.5 was taken silently); without
+    the fitted data stored with the draws, no silent run on the model's current data."""
+    post = _fit_nuts(tiny)
+    for seed in (-1, 1.5, 2**70, True, np.random.default_rng(0)):
+        with pytest.raises(ValueError, match="random_seed must be None or a whole number"):
+            nuts.sample_more(post, 5, random_seed=seed)
+    tree = post.idata.copy()
+    del tree["constant_data"]
+    with pytest.raises(ValueError, match="data the chains were fitted on are not stored.*"
+                                         "X, y, prior_sigma"):
+        nuts.sample_more(dataclasses.replace(post, idata=tree), 5)

@@ -192,6 +192,8 @@ def sample_nutpie(model, *, draws: int, tune: int, chains: int, seed: int, initv
 
     The same chain seed (PyMC's: the first of ``chains`` spawned generators), initial
     point, settings (``nuts`` as PyMC's ``nuts=``) and ``DataTree`` as PyMC gives.
+    ``tune=0`` is taken as ``tune=1``: nutpie's adaptation needs at least one tuning
+    step (with none, its Rust sampler panics).
     """
     import nutpie
     from pymc.backends.arviz import patch_nutpie_idata
@@ -216,6 +218,7 @@ def sample_nutpie(model, *, draws: int, tune: int, chains: int, seed: int, initv
     cores = max(1, min(chains, default_threads()))
     t0 = time.time()
     with threadpool_limits(limits=cores):  # as pm.sample's BLAS limiter
+        # at least one tuning step: nutpie asserts one (tune=0 panicked its workers)
         idata = nutpie.sample(compiled, draws=draws, tune=max(int(tune), 1), chains=chains,
                               cores=cores, seed=chain_seed,
                               save_warmup=False, store_unconstrained=False,

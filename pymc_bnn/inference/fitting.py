@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pymc_bnn._validation import check_choice, check_positive_float, check_positive_int
+from pymc_bnn._validation import (check_choice, check_positive_float, check_positive_int,
+                                  check_random_seed)
 from pymc_bnn.inference.diagnostics import with_diagnostics
 from pymc_bnn.inference.nuts import NUTS_INITS, chain_points, check_nuts_sampler, sample_nuts
 from pymc_bnn.inference.posterior import Posterior
@@ -78,7 +79,8 @@ def fit(
         (around 1) stops a run early; the fit's ELBO check (``diagnostics``) says
         whether a run of ``n_iter`` steps levelled off.
     draws, tune, chains : int
-        NUTS draws and tuning steps per chain, and number of chains.
+        NUTS draws and tuning steps per chain, and number of chains. nutpie cannot run
+        without tuning: there ``tune=0`` runs one tuning step.
     nuts_sampler : {"numpyro", "nutpie", "pymc"}, optional
         NUTS backend; default the fastest installed for the model, plain or
         hierarchical (:func:`default_nuts_sampler`).
@@ -169,18 +171,19 @@ def fit(
     ):
         raise ValueError(f"target_accept must be a number in (0, 1); got {target_accept!r}.")
     engine = check_engine(engine)
+    if method == "nuts" and spec.batch_size is not None:
+        # NUTS needs the exact log density: on pm.Minibatch slices numpyro failed deep
+        # in its tracing, nutpie with an AttributeError, and PyMC silently sampled a
+        # random minibatch's log density
+        raise ValueError(f"method='nuts' needs a full-batch model; this one was built with "
+                         f"batch_size={spec.batch_size}. Build it without batch_size.")
     if minibatch_source is not None and (method == "nuts" or spec.batch_size is None
                                          or engine != "jax"):
         raise ValueError("minibatch_source needs ADVI on a minibatch model (batch_size) "
                          "with the compiled engine (jax installed, engine='auto' or 'jax').")
     if random_seed is None:
         random_seed = int(np.random.SeedSequence().generate_state(1)[0] >> 1)
-    if (isinstance(random_seed, bool) or not isinstance(random_seed, (int, np.integer))
-            or not 0 <= random_seed < 2**32):
-        # int() truncated 1.5 and failed 9 frames down on -1, 2**70 or a Generator
-        raise ValueError(f"random_seed must be None or a whole number in 0 .. 2**32 - 1; got "
-                         f"{random_seed!r}.")
-    seed = int(random_seed)
+    seed = check_random_seed(random_seed)
 
     if method == "nuts":
         sampler = check_nuts_sampler(nuts_sampler, hierarchical=spec.hierarchical)
