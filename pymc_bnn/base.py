@@ -740,6 +740,8 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         ------
         ValueError
             If the file is truncated, corrupted, or not a pymc_bnn model file.
+        FileNotFoundError, IsADirectoryError
+            If there is no file at ``path``, or it is a folder.
         """
         return persistence.load(cls, path)
 

@@ -7,10 +7,12 @@ compiles the same program reads it back instead of spending the XLA compilation 
 first time it runs a JAX function, in the user's cache directory, unless
 
 - the environment variable ``PYMC_BNN_COMPILE_CACHE`` is ``0``, ``off``, ``false`` or
-  ``no`` (switched off), or a path (used instead of the default directory; ``1``,
-  ``on``, ``true`` and ``yes`` mean the default directory, not a folder of that name);
+  ``no`` (switched off: nothing of this package is written to or read from disk,
+  whatever JAX's settings; a cache the user gave JAX stays JAX's), or a path (used
+  instead of the default directory; ``1``, ``on``, ``true`` and ``yes`` mean the
+  default directory, not a folder of that name);
 - JAX already has a cache directory (``jax_compilation_cache_dir``, set by the user or
-  ``JAX_COMPILATION_CACHE_DIR``): it is left alone.
+  ``JAX_COMPILATION_CACHE_DIR``): it is left alone (and used, as below).
 
 The default directory is ``$XDG_CACHE_HOME/pymc_bnn/jax`` (``~/.cache/pymc_bnn/jax``
 when ``XDG_CACHE_HOME`` is unset). Entries are keyed by the program, the JAX version
@@ -41,9 +43,12 @@ is of the code's definitions, not of its files (:func:`source_digest`): moving c
 between modules, splitting or renaming a module, or editing docstrings and comments
 keeps the files, and a stored runner finds its class wherever it is defined now
 (:func:`stored_class`). Like the XLA programs of JAX's
-cache, the files are code this package wrote and runs: the folder is made readable by
-its owner only (keep it so: loading a pickle runs what it says); a file that fails to
-load is deleted and the graph compiled as usual.
+cache, the files are code this package wrote and runs (loading a pickle runs what it
+says), so they are read only from a folder that is the user's alone: made so when
+created, and when found open to others made so again (``chmod 700``); a folder of
+another user's, or one others can write to that cannot be changed, is not used (one
+warning), and a file of another user's or that others can write to is not read. A file
+that fails to load is deleted and the graph compiled as usual.
 
 PyTensor writes the Python source of every function it compiles with JAX or Numba to
 a file (for tracebacks and Numba's type inference). Unless it is given a folder for
@@ -64,17 +69,20 @@ import hashlib
 import io
 import os
 import pickle
+import stat
 import sys
 import tempfile
 import threading
 import time
+import warnings
 from pathlib import Path
 
 __all__ = ["ENV_VAR", "MAX_BYTES", "MAX_ENTRIES", "MAX_ENTRY_BYTES", "MAX_FILE_BYTES",
            "MIN_COMPILE_SECONDS", "GRAPH_FORMAT", "PRUNE_INTERVAL_S", "STORED_CLASSES",
            "cache_dir", "compiled_function", "definitions", "enable", "entry_dir",
            "entry_name", "graph_sources", "keep_generated_source", "load_entry", "prune",
-           "read_entry", "source_digest", "stored_class", "unpickle", "write_entry"]
+           "read_entry", "source_digest", "stored_class", "trusted_entry_dir", "unpickle",
+           "write_entry"]
 
 #: Environment variable: ``0``/``off``/``false``/``no`` switches the cache off;
 #: ``1``/``on``/``true``/``yes`` (or unset) keeps the default directory; a path moves it.
@@ -151,8 +159,10 @@ def enable() -> Path | None:
     -------
     Path or None
         The cache directory in use: pymc_bnn's (:func:`cache_dir`), or the one JAX
-        was already given; None when switched off or when the directory cannot be
-        created (then JAX compiles as usual: the cache only saves time).
+        was already given; None when switched off (then also where JAX was given a
+        directory: JAX keeps its programs there as the user set it, but nothing of
+        pymc_bnn is stored) or when the directory cannot be created (then JAX compiles
+        as usual: the cache only saves time).
     """
     with _lock:
         if "dir" in _state:
@@ -205,6 +215,10 @@ def _created(*parts: str, mode: int = 0o777) -> Path | None:
 
 
 def _configure() -> Path | None:
+    if cache_dir() is None:
+        # switched off before JAX's directory is looked at: "off" also keeps the
+        # runners (pickles, which run code when read) out of a directory of JAX's
+        return None
     import jax
 
     existing = jax.config.jax_compilation_cache_dir
@@ -484,7 +498,7 @@ def _source_digest() -> str:
     except OSError:  # a file removed meanwhile
         return source_digest()
     key = hashlib.sha256(repr((str(package), stats)).encode()).hexdigest()
-    base = entry_dir()
+    base = trusted_entry_dir()  # a forged memo would name other files
     memo = None if base is None else base / DIGEST_MEMO
     try:
         known = json.loads(memo.read_text()) if memo is not None else {}
@@ -580,14 +594,69 @@ def load_entry(name: str, accept):
     return None
 
 
-def read_entry(name: str) -> bytes | None:
-    """The bytes of entry ``name``, or None (absent, switched off, unreadable)."""
+#: Folders :func:`trusted_entry_dir` has warned about (one warning per process each).
+_warned: set = set()
+
+
+def trusted_entry_dir() -> Path | None:
+    """:func:`entry_dir` where its files may be run (unpickled), else None.
+
+    The folder must be the user's and writable by no one else: one that is the user's
+    but open to others (made by hand, or by another tool) is made owner-only first
+    (``chmod 700``); one of another user's, or open to others and not changeable, is
+    not used, with one warning (:class:`RuntimeWarning`). A folder not made yet is
+    returned (:func:`write_entry` makes it owner-only). Where the system has no user
+    ids (Windows) the folder is returned as it is.
+    """
     folder = entry_dir()
+    if folder is None or not hasattr(os, "getuid"):
+        return folder
+    try:
+        st = folder.stat()
+    except FileNotFoundError:
+        return folder
+    except OSError:
+        return None
+    problem = None
+    if not stat.S_ISDIR(st.st_mode):
+        problem = "is not a folder"
+    elif st.st_uid != os.getuid():
+        problem = f"belongs to another user (uid {st.st_uid})"
+    elif st.st_mode & 0o077:
+        try:
+            os.chmod(folder, 0o700)
+        except OSError:
+            if st.st_mode & 0o022:
+                problem = "can be written by other users and its mode cannot be changed"
+    if problem is None:
+        return folder
+    with _lock:
+        first = folder not in _warned
+        _warned.add(folder)
+    if first:
+        warnings.warn(
+            f"pymc_bnn does not use the compiled functions stored in {folder}: the folder "
+            f"{problem}, and loading them would run whatever another user put there. "
+            f"They are compiled again instead; make the folder yours alone (chmod 700), "
+            f"or set {ENV_VAR} to another folder or to off.", RuntimeWarning, stacklevel=2)
+    return None
+
+
+def read_entry(name: str) -> bytes | None:
+    """The bytes of entry ``name``, or None (absent, switched off, unreadable, or in a
+    folder or file that others could have written: :func:`trusted_entry_dir`)."""
+    folder = trusted_entry_dir()
     if folder is None:
         return None
     path = folder / name
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())  # of the file read, whatever the name points to
+            if hasattr(os, "getuid") and (st.st_uid != os.getuid() or st.st_mode & 0o022):
+                # not written by this user's write_entry (mode 0600): compiled again,
+                # and the new file replaces it
+                return None
+            data = f.read()
         os.utime(path)  # recently used: evicted last
     except OSError:
         return None
@@ -609,7 +678,7 @@ def write_entry(name: str, data: bytes) -> bool:
     file), then keep the :data:`MAX_ENTRIES` most recently used. Returns whether it
     was written; failing to write (read-only or full disk) only costs a compilation
     in a later process, and data larger than :data:`MAX_FILE_BYTES` is not written."""
-    folder = entry_dir()
+    folder = trusted_entry_dir()
     if folder is None or len(data) > MAX_FILE_BYTES:
         return False
     try:

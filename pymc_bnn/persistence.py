@@ -6,7 +6,10 @@ attributes) with the parameters, the target encoding (classes, or the regressor'
 target scaling), the groups, the architecture, the fit's convergence diagnostics and a
 format version.
 Loading reads arrays and JSON only, unlike pickle/joblib, which can run arbitrary code
-from an untrusted file.
+from an untrusted file. It checks what it reads: every numeric array is written with
+HDF5's Fletcher-32 checksum (files written before have none and load as before), the
+draws must be finite and the parameters and architecture valid, so a damaged or
+hand-edited file gives one ValueError instead of changed or NaN predictions.
 """
 
 from __future__ import annotations
@@ -32,6 +35,10 @@ FORMAT = "pymc_bnn"
 FORMAT_VERSION = 2
 _META = "pymc_bnn_metadata"
 _LOSS = "loss_curve"
+#: HDF5 filter setting of every numeric array written (h5netcdf's encoding): a checksum
+#: of each chunk, which HDF5 checks on every read, so damaged data raises instead of
+#: loading as other weights. A file without it (written before) reads as before.
+_CHECKSUM = {"fletcher32": True}
 
 
 def jsonable_labels(classes: np.ndarray, what: str = "class labels") -> tuple[list, str]:
@@ -141,7 +148,27 @@ def save(estimator, path, *, extra: dict | None = None) -> Path:
             groups[f"/{name}"] = estimator.idata_[name].to_dataset()
     tree = xr.DataTree.from_dict(groups)
     tree.attrs[_META] = meta_json
-    tree.to_netcdf(path, engine="h5netcdf")
+    tree.to_netcdf(path, engine="h5netcdf", encoding=_encoding(groups))
+    return path
+
+
+def _encoding(groups: dict) -> dict:
+    """``to_netcdf``'s encoding of ``groups``: :data:`_CHECKSUM` for every numeric array
+    with a dimension (HDF5 filters need chunked storage, which neither a scalar nor a
+    string array can have). It replaces the variables' own encoding, so a loaded
+    estimator saved again is written the same way as a fitted one."""
+    return {name: {k: dict(_CHECKSUM) for k, v in ds.variables.items()
+                   if v.ndim and v.dtype.kind in "biufc"}
+            for name, ds in groups.items()}
+
+
+def _model_file(path) -> Path:
+    """``path`` as a Path if it is there and not a folder (each its own error)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"No such file: {path}")
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a directory, not a pymc_bnn model file.")
     return path
 
 
@@ -152,12 +179,15 @@ def read_metadata(path) -> dict:
 
     Raises
     ------
-    FileNotFoundError, ValueError
+    FileNotFoundError
+        If there is no such file.
+    IsADirectoryError
+        If ``path`` is a directory.
+    ValueError
+        If the file is truncated, corrupted (a checksum that does not match), or not a
+        pymc_bnn model file.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"No such file: {path}")
-    return _read_metadata(path)
+    return _read_metadata(_model_file(path))
 
 
 def load_any(path, classes):
@@ -222,13 +252,23 @@ def _read_metadata(path: Path) -> dict:
 def load(cls, path):
     """Read an estimator written by :func:`save`.
 
+    Every array is read into memory before the file is closed: no handle stays open
+    (the same path can be saved to again at once).
+
     Raises
     ------
+    FileNotFoundError
+        If there is no such file.
+    IsADirectoryError
+        If ``path`` is a directory.
     ValueError
-        If the file is missing, truncated, corrupted, or not a pymc_bnn model file.
+        If the file is truncated, corrupted (a checksum that does not match, draws that
+        are NaN or infinite), holds invalid parameters or architecture (a hand edit),
+        or is not a pymc_bnn model file.
     """
     from sklearn.base import is_regressor
 
+    from pymc_bnn._validation import check_hidden_layer_sizes
     from pymc_bnn.evidence import EvidencePrior
     from pymc_bnn.inference import Posterior
     from pymc_bnn.laplace import LINEARIZATION_GROUP
@@ -236,13 +276,17 @@ def load(cls, path):
     from pymc_bnn.model import NetworkSpec
     from pymc_bnn.tempering import TemperatureSelection
 
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"No such file: {path}")
+    path = _model_file(path)
     meta = _read_metadata(path)
     try:
         with xr.open_datatree(path, engine="h5netcdf") as opened:
-            tree = opened.load()
+            # every variable read now: DataTree.load() skips one named like its group
+            # (xarray 2026.9; the loss curve's), which xarray then read from the file
+            # opened again, and kept open: a save to the same path failed
+            for node in opened.subtree:
+                for variable in node.variables.values():
+                    variable.load()
+            tree = opened
     except Exception as err:  # pragma: no cover - _read_metadata read every object
         raise ValueError(f"{path} is not a readable pymc_bnn model file: {err}") from None
     if meta.get("format_version") not in (1, FORMAT_VERSION):
@@ -259,13 +303,11 @@ def load(cls, path):
         meta["target"] = {"classes": meta["classes"], "classes_dtype": meta["classes_dtype"]}
     try:
         params = dict(meta["params"])
-        params["hidden_layer_sizes"] = tuple(params["hidden_layer_sizes"])
-        spec_d = dict(meta["spec"])
-        spec_d["hidden_layer_sizes"] = tuple(spec_d["hidden_layer_sizes"])
-        if isinstance(spec_d["prior_sigma"], list):  # one per layer
-            spec_d["prior_sigma"] = tuple(float(v) for v in spec_d["prior_sigma"])
-        spec = NetworkSpec(**spec_d)
+        params["hidden_layer_sizes"] = check_hidden_layer_sizes(params["hidden_layer_sizes"])
+        spec = _checked_spec(NetworkSpec(**meta["spec"]))
         est = cls(**params)
+        # the checks of fit: a hand-edited value (n_draws=-5) fails here, naming it
+        est._validate_params()
         stored = {"/posterior": tree["posterior"].to_dataset()}
         for name in (LINEARIZATION_GROUP, LINEAR_PART_GROUP):
             if name in tree.children:
@@ -323,6 +365,7 @@ def load(cls, path):
             raise TypeError("the diagnostics are not a JSON object")
     except (KeyError, TypeError, ValueError) as err:
         raise ValueError(f"{path} is a damaged pymc_bnn model file: {err}") from None
+    _check_finite(path, stored)
     n_groups = 0 if groups is None else groups.shape[0]
     if meta["n_features_in"] != spec.n_features or n_groups != spec.n_groups:
         raise ValueError(f"{path} is a damaged pymc_bnn model file: inconsistent metadata.")
@@ -356,3 +399,60 @@ def load(cls, path):
     est.idata_ = idata
     est.predictive_ = predictive
     return est
+
+
+def _checked_spec(spec):
+    """``spec`` (a NetworkSpec read from a file) with each field checked as
+    :func:`pymc_bnn.build_model` checks it (ValueError naming the field): a hand-edited
+    activation failed only at the first prediction (KeyError), a negative size not at
+    all. Lists read from JSON become the tuples a built spec holds."""
+    from pymc_bnn._validation import (check_choice, check_hidden_layer_sizes,
+                                      check_positive_float, check_positive_int,
+                                      check_prior_sigma)
+    from pymc_bnn.spec import ACTIVATION_NAMES, LIKELIHOODS, PRIORS
+
+    try:
+        hidden = check_hidden_layer_sizes(spec.hidden_layer_sizes)
+        likelihood = check_choice("likelihood", spec.likelihood, LIKELIHOODS)
+        regression = likelihood == "normal"
+        n_rows = check_positive_int("n_rows", spec.n_rows)
+        batch_size = check_positive_int("batch_size", spec.batch_size, allow_none=True)
+        if batch_size is not None and batch_size > n_rows:
+            raise ValueError(f"batch_size ({batch_size}) exceeds n_rows ({n_rows}).")
+        if not isinstance(spec.heteroscedastic, bool) or (spec.heteroscedastic
+                                                          and not regression):
+            raise ValueError(f"heteroscedastic must be a boolean, and False for "
+                             f"classification; got {spec.heteroscedastic!r}.")
+        # a classifier has at least 2 classes, regression 0
+        n_classes = check_positive_int("n_classes", spec.n_classes,
+                                       minimum=0 if regression else 2)
+        if regression and n_classes:
+            raise ValueError(f"n_classes must be 0 for regression; got {n_classes}.")
+        return dataclasses.replace(
+            spec,
+            n_features=check_positive_int("n_features", spec.n_features),
+            hidden_layer_sizes=hidden, n_classes=n_classes,
+            activation=check_choice("activation", spec.activation, ACTIVATION_NAMES),
+            prior_sigma=check_prior_sigma(spec.prior_sigma, len(hidden) + 1),
+            n_rows=n_rows, batch_size=batch_size,
+            prior=check_choice("prior", spec.prior, PRIORS),
+            precision_shape=check_positive_float("precision_shape", spec.precision_shape),
+            precision_rate=check_positive_float("precision_rate", spec.precision_rate),
+            n_groups=check_positive_int("n_groups", spec.n_groups, minimum=0),
+            likelihood=likelihood,
+            noise_scale=check_positive_float("noise_scale", spec.noise_scale))
+    except ValueError as err:
+        raise ValueError(f"architecture (spec): {err}") from None
+
+
+def _check_finite(path: Path, groups: dict) -> None:
+    """ValueError naming the first array of draws in ``groups`` that holds NaN or
+    infinity: a network with such a weight predicts NaN probabilities (class 0) and no
+    error, where no fit stores one."""
+    for group, ds in groups.items():
+        for name, var in ds.data_vars.items():
+            if var.dtype.kind in "fc" and not np.all(np.isfinite(var.values)):
+                raise ValueError(
+                    f"{path} is a damaged pymc_bnn model file: the draws of "
+                    f"{group.strip('/')}/{name} are not all finite (NaN or infinity)."
+                )

@@ -214,13 +214,92 @@ def test_a_generated_source_folder_pytensor_has_is_left_alone(monkeypatch, tmp_p
     assert not (tmp_path / "ours").exists()
 
 
-def test_a_cache_jax_already_has_is_left_alone(tmp_path):
-    where, _, _ = _run(tmp_path, JAX_COMPILATION_CACHE_DIR=str(tmp_path / "users"))
-    assert Path(where) == tmp_path / "users"
+#: FIT, then JAX's cache directory as the process left it.
+FIT_JAX_DIR = FIT + "; import jax; print(jax.config.jax_compilation_cache_dir)"
+
+
+def test_a_cache_jax_already_has_is_left_alone_and_off_stores_nothing_in_it(tmp_path):
+    """The runners go beside JAX's programs in a directory the user gave JAX; with
+    PYMC_BNN_COMPILE_CACHE=off none is read from there (a pickle runs code) or written,
+    though JAX keeps its own cache there, as the user set it."""
+    users = tmp_path / "users"
+    where, loss, _, jax_dir = _run(tmp_path, FIT_JAX_DIR, JAX_COMPILATION_CACHE_DIR=str(users))
+    assert Path(where) == users and Path(jax_dir) == users
     # pymc_bnn's own directory holds only PyTensor's generated source
     ours = tmp_path / "xdg" / "pymc_bnn" / "jax"
     assert {p.relative_to(ours).parts[0] for p in ours.rglob("*")} == {
         compile_cache.SOURCE_FOLDER}
+    runners = users / compile_cache.ENTRY_FOLDER
+    (stored,) = runners.glob("*.pkl")
+    before = {p: p.stat().st_mtime_ns for p in runners.iterdir()}
+    off = _run(tmp_path, FIT_JAX_DIR, JAX_COMPILATION_CACHE_DIR=str(users),
+               PYMC_BNN_COMPILE_CACHE="off")
+    assert off == ["None", loss, "0", str(users)]  # compiled, not read; JAX's dir kept
+    assert {p: p.stat().st_mtime_ns for p in runners.iterdir()} == before  # nor written
+
+
+def _own_folder(monkeypatch, folder: Path) -> Path:
+    """``folder`` as the stored functions' folder, with no warning given yet."""
+    monkeypatch.setattr(compile_cache, "entry_dir", lambda: folder)
+    monkeypatch.setattr(compile_cache, "_warned", set())
+    return folder
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+def test_a_folder_of_runners_others_can_write_to_is_made_the_users_alone(monkeypatch,
+                                                                         tmp_path):
+    """The folder's files are run when read: one the user made open to others (a
+    shared cache directory, say) is made owner-only before it is used, and a file in
+    it that others can write to, or that is another user's, is not read."""
+    folder = _own_folder(monkeypatch, tmp_path / "pytensor-runners")
+    folder.mkdir()
+    os.chmod(folder, 0o777)
+    assert compile_cache.read_entry("a.pkl") is None
+    assert folder.stat().st_mode & 0o777 == 0o700
+    os.chmod(folder, 0o775)
+    assert compile_cache.write_entry("a.pkl", b"code")
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert compile_cache.read_entry("a.pkl") == b"code"
+    os.chmod(folder / "a.pkl", 0o666)  # e.g. put there while the folder was open
+    assert compile_cache.read_entry("a.pkl") is None
+    os.chmod(folder / "a.pkl", 0o600)
+    real_fstat = os.fstat
+
+    def another_users(fd):  # the file opened, as if another user's
+        st = real_fstat(fd)
+        return os.stat_result((*st[:4], os.getuid() + 1, *st[5:]))
+
+    monkeypatch.setattr(os, "fstat", another_users)
+    assert compile_cache.read_entry("a.pkl") is None
+    monkeypatch.setattr(os, "fstat", real_fstat)
+    assert compile_cache.read_entry("a.pkl") == b"code"
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+def test_a_folder_of_runners_of_another_user_is_not_used(monkeypatch, tmp_path):
+    """Neither read nor written, with one warning per process; nor one others can write
+    to whose mode cannot be changed."""
+    folder = _own_folder(monkeypatch, tmp_path / "pytensor-runners")
+    assert compile_cache.write_entry("a.pkl", b"code")
+    real_uid = os.getuid()
+    monkeypatch.setattr(os, "getuid", lambda: real_uid + 1)
+    with pytest.warns(RuntimeWarning, match="belongs to another user") as record:
+        assert compile_cache.read_entry("a.pkl") is None
+        assert not compile_cache.write_entry("b.pkl", b"code")
+        assert compile_cache.read_entry("a.pkl") is None
+    assert len(record) == 1 and not (folder / "b.pkl").exists()
+    monkeypatch.setattr(os, "getuid", lambda: real_uid)
+    monkeypatch.setattr(compile_cache, "_warned", set())
+    os.chmod(folder, 0o777)
+
+    def refused(*args, **kwargs):
+        raise PermissionError("not allowed")
+
+    monkeypatch.setattr(os, "chmod", refused)
+    with pytest.warns(RuntimeWarning, match="can be written by other users"):
+        assert compile_cache.read_entry("a.pkl") is None
+    monkeypatch.undo()
+    os.chmod(folder, 0o700)
 
 
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):

@@ -14,7 +14,8 @@ __all__ = ["Posterior"]
 
 class _ReadOnlyDict(Mapping):
     """A read-only mapping. Unlike ``types.MappingProxyType`` it can be pickled and
-    deep-copied (estimators and their posteriors are)."""
+    deep-copied (estimators are, and posteriors that hold no live approximation:
+    :meth:`Posterior.__getstate__`)."""
 
     __slots__ = ("_data",)
 
@@ -80,6 +81,15 @@ class Posterior:
         :func:`sample_more`) with :func:`diagnose`; see there for the keys. A
         read-only mapping (a plain ``dict`` passed in is copied into one); empty when
         not computed.
+
+    Notes
+    -----
+    A posterior with stored draws (NUTS, Laplace, a loaded or unpickled estimator's)
+    can be pickled and deep-copied without its ``model`` (a PyMC model does not
+    pickle; the draws predict without it, and :func:`sample_more` then asks for a new
+    fit). A live VI posterior cannot (TypeError): its approximation does not pickle
+    and is all it has to predict from; pickle ``pymc_bnn.posterior_predictive(post)``
+    or a fitted estimator instead, which keep draws.
     """
 
     method: str
@@ -103,6 +113,30 @@ class Posterior:
             )
         if not isinstance(self.diagnostics, _ReadOnlyDict):
             object.__setattr__(self, "diagnostics", _ReadOnlyDict(self.diagnostics))
+
+    def __getstate__(self):
+        """Pickle and deep-copy support (see Notes): the fields, without ``model``."""
+        if self.approx is not None:
+            # dropping the approximation would leave nothing to predict from; an error
+            # from deep inside PyMC (functools.partial, initial_values) said neither
+            raise TypeError(
+                f"A {self.method!r} Posterior fitted in this process cannot be pickled or "
+                "deep-copied: its PyMC approximation (compiled PyTensor functions) does "
+                "not pickle, and it stores no draws to keep instead. Pickle "
+                "pymc_bnn.posterior_predictive(post) (draws from it), or fit a "
+                "BayesianMLPClassifier / BayesianMLPRegressor, which pickles and saves "
+                "with its draws."
+            )
+        state = dict(self.__dict__)
+        state["model"] = None  # a pm.Model does not pickle; the draws predict without it
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if isinstance(self.loss, np.ndarray):
+            # unpickled or copied, the array is a new one and writeable: read-only, as
+            # documented
+            self.loss.setflags(write=False)
 
     @property
     def is_variational(self) -> bool:
