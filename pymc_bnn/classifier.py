@@ -208,7 +208,9 @@ default "auto"
         holds the starts' final losses. Not for NUTS (its chains start apart).
     random_state : int, RandomState instance or None
         Seeds the initial weights, minibatch order, ADVI noise, NUTS and the
-        prediction draws: the same int gives identical predictions.
+        prediction draws: the same int gives identical predictions on the same machine
+        and library versions (with groups, NUTS through nutpie: once PyTensor's
+        compile cache is warm; README, limits).
     progressbar : bool, default False
         Report the fit's progress on stderr, stage by stage (the evidence step, the
         ADVI fits with a count of those done, the predictive draws;
