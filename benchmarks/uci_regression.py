@@ -175,7 +175,7 @@ def _mlp(seed: int, quick: bool, solver: str = "lbfgs"):
 
     # Two anchors, neither tuned on the test rows: L-BFGS, as scikit-learn's documentation
     # advises for small data sets (these have 308-1,599 rows), and Adam with its default
-    # stopping rule (training loss flat for 10 epochs), which ends it after 180-340 epochs
+    # stopping rule (training loss flat for 10 epochs), which ends it after 180-360 epochs
     # (yacht's RMSE 2.9 against L-BFGS's 0.6) but over-fits noisy boston less (3.0
     # against 5.2): results/uci_regression.md
     mlp = MLPRegressor(hidden_layer_sizes=(50,), solver=solver,

@@ -562,7 +562,9 @@ def test_uci_regression_schema(quick_run, out_dir):
     assert {r["dataset"] for r in rows} == {"bostonHousing", "yacht"}
     assert {r["split"] for r in rows} == {0, 1}
     models = {"pymc_bnn default", "RidgeCV (Normal, residual sd)",
-              "MLPRegressor (50,) (Normal, out-of-fold sd)",
+              "MLPRegressor (50,) L-BFGS (Normal, out-of-fold sd)",
+              "5 MLPs (50,) L-BFGS (mixture, held-out sd each)",
+              "MLPRegressor (50,) (Normal, out-of-fold sd)",  # Adam
               "5 MLPs (50,) (mixture, held-out sd each)"}
     assert {r["model"] for r in rows} == models
     assert all(r["status"] == "ok" for r in rows), [r["status"] for r in rows]
@@ -574,6 +576,31 @@ def test_uci_regression_schema(quick_run, out_dir):
     assert [c["dataset"] for c in data["criteria"]] == ["bostonHousing", "yacht"]
     assert "*MC dropout (published)*" in data["table"]
     assert (out_dir / "uci_regression.md").read_text().startswith("| data set |")
+
+
+def test_uci_rows_from_summarises_stored_runs_without_fitting(tmp_path):
+    """--rows-from: rows of several runs merged (a later file's row of the same data
+    set, split and model replaces an earlier one), summarised, criteria for the BNN."""
+    sys.path.insert(0, str(BENCH))
+    import uci_regression
+
+    def row(model, split, ll):
+        return {"dataset": "yacht", "split": split, "model": model, "status": "ok",
+                "ll": ll, "rmse": 1.0, "crps": None, "coverage90": 0.9, "fit_s": 1.0}
+
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps({"rows": [row("pymc_bnn default", 0, 0.1),
+                                          row("pymc_bnn default", 1, 0.3),
+                                          row("anchor", 0, -9.0)]}))
+    second.write_text(json.dumps({"rows": [row("anchor", 0, -1.0), row("anchor", 1, -2.0)]}))
+    out = tmp_path / "merged.json"
+    assert uci_regression.main(["--rows-from", str(first), str(second), "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    means = {s["model"]: (s["n_splits"], s["ll"]) for s in data["summary"]}
+    assert means["anchor"] == (2, pytest.approx(-1.5))  # split 0 from the later file
+    assert means["pymc_bnn default"] == (2, pytest.approx(0.2))
+    assert [c["model"] for c in data["criteria"]] == ["pymc_bnn default"]
+    assert out.with_suffix(".md").read_text().startswith("| data set |")
 
 
 def test_uci_scores_of_a_one_member_mixture_equal_the_normal_scores():
