@@ -77,3 +77,26 @@ def test_the_cli_sections_python_block_runs_on_the_example_tables(tmp_path, monk
     np.testing.assert_array_equal(same.predict_uncertainty(new)["mean"], u["mean"])
     assert same.sample_proba(new.iloc[:5]).shape[1:] == (5, 2)
     assert pipe.log_predictive_density(new, new["churned"]).shape == (800,)
+
+
+@pytest.mark.slow  # a NUTS run
+def test_the_pymc_model_block_runs(moons):
+    """The functional layer's block (build_model, fit, posterior_predictive, and PyMC's
+    log-likelihood for ArviZ's LOO inside default_initial_values) runs as printed, with
+    the quick start's kind of data in its names."""
+    (code,) = [b for b in _blocks("Quick start") if "default_initial_values" in b]
+    X_train, X_test, y_train, _ = moons
+    namespace = {"__name__": "readme", "X_train": X_train, "y_train": y_train,
+                 "X_test": X_test}
+    exec(compile(code, str(README), "exec"), namespace)  # noqa: S102 - our own README
+    assert namespace["u"]["mean"].shape == (len(X_test), 2)
+    assert namespace["post"].method == "nuts"
+    loo = namespace["loo"]
+    assert np.isfinite(loo.elpd) and loo.n_data_points == len(y_train)
+
+
+def test_readme_is_a_users_guide_of_at_most_300_lines_without_dates():
+    """History goes to CHANGELOG.md, docs/experiments/ and benchmarks/results/."""
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 300
+    assert not re.search(r"20\d\d-\d\d-\d\d", text)
