@@ -114,15 +114,16 @@ def proba_matrix(proba, *, name: str = "proba") -> np.ndarray:
 def _is_missing(value) -> bool:
     """Whether one element of an object array of labels is a missing value.
 
-    None, float NaN and NaT (``x != x``), and pandas' ``NA`` (whose ``!=`` gives NA,
-    which has no truth value) are missing; pandas is not imported for the test.
+    None, float NaN and NaT (``x != x``), and pandas' ``NA`` are missing; pandas is not
+    imported for the test. A value whose ``!=`` has no truth value (an array) is not
+    missing: the caller's own checks name what is wrong with it.
     """
-    if value is None:
+    if value is None or type(value).__name__ == "NAType":  # pandas.NA
         return True
     try:
         return bool(value != value)
     except (TypeError, ValueError):
-        return True
+        return False
 
 
 def check_labels(name: str, labels) -> np.ndarray:
@@ -139,6 +140,14 @@ def check_labels(name: str, labels) -> np.ndarray:
     elif a.dtype.kind in "mM":
         missing = np.isnat(a)
     elif a.dtype.kind == "O":
+        # sequences as labels: comparing them raised NumPy's "truth value ... ambiguous"
+        # (the kinds of value first: one pass over a million labels takes ~30 ms)
+        nested = None
+        if {np.ndarray, list, tuple} & set(map(type, a)):
+            nested = next((i for i, v in enumerate(a) if np.ndim(v) > 0), None)
+        if nested is not None:
+            raise ValueError(f"{name} must hold one label per sample; position {nested} "
+                             f"holds {a[nested]!r}.")
         missing = np.fromiter((_is_missing(v) for v in a), dtype=bool, count=a.size)
     else:  # integers, booleans, strings: nothing can be missing
         return a

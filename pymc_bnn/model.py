@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import numbers
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -348,7 +347,7 @@ def build_model(
         into the fit from elsewhere (``pymc_bnn.fit(minibatch_source=...)``). Any
         model: ``total_size = rows / kl_weight`` weights the likelihood against the
         prior, a tempered ("cold") ELBO whose KL term counts ``kl_weight`` times.
-    random_state : int >= 0 or numpy Generator, optional
+    random_state : int >= 0, numpy Generator, SeedSequence or BitGenerator, optional
         Seeds the initial values of the weights, drawn from N(0, s^2) with
         ``s = min(1, 2 / sqrt(fan_in))``: hidden units start distinct (no symmetric
         start at zero) and with pre-activations of order one (neither saturated nor so
@@ -392,12 +391,16 @@ def build_model(
         heteroscedastic=heteroscedastic,
         noise_scale=noise_scale,
     )
-    if not (random_state is None or isinstance(random_state, np.random.Generator)
-            or (isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
-                and random_state >= 0)):
-        # np.random.default_rng raised its own TypeError for "a", deep in NumPy for -1
-        raise ValueError(f"random_state must be None, an integer >= 0 or a numpy Generator; "
-                         f"got {random_state!r}.")
+    # anything np.random.default_rng takes (an int >= 0, a Generator, a SeedSequence or
+    # BitGenerator, a sequence of ints >= 0), but a bool; its own errors for "a" or -1
+    # came from deep inside NumPy
+    try:
+        if isinstance(random_state, bool):
+            raise TypeError
+        rng = np.random.default_rng(random_state)
+    except (TypeError, ValueError):
+        raise ValueError(f"random_state must be None, an integer >= 0, a numpy Generator, "
+                         f"SeedSequence or BitGenerator; got {random_state!r}.") from None
     n_given = spec.n_rows
     if total_size is not None:
         if isinstance(total_size, bool) or not isinstance(total_size, int | np.integer) \
@@ -405,7 +408,6 @@ def build_model(
             raise ValueError(f"total_size must be an int >= the rows of X ({spec.n_rows}); "
                              f"got {total_size!r}.")
         spec = dataclasses.replace(spec, n_rows=int(total_size))
-    rng = np.random.default_rng(random_state)
     # the prior's parameters are shared inputs, not constants of the graph: fits that
     # differ only in them (a grid search, a hyperprior study) reuse one compiled ADVI
     # runner (pymc_bnn.inference.runner_cache)

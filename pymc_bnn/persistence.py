@@ -157,9 +157,24 @@ def _encoding(groups: dict) -> dict:
     with a dimension (HDF5 filters need chunked storage, which neither a scalar nor a
     string array can have). It replaces the variables' own encoding, so a loaded
     estimator saved again is written the same way as a fitted one."""
-    return {name: {k: dict(_CHECKSUM) for k, v in ds.variables.items()
-                   if v.ndim and v.dtype.kind in "biufc"}
+    return {name: {k: {**_CHECKSUM, "chunksizes": _chunks(v.shape, v.dtype.itemsize)}
+                   for k, v in ds.variables.items() if v.ndim and v.dtype.kind in "biufc"}
             for name, ds in groups.items()}
+
+
+#: Largest chunk of a saved array (HDF5 allows up to 4 GiB; a chunk is read whole).
+_MAX_CHUNK_BYTES = 2**28
+
+
+def _chunks(shape: tuple, itemsize: int) -> tuple:
+    """One chunk per array where it fits :data:`_MAX_CHUNK_BYTES`, else the leading axes
+    halved until it does: h5netcdf's own chunk shapes pad the edge chunks (files of
+    draws 1.4-1.5x larger with checksums, which need chunked storage)."""
+    chunks = [max(1, int(n)) for n in shape]
+    while int(np.prod(chunks)) * itemsize > _MAX_CHUNK_BYTES:
+        axis = next(i for i, c in enumerate(chunks) if c > 1)
+        chunks[axis] = -(-chunks[axis] // 2)
+    return tuple(chunks)
 
 
 def _model_file(path) -> Path:

@@ -188,12 +188,16 @@ def _count_axes(ax):
     """The right-hand axis of bin counts of :func:`reliability_diagram` on ``ax``.
 
     The one made by an earlier call on the same ``ax`` if there is one (a twin sharing
-    its x axis, marked by its gid), so that overlaid models share one count scale and
-    one set of right-hand ticks; else a new twin.
+    its x axis and its place in the figure, marked by its gid), so that overlaid models
+    share one count scale and one set of right-hand ticks; else a new twin. The place
+    matters: panels of ``plt.subplots(sharex=True)`` share their x axis too, and one
+    panel's bars went onto another's count axis.
     """
+    where = ax.get_position().bounds
     for other in ax.figure.axes:
         if other is not ax and other.get_gid() == _COUNTS_GID \
-                and ax.get_shared_x_axes().joined(ax, other):
+                and ax.get_shared_x_axes().joined(ax, other) \
+                and np.allclose(other.get_position().bounds, where):
             return other
     twin = ax.twinx()
     twin.set_gid(_COUNTS_GID)

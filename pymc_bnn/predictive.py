@@ -759,8 +759,8 @@ def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: i
     n_draws : int, optional
         Number of draws. VI: fresh draws from the approximation (None: 500).
         MCMC: that many draws evenly thinned from the stored chains (None: all).
-    random_seed : int in 0 .. 2**32 - 1 or a sequence of them, optional
-        Seed of the VI or Laplace draws (MCMC draws are fixed).
+    random_seed : int in 0 .. 2**32 - 1, optional
+        Seed of the VI or Laplace draws (Laplace: or a sequence of them; MCMC: fixed).
     temperature : float, default 1.0
         VI and Laplace only: draw from the tempered approximation ``q**(1/temperature)`` (the
         spread around the mean scaled by ``sqrt(temperature)``; see :func:`tempered`).
@@ -779,7 +779,8 @@ def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: i
     >>> posterior_predictive(post, n_draws=50, random_seed=1).sample_proba(X).shape
     (50, 40, 2)
     """
-    random_seed = check_random_seed(random_seed, sequence=True)  # -1 failed deep in NumPy
+    # a sequence: only Laplace draws take one (PyMC's VI draws: one seed per chain)
+    random_seed = check_random_seed(random_seed, sequence=posterior.laplace is not None)
     if posterior.laplace is not None:
         n_draws = check_n_draws(500 if n_draws is None else n_draws, allow_none=False)
         draws = laplace_draws(posterior.laplace, posterior.spec.layer_shapes, n_draws,

@@ -849,3 +849,11 @@ def test_pymc_posterior_predictive_reads_the_trace_without_freeze_warnings(tiny_
                 pm.sample_posterior_predictive(idata, random_seed=1, progressbar=False)
         finally:
             pm.set_data({"prior_sigma": 1.0})
+
+
+def test_a_vi_posteriors_draws_take_one_seed_not_a_sequence(tiny_post):
+    # a sequence is a Laplace fit's SeedSequence entropy; PyMC's VI draws had read it as
+    # one seed per chain and failed deep inside ("Number of seeds (2) does not match")
+    with pytest.raises(ValueError, match="random_seed must be None or a whole number"):
+        posterior_predictive(tiny_post, n_draws=5, random_seed=(1, 2))
+    assert posterior_predictive(tiny_post, n_draws=5, random_seed=1).n_draws == 5

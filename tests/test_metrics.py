@@ -704,3 +704,11 @@ def test_ece_consistency_tells_calibrated_from_miscalibrated():
 def test_ece_consistency_rejects_bad_settings(kwargs, match):
     with pytest.raises(ValueError, match=match):
         metrics.ece_consistency([0, 1], [0.2, 0.7], **kwargs)
+
+
+def test_labels_that_are_arrays_are_refused_not_called_missing():
+    """An element whose != has no truth value had been counted as a missing label."""
+    y = np.empty(2, dtype=object)
+    y[0], y[1] = np.array([1, 2]), np.array([0, 1])
+    with pytest.raises(ValueError, match="one label per sample; position 0"):
+        negative_log_likelihood(y, [[0.5, 0.5], [0.5, 0.5]])

@@ -195,8 +195,8 @@ def test_bad_data_raise_clear_errors(X, y, match):
         ({"precision_shape": 2.0, "precision_rate": 0.5},
          r"precision_shape=2\.0, precision_rate=0\.5 set the Gamma precision"),
         # NumPy's TypeError ("a"), or deep in NumPy (-1); 1.5 was accepted
-        ({"random_state": "a"}, "random_state must be None, an integer >= 0 or a numpy "
-                                "Generator; got 'a'"),
+        ({"random_state": "a"}, "random_state must be None, an integer >= 0, a numpy "
+                                "Generator, SeedSequence or BitGenerator; got 'a'"),
         ({"random_state": -1}, "random_state must be None"),
         ({"random_state": 1.5}, "random_state must be None"),
         ({"random_state": True}, "random_state must be None"),
@@ -206,6 +206,16 @@ def test_parameters_of_the_other_prior_and_bad_seeds_are_refused(tiny, kwargs, m
     X, y = tiny
     with pytest.raises(ValueError, match=match):
         build_model(X, y, **kwargs)
+
+
+@pytest.mark.parametrize("seed", [np.random.SeedSequence(4), np.random.PCG64(4), [4],
+                                  np.random.default_rng(4)])
+def test_random_state_takes_what_numpy_seeds_a_generator_with(tiny, seed):
+    X, y = tiny
+    start = build_model(X, y, random_state=seed).initial_point()
+    same = build_model(X, y, random_state=np.random.default_rng(
+        np.random.SeedSequence(4) if not isinstance(seed, list) else [4])).initial_point()
+    assert all(np.array_equal(start[k], same[k]) for k in start)
 
 
 def test_the_default_values_of_the_other_priors_parameters_are_accepted(tiny):

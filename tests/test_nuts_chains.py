@@ -202,5 +202,30 @@ def test_sample_more_refuses_bad_seeds_and_unknown_fitted_data(tiny):
     tree = post.idata.copy()
     del tree["constant_data"]
     with pytest.raises(ValueError, match="data the chains were fitted on are not stored.*"
-                                         "X, y, prior_sigma"):
+                                         "for X, y\\)"):
         nuts.sample_more(dataclasses.replace(post, idata=tree), 5)
+
+
+def test_sample_more_leaves_a_data_container_added_since_the_fit(tiny):
+    """A pm.Data added to the model after the fit (for predictions) is not the fit's:
+    sample_more continues (it had refused: "Refit instead") and leaves it as it is."""
+    import pymc as pm
+
+    post = _fit_nuts(tiny)
+    with post.model:
+        extra = pm.Data("X_other", np.ones((3, 2)))
+    more = nuts.sample_more(post, 5, random_seed=3)
+    assert more.idata.posterior.sizes["draw"] == post.idata.posterior.sizes["draw"] + 5
+    np.testing.assert_array_equal(extra.get_value(), np.ones((3, 2)))
+
+
+def test_a_shallow_copy_of_a_nuts_posterior_keeps_its_model(tiny):
+    """copy.copy went through __getstate__ (which drops the model for pickles and deep
+    copies), and sample_more on the copy then asked for a refit."""
+    import copy
+
+    post = _fit_nuts(tiny)
+    same = copy.copy(post)
+    assert same.model is post.model and same == post
+    assert nuts.sample_more(same, 5, random_seed=3).idata.posterior.sizes["draw"] == 35
+    assert copy.deepcopy(post).model is None

@@ -330,9 +330,25 @@ def test_reliability_diagram_overlays_share_one_count_axis():
     for curve, bars in ((curve_a, counts.patches[:10]), (curve_b, counts.patches[10:])):
         assert {to_rgb(b.get_facecolor()) for b in bars} == {to_rgb(curve.get_color())}
     assert to_rgb(curve_a.get_color()) != to_rgb(curve_b.get_color())
-    # a third call still finds it; another ax of the figure gets its own
+    # a third call still finds it
     reliability_diagram(y_a, p_a, ax=ax, label="C")
     assert len(fig.axes) == 2
+
+
+def test_reliability_diagram_panels_sharing_x_keep_their_own_count_axes():
+    """Panels of plt.subplots(sharex=True) share their x axis: each panel's bars stay on
+    its own count axis (the second panel's had gone onto the first's)."""
+    rng = np.random.default_rng(5)
+    y, p = rng.integers(0, 2, 60), rng.uniform(size=60)
+    fig, (left, right) = plt.subplots(1, 2, sharex=True)
+    reliability_diagram(y, p, ax=left)
+    reliability_diagram(y, p, ax=right)
+    counts = [a for a in fig.axes if a not in (left, right)]
+    assert len(counts) == 2 and all(len(a.patches) == 10 for a in counts)
+    for panel in (left, right):
+        (own,) = [a for a in counts
+                  if np.allclose(a.get_position().bounds, panel.get_position().bounds)]
+        assert own.patches
 
 
 def test_reliability_diagram_legend_says_which_ece_it_is(proba3):

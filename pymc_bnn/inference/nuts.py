@@ -272,8 +272,11 @@ def _fitted_data(model, idata):
     the fitted values are left untouched.
     """
     fitted = idata.children.get("constant_data")
+    stored = set() if fitted is None else set(fitted.data_vars)
+    # the fit's own data must be there; a container added to the model since (for
+    # predictions, say) is not the fit's and is left as it is
     names = [v.name for v in model.data_vars]
-    missing = [n for n in names if fitted is None or n not in fitted.data_vars]
+    missing = [n for n in ("X", "y", "groups") if n in names and n not in stored]
     if missing:
         raise ValueError(
             f"the data the chains were fitted on are not stored with the draws (no "
@@ -281,7 +284,7 @@ def _fitted_data(model, idata):
             "on whatever data the model holds now. Refit instead.")
     saved = {}
     try:
-        for var in model.data_vars:
+        for var in (v for v in model.data_vars if v.name in stored):
             current = var.get_value()
             value = np.asarray(fitted[var.name].values)
             if current.shape == value.shape and np.array_equal(current, value):

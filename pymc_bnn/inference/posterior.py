@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -130,6 +131,11 @@ class Posterior:
         state = dict(self.__dict__)
         state["model"] = None  # a pm.Model does not pickle; the draws predict without it
         return state
+
+    def __copy__(self):
+        # a shallow copy keeps the model (sample_more works on it); __getstate__'s
+        # dropping of it is for pickles and deep copies
+        return dataclasses.replace(self)
 
     def __setstate__(self, state):
         self.__dict__.update(state)
