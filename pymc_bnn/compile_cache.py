@@ -225,7 +225,9 @@ def _configure() -> Path | None:
     if existing:
         return Path(existing)
     path = _created()
-    if path is None:
+    if path is None or not os.access(path, os.W_OK | os.X_OK):
+        # a folder this process cannot write (read-only, another user's): JAX would warn
+        # at every program it failed to store, dozens a fit; compile as usual instead
         return None
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)

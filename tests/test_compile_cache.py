@@ -204,6 +204,17 @@ def test_compiled_functions_keep_their_generated_source_in_the_cache(monkeypatch
     assert list(folder.glob("*.py"))
 
 
+def test_a_cache_folder_this_process_cannot_write_is_not_given_to_jax(tmp_path):
+    """A read-only folder (simulated: root writes anywhere) made JAX warn at every
+    program it failed to store, dozens a fit: JAX is then given no cache folder."""
+    script = ("import os; os.access = lambda *a, **k: False; "
+              "from pymc_bnn import compile_cache; import jax; "
+              "print(compile_cache.enable(), jax.config.jax_compilation_cache_dir)")
+    assert _run(tmp_path, script) == ["None", "None"]
+    writable = script.replace("os.access = lambda *a, **k: False; ", "")
+    assert _run(tmp_path, writable) == [str(tmp_path / "xdg" / "pymc_bnn" / "jax")] * 2
+
+
 def test_a_generated_source_folder_pytensor_has_is_left_alone(monkeypatch, tmp_path):
     import pytensor
 
