@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -88,9 +89,11 @@ class Posterior:
     A posterior with stored draws (NUTS, Laplace, a loaded or unpickled estimator's)
     can be pickled and deep-copied without its ``model`` (a PyMC model does not
     pickle; the draws predict without it, and :func:`sample_more` then asks for a new
-    fit). A live VI posterior cannot (TypeError): its approximation does not pickle
-    and is all it has to predict from; pickle ``pymc_bnn.posterior_predictive(post)``
-    or a fitted estimator instead, which keep draws.
+    fit). A live VI posterior holds its PyMC approximation, all it has to predict
+    from, which the standard pickle cannot write (cloudpickle can, as
+    ``benchmarks/ppc_strategies.py`` does) and which cannot be deep-copied (TypeError);
+    pickle ``pymc_bnn.posterior_predictive(post)`` or a fitted estimator instead, which
+    keep draws.
     """
 
     method: str
@@ -116,21 +119,25 @@ class Posterior:
             object.__setattr__(self, "diagnostics", _ReadOnlyDict(self.diagnostics))
 
     def __getstate__(self):
-        """Pickle and deep-copy support (see Notes): the fields, without ``model``."""
-        if self.approx is not None:
-            # dropping the approximation would leave nothing to predict from; an error
-            # from deep inside PyMC (functools.partial, initial_values) said neither
-            raise TypeError(
-                f"A {self.method!r} Posterior fitted in this process cannot be pickled or "
-                "deep-copied: its PyMC approximation (compiled PyTensor functions) does "
-                "not pickle, and it stores no draws to keep instead. Pickle "
-                "pymc_bnn.posterior_predictive(post) (draws from it), or fit a "
-                "BayesianMLPClassifier / BayesianMLPRegressor, which pickles and saves "
-                "with its draws."
-            )
+        """Pickle support (see Notes): the fields, without a NUTS run's ``model``."""
         state = dict(self.__dict__)
         state["model"] = None  # a pm.Model does not pickle; the draws predict without it
         return state
+
+    def __deepcopy__(self, memo):
+        if self.approx is not None:
+            # dropping the approximation would leave nothing to predict from; PyMC's
+            # own error ("Cannot convert models with non-default initial_values") said
+            # neither what failed nor what to do
+            raise TypeError(
+                f"A live {self.method!r} Posterior cannot be deep-copied: its PyMC "
+                "approximation cannot, and it stores no draws to copy instead. Copy "
+                "pymc_bnn.posterior_predictive(post) (draws from it), or fit a "
+                "BayesianMLPClassifier / BayesianMLPRegressor, which copies, pickles and "
+                "saves with its draws.")
+        new = object.__new__(type(self))
+        new.__setstate__(copy.deepcopy(self.__getstate__(), memo))
+        return new
 
     def __copy__(self):
         # a shallow copy keeps the model (sample_more works on it); __getstate__'s
