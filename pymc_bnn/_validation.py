@@ -29,6 +29,7 @@ __all__ = [
     "check_predictive_X",
     "check_predictive_targets",
     "check_random_seed",
+    "checked_spec",
     "check_same_label_kind",
     "is_dask_collection",
 ]
@@ -243,27 +244,46 @@ def check_model_inputs(
             f"batch_size ({batch_size}) cannot exceed the number of rows ({X.shape[0]})."
         )
     groups, n_groups = check_group_codes(groups, n_groups, n_rows=X.shape[0])
-    hidden_layer_sizes = check_hidden_layer_sizes(hidden_layer_sizes)
-    spec = NetworkSpec(
+    spec = checked_spec(
         n_features=int(X.shape[1]),
         hidden_layer_sizes=hidden_layer_sizes,
         n_classes=n_classes,
-        activation=check_choice("activation", activation, list(ACTIVATION_NAMES)),
-        prior_sigma=check_prior_sigma(prior_sigma, len(hidden_layer_sizes) + 1),
+        activation=activation,
+        prior_sigma=prior_sigma,
         n_rows=int(X.shape[0]),
         batch_size=batch_size,
-        prior=check_choice("prior", prior, list(PRIORS)),
-        precision_shape=check_positive_float("precision_shape", precision_shape),
-        precision_rate=check_positive_float("precision_rate", precision_rate),
+        prior=prior,
+        precision_shape=precision_shape,
+        precision_rate=precision_rate,
         n_groups=n_groups,
         likelihood=likelihood,
         heteroscedastic=bool(heteroscedastic),
-        noise_scale=check_positive_float("noise_scale", noise_scale),
+        noise_scale=noise_scale,
     )
     if heteroscedastic and likelihood != "normal":
         raise ValueError("heteroscedastic=True needs likelihood='normal' (regression).")
     _check_prior_parameters(spec)
     return X, y, groups, spec
+
+
+def checked_spec(*, hidden_layer_sizes, activation, prior_sigma, prior, precision_shape,
+                 precision_rate, likelihood, noise_scale, **counts) -> NetworkSpec:
+    """A :class:`NetworkSpec` whose architecture and prior fields are checked (ValueError
+    naming the field); ``counts`` (sizes, batch, groups, heteroscedastic) go in as given,
+    checked by the caller against the data (:func:`check_model_inputs`) or a file
+    (:mod:`pymc_bnn.persistence`)."""
+    hidden_layer_sizes = check_hidden_layer_sizes(hidden_layer_sizes)
+    return NetworkSpec(
+        hidden_layer_sizes=hidden_layer_sizes,
+        activation=check_choice("activation", activation, list(ACTIVATION_NAMES)),
+        prior_sigma=check_prior_sigma(prior_sigma, len(hidden_layer_sizes) + 1),
+        prior=check_choice("prior", prior, list(PRIORS)),
+        precision_shape=check_positive_float("precision_shape", precision_shape),
+        precision_rate=check_positive_float("precision_rate", precision_rate),
+        likelihood=check_choice("likelihood", likelihood, list(LIKELIHOODS)),
+        noise_scale=check_positive_float("noise_scale", noise_scale),
+        **counts,
+    )
 
 
 def _check_prior_parameters(spec: NetworkSpec) -> None:

@@ -421,13 +421,10 @@ def _checked_spec(spec):
     :func:`pymc_bnn.build_model` checks it (ValueError naming the field): a hand-edited
     activation failed only at the first prediction (KeyError), a negative size not at
     all. Lists read from JSON become the tuples a built spec holds."""
-    from pymc_bnn._validation import (check_choice, check_hidden_layer_sizes,
-                                      check_positive_float, check_positive_int,
-                                      check_prior_sigma)
-    from pymc_bnn.spec import ACTIVATION_NAMES, LIKELIHOODS, PRIORS
+    from pymc_bnn._validation import check_choice, check_positive_int, checked_spec
+    from pymc_bnn.spec import LIKELIHOODS
 
     try:
-        hidden = check_hidden_layer_sizes(spec.hidden_layer_sizes)
         likelihood = check_choice("likelihood", spec.likelihood, LIKELIHOODS)
         regression = likelihood == "normal"
         n_rows = check_positive_int("n_rows", spec.n_rows)
@@ -443,19 +440,11 @@ def _checked_spec(spec):
                                        minimum=0 if regression else 2)
         if regression and n_classes:
             raise ValueError(f"n_classes must be 0 for regression; got {n_classes}.")
-        return dataclasses.replace(
-            spec,
-            n_features=check_positive_int("n_features", spec.n_features),
-            hidden_layer_sizes=hidden, n_classes=n_classes,
-            activation=check_choice("activation", spec.activation, ACTIVATION_NAMES),
-            prior_sigma=check_prior_sigma(spec.prior_sigma, len(hidden) + 1),
-            n_rows=n_rows, batch_size=batch_size,
-            prior=check_choice("prior", spec.prior, PRIORS),
-            precision_shape=check_positive_float("precision_shape", spec.precision_shape),
-            precision_rate=check_positive_float("precision_rate", spec.precision_rate),
-            n_groups=check_positive_int("n_groups", spec.n_groups, minimum=0),
-            likelihood=likelihood,
-            noise_scale=check_positive_float("noise_scale", spec.noise_scale))
+        fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+        return checked_spec(**fields | {
+            "n_features": check_positive_int("n_features", spec.n_features),
+            "n_classes": n_classes, "n_rows": n_rows, "batch_size": batch_size,
+            "n_groups": check_positive_int("n_groups", spec.n_groups, minimum=0)})
     except ValueError as err:
         raise ValueError(f"architecture (spec): {err}") from None
 
