@@ -25,7 +25,7 @@ import _common  # noqa: E402
 HERE = Path(__file__).resolve().parent
 #: Benchmarks in the order they run (cheapest first).
 BENCHMARKS = ("scaling", "inference_throughput", "ppc_strategies", "wide_network",
-              "fit_scaling", "repeated_fits", "tabular_cli", "dask_scaling", "uci_regression",
+              "default_frontier", "fit_scaling", "repeated_fits", "tabular_cli", "dask_scaling", "uci_regression",
               "calibration")
 
 

@@ -24,7 +24,8 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from pymc_bnn import persistence
 from pymc_bnn._validation import check_group_labels, check_input_scale, check_same_label_kind
 from pymc_bnn.dask import is_dask_collection
-from pymc_bnn.fit_settings import MIXTURE, FitSettingsMixin, spawned_seeds
+from pymc_bnn.ensemble_fit import ENSEMBLE_MEMBERS, fit_ensemble, fitted_attributes
+from pymc_bnn.fit_settings import LAPLACE_ENSEMBLE, MIXTURE, FitSettingsMixin, spawned_seeds
 from pymc_bnn.inference import (METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, fit_concurrently,
                                 sample_more)
 from pymc_bnn.inference.diagnostics import warn_diagnostics as _warn_diagnostics
@@ -225,8 +226,10 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         self._check_n_init_for_inference()
         if not streamed:  # a streamed fit refuses NUTS itself (data not in memory)
             self._check_vi_settings_for_nuts()
-        if self.inference_ in ("laplace", MIXTURE):
+        if self.inference_ in ("laplace", MIXTURE, LAPLACE_ENSEMBLE):
             self._check_laplace(streamed=streamed, grouped=groups is not None)
+        if self.inference_ == LAPLACE_ENSEMBLE:
+            self._check_ensemble_settings()
         use_evidence = self._check_evidence_prior(streamed=streamed, grouped=groups is not None)
         if streamed:
             return self._fit_streamed(X, y, groups, use_evidence)
@@ -245,6 +248,8 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         seeds = self._seeds()
         n_groups = None if group_codes is None else len(self.groups_)
         progress = FitProgress(enabled=bool(self.progressbar))
+        if self.inference_ == LAPLACE_ENSEMBLE:
+            return self._fit_ensemble(X, y_model, target_kwargs, seeds, progress)
         if use_evidence:
             with progress.stage("prior scales from the evidence (a MAP fit and its "
                                 "curvature)"):
@@ -439,23 +444,26 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
             _warn_diagnostics(best.diagnostics, stacklevel=3)
         return best, np.array(losses)
 
+    def _fit_ensemble(self, X, y_model, target_kwargs, seeds, progress):
+        """The mixture of Laplace approximations (:func:`pymc_bnn.ensemble_fit.
+        fit_ensemble`), its result stored as the fitted attributes."""
+        sigma = 1.0 if self.prior_sigma in ("auto", "evidence") else self.prior_sigma
+        with progress.stage(f"{ENSEMBLE_MEMBERS} MAP fits and their Laplace approximations"):
+            result = fit_ensemble(
+                X, y_model, hidden_layer_sizes=self._hidden_tuple(),
+                n_classes=int(target_kwargs["n_classes"]), activation=self.activation,
+                prior_sigma=sigma, temperature=self.posterior_temperature,
+                n_draws=self.n_draws, init_seed=seeds["init"], predict_seed=seeds["predict"])
+        for name, value in fitted_attributes(result).items():
+            setattr(self, name, value)
+        self.__dict__.pop("_draw_parts", None)  # the stored draws serve sample_proba
+        if not result.posterior.diagnostics["converged"]:
+            _warn_diagnostics(result.posterior.diagnostics, stacklevel=3)
+        return self
+
     def _hidden_tuple(self) -> tuple[int, ...]:
         hidden = self.hidden_layer_sizes
         return (int(hidden),) if isinstance(hidden, Integral) else tuple(int(h) for h in hidden)
-
-    def _laplace_unsupported(self, *, streamed: bool, grouped: bool) -> str | None:
-        """What of this fit ``inference="laplace"`` does not model (None: nothing)."""
-        return "groups" if grouped else "dask input" if streamed else None
-
-    def _check_laplace(self, *, streamed: bool, grouped: bool) -> None:
-        """Refuse what ``inference="laplace"`` does not model, before anything is fit."""
-        why = self._laplace_unsupported(streamed=streamed, grouped=grouped)
-        if why is not None:
-            raise ValueError(
-                f"inference={self.inference_!r} fits a Laplace approximation of a network "
-                f"without groups (a regressor's: "
-                f"homoscedastic, with its own evidence in place of an ELBO), on data in "
-                f"memory; {why} is not supported with it. Use inference='advi' (or 'auto').")
 
     def _laplace_spec(self, X, target_kwargs):
         """The network :meth:`_fit_laplace` fits (a classifier's: one logit per class,

@@ -10,7 +10,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from pymc_bnn import persistence
 from pymc_bnn.base import BayesianMLPBase
 from pymc_bnn.dask import is_dask_collection
-from pymc_bnn.fit_settings import MIXTURE
+from pymc_bnn.fit_settings import LAPLACE_ENSEMBLE, MIXTURE
 from pymc_bnn.inference import METHODS
 from pymc_bnn.composed_draws import composed_idata
 from pymc_bnn.linear_part import predictive_from_idata
@@ -304,22 +304,21 @@ default "auto"
 
     _parameter_constraints: dict = {
         **BayesianMLPBase._parameter_constraints,
-        "inference": [StrOptions({"auto", *METHODS, "laplace", MIXTURE})],
+        "inference": [StrOptions({"auto", *METHODS, "laplace", MIXTURE, LAPLACE_ENSEMBLE})],
     }
 
     # inference="auto" stacks a linear part with the mixture (pymc_bnn.linear_part)
     _LINEAR_PART = True
 
     def _inference_for_data(self, shape, target_kwargs, *, grouped: bool) -> str:
-        """``inference="auto"``: the ADVI + Laplace mixture where it applies and the
-        Laplace half is affordable (:func:`mixture_affordable`); else as resolved."""
+        """``inference="auto"``: the mixture of Laplace approximations
+        (:data:`LAPLACE_ENSEMBLE`) where it applies: no groups, the Normal prior at its
+        default scale, and no setting given that only variational inference uses; else
+        as resolved."""
         eligible = (self.inference == "auto" and self.inference_ == "advi" and not grouped
                     and self.prior == "normal" and self.prior_sigma in ("auto", "evidence")
-                    and not self._vi_settings_given() and self.n_draws >= 2)
-        if eligible and mixture_affordable(shape, self._hidden_tuple(),
-                                           int(target_kwargs["n_classes"])):
-            return MIXTURE
-        return self.inference_
+                    and not self._vi_settings_given())
+        return LAPLACE_ENSEMBLE if eligible else self.inference_
 
     def _laplace_hidden_sigmas(self, shape, target_kwargs):
         """A mixture's Laplace half over the output layer only (:func:`laplace_structure`):

@@ -34,6 +34,9 @@ KL_WEIGHTS = (1.0, 0.25, 0.0625)
 #: temperatures cross-fitted together (``docs/experiments/calibration-log.md``,
 #: ``docs/experiments/uci_regression.md``).
 MIXTURE = "advi+laplace"
+#: ``inference`` of the mixture of last-layer Laplace approximations around several MAP
+#: fits (:mod:`pymc_bnn.inference.map_ensemble`): the classifier's default.
+LAPLACE_ENSEMBLE = "laplace_ensemble"
 #: ``inference="auto"`` keeps the mixture unless the held-out folds show ADVI alone
 #: better, by the rules of thumb for comparing models by their pointwise held-out
 #: densities (Vehtari's cross-validation FAQ, after Sivula, Magnusson & Vehtari 2020):
@@ -279,6 +282,35 @@ class FitSettingsMixin:
                 "runs its chains from starts of their own (see chains). Use n_init=1 with "
                 "inference='nuts'."
             )
+
+    def _laplace_unsupported(self, *, streamed: bool, grouped: bool) -> str | None:
+        """What of this fit ``inference="laplace"`` does not model (None: nothing)."""
+        return "groups" if grouped else "dask input" if streamed else None
+
+    def _check_laplace(self, *, streamed: bool, grouped: bool) -> None:
+        """Refuse what ``inference="laplace"`` does not model, before anything is fit."""
+        why = self._laplace_unsupported(streamed=streamed, grouped=grouped)
+        if why is not None:
+            raise ValueError(
+                f"inference={self.inference_!r} fits a Laplace approximation of a network "
+                f"without groups (a regressor's: "
+                f"homoscedastic, with its own evidence in place of an ELBO), on data in "
+                f"memory; {why} is not supported with it. Use inference='advi' (or 'auto').")
+
+    def _check_ensemble_settings(self) -> None:
+        """Refuse, with ``inference="laplace_ensemble"``, a setting it has no use for
+        (those of ADVI's steps and starts, Neal's prior), before anything is fit."""
+        given = self._vi_step_settings()
+        if self.n_init != 1:
+            given["n_init"] = self.n_init
+        if self.prior != "normal":
+            given["prior"] = self.prior
+        if given:
+            settings = ", ".join(f"{name}={value!r}" for name, value in given.items())
+            raise ValueError(
+                f"{settings} does not apply to inference={LAPLACE_ENSEMBLE!r}, which "
+                "trains its networks with fixed settings under the Normal prior. Leave "
+                "them at their defaults, or use inference='advi'.")
 
     def _check_vi_settings_for_nuts(self) -> None:
         """Refuse, with ``inference="nuts"``, a setting only variational inference uses

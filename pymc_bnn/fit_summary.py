@@ -48,7 +48,10 @@ def describe(estimator) -> list[str]:
         check.
     """
     lines = []
-    if getattr(estimator, "inference_", None) != "nuts":
+    ensemble = getattr(estimator, "ensemble_", None)
+    if getattr(estimator, "inference_", None) == "laplace_ensemble" and ensemble:
+        lines.append(_ensemble_line(estimator, ensemble))
+    elif getattr(estimator, "inference_", None) != "nuts":
         lines.append(_temperature_line(estimator))
     run = getattr(estimator, "nuts_run_", None)
     if getattr(estimator, "inference_", None) == "nuts" and run:
@@ -76,6 +79,21 @@ def describe(estimator) -> list[str]:
                      f"(KL weight {kl:g}, chosen on held-out rows): the data looked smooth "
                      "and nearly noise-free")
     return lines
+
+
+def _ensemble_line(estimator, ensemble: dict) -> str:
+    """The mixture of Laplace approximations: its members and their spread."""
+    t = float(estimator.posterior_temperature_)
+    how = ("chosen on rows each network held out" if estimator.posterior_temperature == "auto"
+           else "as set")
+    spread = ("no spread around each (temperature 0, " + how + "): a deep ensemble with "
+              "the prior" if t == 0 else
+              f"each one's output layer drawn from its Laplace approximation, the spread "
+              f"scaled by temperature {t:g} ({how})")
+    line = f"predictions: {ensemble['members']} networks at their most probable weights, {spread}"
+    if not all(ensemble.get("converged", [True])):
+        line += " (unusual: a fit ran out of epochs; standardise the features)"
+    return line
 
 
 def _temperature_line(estimator) -> str:

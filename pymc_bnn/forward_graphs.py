@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 
+import numpy as np
 import pytensor.tensor as pt
 
 from pymc_bnn import _jax_device
@@ -35,6 +36,7 @@ __all__ = [
     "compiled_wide",
     "network_head",
     "padded_rows",
+    "shared_first_layers",
     "static_shapes",
 ]
 
@@ -149,7 +151,8 @@ def compiled_forward(n_layers: int, activation: str, head: str, mode: str = "NUM
 
 
 @functools.lru_cache(maxsize=None)
-def compiled_wide(n_layers: int, activation: str, head: str, dtype: str, reduce: str):
+def compiled_wide(n_layers: int, activation: str, head: str, dtype: str, reduce: str,
+                  shared: bool = False):
     """Compile the wide predictive ``f(X, W0, b0, W1, b1, ...) -> outputs`` (JAX).
 
     The first layer's weights come laid out as one matrix ``W0`` of shape
@@ -158,6 +161,13 @@ def compiled_wide(n_layers: int, activation: str, head: str, dtype: str, reduce:
     holds most of its weights and its FLOPs; a matmul broadcast over the draws, or an
     einsum over (n_draws, n_features, fan_out) weights, relays those weights on every
     call). Later layers are batched matmuls over the draw axis, as in the model.
+
+    ``shared``: the draws share a few distinct first layers (a mixture of last-layer
+    Laplace approximations: each member's draws differ in the output layer only), and
+    ``f(X, W0, b0, member, W1, b1, ...)`` takes those alone, ``W0`` of shape
+    (n_features, n_distinct * fan_out), ``b0`` (n_distinct, fan_out), and each draw's
+    index among them, ``member`` (n_draws,): the first layer costs a GEMM per distinct
+    layer, not per draw (:func:`shared_first_layers`).
 
     ``reduce``: ``"none"``, the per-draw outputs (n_draws, n_points, k) as
     :func:`compiled_forward` returns them; ``"mean"``, their mean over draws
@@ -170,12 +180,16 @@ def compiled_wide(n_layers: int, activation: str, head: str, dtype: str, reduce:
     X = pt.matrix("X", dtype=dtype)
     W0 = pt.matrix("W0", dtype=dtype)
     b0 = pt.matrix("b0", dtype=dtype)
+    member = pt.vector("member", dtype="int64")
     rest = [(pt.tensor3(f"W{i}", dtype=dtype), pt.matrix(f"b{i}", dtype=dtype))
             for i in range(1, n_layers)]
     n_draws, width = b0.shape[0], b0.shape[1]
     z = pt.dot(X, W0).reshape((X.shape[0], n_draws, width)).dimshuffle(1, 0, 2)
     z = z + b0[:, None, :]
-    logits = forward(act(z), rest, activation=activation) if rest else z
+    if shared:  # the distinct first layers' activations, one per draw
+        logits = forward(act(z)[member], rest, activation=activation)
+    else:
+        logits = forward(act(z), rest, activation=activation) if rest else z
     out = _head_output(head, logits)
     if reduce != "none":
         wide = out.astype("float64")
@@ -187,11 +201,25 @@ def compiled_wide(n_layers: int, activation: str, head: str, dtype: str, reduce:
                 xlogx = pt.switch(wide > 0, wide * pt.log(wide), 0.0)
                 outputs.append(-xlogx.sum(axis=-1).mean(axis=0))
         out = outputs
-    inputs = [X, W0, b0] + [v for pair in rest for v in pair]
+    inputs = [X, W0, b0, *([member] if shared else [])] + [v for pair in rest for v in pair]
     # the bias's broadcast against the GEMM's output checks that their n_draws agree
     with _jax_device.untraceable_checks_ignored():
-        return compiled_function(("_compiled_wide", n_layers, activation, head, dtype, reduce),
+        return compiled_function(("_compiled_wide", n_layers, activation, head, dtype, reduce,
+                                  *(("shared",) if shared else ())),
                                  inputs, out, mode="JAX", on_unused_input="ignore")
+
+
+def shared_first_layers(W0: np.ndarray, b0: np.ndarray):
+    """``(firsts, member)`` where runs of equal draws of the first layer (``W0`` of shape
+    (n_draws, fan_in, fan_out), ``b0`` (n_draws, fan_out)) make at most half as many
+    distinct layers as draws: the first draw of each run and each draw's run; else
+    None (e.g. ADVI's or NUTS's draws, all distinct)."""
+    n = W0.shape[0]
+    new = np.ones(n, dtype=bool)
+    for i in range(1, n):
+        new[i] = not (np.array_equal(W0[i], W0[i - 1]) and np.array_equal(b0[i], b0[i - 1]))
+    firsts = np.flatnonzero(new)
+    return None if firsts.size > n // 2 else (firsts, np.cumsum(new) - 1)
 
 
 #: Fewest rows of a call of the wide predictive (see :func:`padded_rows`).

@@ -35,7 +35,7 @@ link, draw by draw.
 default of Daxberger et al. 2021, "Laplace Redux"): the hidden layers keep given prior
 scales and are a point estimate at the MAP; the Gaussian, its curvature and the
 evidence's rounds cover the output layer, a GLM in the last hidden layer's activations
-(its curvature from those activations, :func:`_last_layer_curvature`: no Jacobian of the
+(its curvature from those activations, :func:`last_layer_curvature`: no Jacobian of the
 whole network). Its cost grows with the output layer's size, not the network's; the
 network is linear in its output layer, so its draws need no linearisation. The
 classifier's ADVI + Laplace mixture uses it where the whole network's curvature is too
@@ -72,8 +72,8 @@ from pymc_bnn.model import initial_sds
 
 __all__ = ["FIRST_LINEARIZED", "LINEARIZATION_GROUP", "LINEARIZATION_POINT",
            "LINEARIZATION_SPLITS", "MAX_PARAMS", "kept_linearisation", "LaplaceGaussian",
-           "fit_laplace", "laplace_draws", "laplace_idata", "linearised_outputs",
-           "mixture_idata"]
+           "fit_laplace", "laplace_draws", "laplace_idata", "last_hidden",
+           "last_layer_curvature", "linearised_outputs", "mixture_idata"]
 
 #: Group of a Laplace posterior's draws (``idata_``, saved files) holding the MAP
 #: weights the predictive linearises the network at.
@@ -261,7 +261,18 @@ def _features(layer_shapes: tuple, activation: str, mode: str):
                              mode=mode)
 
 
-def _last_layer_curvature(layer_shapes, activation, mode, theta, X, Y, classify):
+def last_hidden(layer_shapes, activation: str, mode: str, theta, X) -> np.ndarray:
+    """The last hidden layer's activations at the rows of ``X`` (the inputs themselves
+    for a network without hidden layers), (n_rows, H), for weights ``theta`` (flat:
+    every layer's, or all but the output layer's)."""
+    layer_shapes = tuple(layer_shapes)
+    if len(layer_shapes) == 1:
+        return np.asarray(X, dtype=np.float64)
+    head = n_params(layer_shapes[:-1])
+    return np.asarray(_features(layer_shapes, activation, mode)(theta[:head], X)[0])
+
+
+def last_layer_curvature(layer_shapes, activation, mode, theta, X, Y, classify):
     """``(G, g)`` of the output layer's weights only (``theta``'s tail: ``W`` flattened
     row by row, then ``b``), as :func:`_class_curvature` (or, regression, ``J^T J`` and
     ``-J^T (y - f)``) over those weights. With ``h~`` the last hidden layer's
@@ -271,7 +282,7 @@ def _last_layer_curvature(layer_shapes, activation, mode, theta, X, Y, classify)
     multiplications, not the ``rows x k^3 x (H + 1)^2`` of a dense Jacobian's."""
     H, k = layer_shapes[-1]
     first = theta.size - (H * k + k)
-    h = np.asarray(_features(layer_shapes, activation, mode)(theta[:first], X)[0])
+    h = last_hidden(layer_shapes, activation, mode, theta, X)
     phi = np.column_stack([h, np.ones(len(h))])
     z = phi @ theta[first:].reshape(H + 1, k)
     if not classify:
@@ -465,7 +476,7 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
         """``(G, g)`` over the covered weights: the GGN's lower triangle and the data
         term's gradient (``t``: all the weights)."""
         if last:
-            return _last_layer_curvature(shapes, activation, mode, t, X, y, classify)
+            return last_layer_curvature(shapes, activation, mode, t, X, y, classify)
         if classify:
             return _class_curvature(shapes, activation, mode, t, X, y)
         f, J = _jacobian_rows(shapes, activation, mode, t, X)

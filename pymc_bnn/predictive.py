@@ -36,7 +36,7 @@ from pymc_bnn._validation import check_predictive_targets, check_predictive_X, c
 # UNROLL_MAX, WIDE_MIN_ROWS: re-exported, so that ``predictive.UNROLL_MAX`` keeps working
 from pymc_bnn.forward_graphs import UNROLL_MAX, WIDE_MIN_ROWS  # noqa: F401
 from pymc_bnn.forward_graphs import (backend, compiled_forward, compiled_wide, network_head,
-                                     padded_rows, static_shapes)
+                                     padded_rows, shared_first_layers, static_shapes)
 from pymc_bnn.flat_network import flatten
 from pymc_bnn.laplace import (LINEARIZATION_GROUP, kept_linearisation, laplace_draws,
                               linearised_outputs)
@@ -210,21 +210,22 @@ class PosteriorPredictive:
         return (backend()[0] == "JAX" and not self.spec.hierarchical
                 and static_shapes(self.spec) is None and self.linearized_at is None)
 
-    def _device_inputs(self, dtype: str) -> list:
-        """The wide predictive's weight inputs in ``dtype``, put on JAX's device once per
-        predictive (a 784-100-10 network's 500 draws are 160 MB of float32, which a
-        call per chunk would otherwise send again): the first layer laid out as
-        (n_features, n_draws * fan_out) (see :func:`compiled_wide`), then ``b0, W1,
-        b1, ...`` as they are."""
+    def _device_inputs(self, dtype: str) -> tuple[bool, list]:
+        """``(shared, inputs)`` of :func:`compiled_wide` in ``dtype``, on JAX's device once
+        per predictive (500 draws of 784-100-10: 160 MB of float32); ``shared``: the
+        distinct first layers only (:func:`shared_first_layers`)."""
         cache = self.__dict__.setdefault("_device_cache", {})
         if dtype not in cache:
             (W0, b0), *rest = self.weights
+            runs = shared_first_layers(W0, b0) if rest else None
+            if runs is not None:
+                W0, b0 = W0[runs[0]], b0[runs[0]]
             n_draws, fan_in, fan_out = W0.shape
             first = np.ascontiguousarray(W0.transpose(1, 0, 2), dtype=dtype)
-            arrays = [first.reshape(fan_in, n_draws * fan_out), b0,
-                      *(a for pair in rest for a in pair)]
-            cache[dtype] = _jax_device.on_device(
-                [np.ascontiguousarray(a, dtype=dtype) for a in arrays])
+            arrays = [np.ascontiguousarray(a, dtype=dtype) for a in (
+                first.reshape(fan_in, n_draws * fan_out), b0, *(a for p in rest for a in p))]
+            arrays[2:2] = [] if runs is None else [runs[1].astype(np.int64)]
+            cache[dtype] = (runs is not None, _jax_device.on_device(arrays))
         return cache[dtype]
 
     def _chunk_rows(self) -> int:
@@ -412,9 +413,9 @@ class PosteriorPredictive:
                 f"X must have shape (n_points, {self.spec.n_features}); got {X.shape}."
             )
         dtype = dtype or self._dtype_for(X)
+        shared, weights = self._device_inputs(dtype)
         f = compiled_wide(len(self.weights), self.spec.activation, head or network_head(self.spec),
-                           dtype, reduce)
-        weights = self._device_inputs(dtype)
+                          dtype, reduce, shared)
         program = _jax_device.jitted_program(f)
         if program is None:  # another PyTensor layout: the checked call, host arrays
             host = [np.asarray(w) for w in weights]
@@ -518,7 +519,6 @@ class PosteriorPredictive:
                 out[start : start + col.shape[1], k] = col.mean(axis=0, dtype=np.float64)
         return out
 
-    # ---------------------------------------------------------------- regression
     def sample_normal(self, X: np.ndarray, groups=None) -> tuple[np.ndarray, np.ndarray]:
         """Per-draw predictive Normal of a regression network.
 

@@ -29,7 +29,8 @@ def _group(name: str):
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
 SCRIPTS = ("ppc_strategies", "inference_throughput", "scaling", "calibration", "repeated_fits",
-           "tabular_cli", "dask_scaling", "wide_network", "fit_scaling", "uci_regression")
+           "tabular_cli", "dask_scaling", "wide_network", "default_frontier", "fit_scaling",
+           "uci_regression")
 TOP_KEYS = {"benchmark", "machine", "config", "rows", "table", "notes", "elapsed_s"}
 MACHINE_KEYS = {"cpu_model", "cores", "cores_usable", "python", "versions", "timestamp_utc"}
 
@@ -531,6 +532,29 @@ def test_wide_network_schema_and_agreement(quick_run):
     assert all(0 <= r["accuracy"] <= 1 and r["nll"] > 0 and 0 <= r["ece"] <= 1
                for r in quality)
 
+
+
+@_group("default_frontier")
+def test_default_frontier_schema(quick_run):
+    """Every section ran, the default beside its anchors on the same data: three MNIST
+    models scored on the held-out, rotated and noisy digits, both CV tables with the
+    ensemble, and the predictive beside the jitted forward."""
+    _, data = quick_run("default_frontier")
+    rows = data["rows"]
+    mnist = [r for r in rows if r["section"] == "mnist"]
+    assert [r["model"] for r in mnist] == ["pymc_bnn default", "MLPClassifier((100,))",
+                                           "5-MLP ensemble"]
+    assert mnist[0]["inference"] == "laplace_ensemble"
+    assert all(0 <= r["accuracy"] <= 1 and r["nll"] > 0 and 0 <= r["auroc_rotated"] <= 1
+               for r in mnist)
+    cv = [r for r in rows if r["section"] == "cv"]
+    assert {(r["data"], r["model"]) for r in cv} == {
+        (d, m) for d in ("breast_cancer", "wine") for m in ("pymc_bnn default",
+                                                            "5-MLP ensemble")}
+    assert all(r["log_loss"] > 0 and r["wall_s"] > 0 for r in cv)
+    pred = [r for r in rows if r["section"] == "predictive"]
+    assert [r["model"] for r in pred] == ["default", "default at temperature 1"]
+    assert pred[1]["draws_default"] == 500 and all(r["speedup"] > 0 for r in pred)
 
 
 @_group("fit_scaling")

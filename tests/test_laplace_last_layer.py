@@ -12,7 +12,7 @@ from pymc_bnn import BayesianMLPClassifier
 from pymc_bnn.fit_settings import MIXTURE
 from pymc_bnn.flat_network import compile_mode, n_params
 from pymc_bnn.laplace import (LINEARIZATION_GROUP, _class_curvature, _gram, _jacobian_rows,
-                              _last_layer_curvature, _value_grad, fit_laplace, laplace_draws,
+                              last_layer_curvature, _value_grad, fit_laplace, laplace_draws,
                               laplace_idata, linearised_outputs)
 from reference import numpy_logits
 
@@ -41,7 +41,7 @@ def test_the_output_layer_s_curvature_is_the_whole_network_s_block(k, classify):
         Y = rng.normal(size=41)
         f, J = _jacobian_rows(shapes, "tanh", compile_mode(), theta, X)
         G, g = _gram(J), -(J.T @ (Y - f))
-    G_last, g_last = _last_layer_curvature(shapes, "tanh", compile_mode(), theta, X, Y,
+    G_last, g_last = last_layer_curvature(shapes, "tanh", compile_mode(), theta, X, Y,
                                            classify)
     first = P_all - (4 * k + k)
     np.testing.assert_allclose(np.tril(G_last), np.tril(G[first:, first:]), rtol=1e-10,
