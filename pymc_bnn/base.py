@@ -265,7 +265,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         def fit_rows(rows, fit_seed, kl_weight=None, method=None, init_seed=None):
             """Build and fit the network on ``X[rows]`` (all rows: ``rows=None``), its
             ELBO's KL term weighted ``kl_weight`` (default: the estimator's own), by
-            ``method`` (default: ``inference_``; ``"linear"``: a linear part), from
+            ``method`` (default: ``inference_``), from
             ``init_seed``'s starting weights (default: the estimator's)."""
             sub = slice(None) if rows is None else rows
             n_rows = X.shape[0] if rows is None else len(rows)
@@ -300,7 +300,6 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         folds = self._cross_fitting_folds(y_model, seeds["temperature"])
         # a mixture: the Laplace half's fits too, at the same time
         methods = ("advi", "laplace") if self.inference_ == MIXTURE else (self._fit_method,)
-        methods += ("linear",) * self._linear_part_applies(folds)  # cheap: fit alongside
         tasks = []
         for method in methods:
             rows_fit = functools.partial(fit_rows, method=method)
@@ -317,7 +316,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         posterior, fold_scores = fits[methods[0]]
         self.start_losses_ = kept[methods[0]]
         self._choose_temperature(fold_scores, folds, X.shape[0])
-        laplace = linear = None
+        laplace = None
         if self.inference_ == MIXTURE:
             laplace = self._mixture_component(*fits["laplace"], folds, X.shape[0],
                                               advi_fold_scores=fold_scores)
@@ -326,11 +325,8 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                 laplace["starts"] = self._laplace_modes(
                     fit_rows, seeds, laplace.get("weight", 0.5), progress,
                     first=laplace["posterior"])
-        if "linear" in fits:
-            linear = self._linear_part(fits["linear"], fold_scores, laplace,
-                                       fits["laplace"][1], X.shape[0])
         with progress.stage("posterior predictive draws"):
-            self._set_posterior(posterior, seeds["predict"], laplace=laplace, linear=linear)
+            self._set_posterior(posterior, seeds["predict"], laplace=laplace)
         return self
 
     def _fit_choosing(self, fit_rows, candidates, folds, X, y_model, group_codes, seeds,
@@ -473,16 +469,13 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                            activation=self.activation, prior_sigma=1.0, n_rows=X.shape[0],
                            batch_size=None)
 
-    def _fit_laplace(self, X, y_model, target_kwargs, init_seed, *, warn=True, linear=False):
-        """The evidence-tuned linearised Laplace fit (:mod:`pymc_bnn.laplace`); ``linear``:
-        of the network without hidden layers (a linear part, :mod:`pymc_bnn.linear_part`)."""
+    def _fit_laplace(self, X, y_model, target_kwargs, init_seed, *, warn=True):
+        """The evidence-tuned linearised Laplace fit (:mod:`pymc_bnn.laplace`)."""
         from pymc_bnn.inference import Posterior
         from pymc_bnn.laplace import fit_laplace
 
         spec = self._laplace_spec(X, target_kwargs)
-        if linear:
-            spec = dataclasses.replace(spec, hidden_layer_sizes=())
-        hidden = None if linear else self._laplace_hidden_sigmas(X.shape, target_kwargs)
+        hidden = self._laplace_hidden_sigmas(X.shape, target_kwargs)
         gaussian, info = fit_laplace(X, y_model, layer_shapes=spec.layer_shapes,
                                      activation=self.activation, random_state=init_seed,
                                      likelihood=spec.likelihood, hidden_prior_sigmas=hidden)
@@ -505,9 +498,8 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                      minibatch_source=None, method=None):
         """``build_model`` + ``fit`` with this estimator's settings (by ``method``,
         default ``inference_``): a Posterior."""
-        if (method or self._fit_method) in ("laplace", "linear"):
-            return self._fit_laplace(X, y_model, target_kwargs, init_seed, warn=warn,
-                                     linear=method == "linear")
+        if (method or self._fit_method) == "laplace":
+            return self._fit_laplace(X, y_model, target_kwargs, init_seed, warn=warn)
         model = build_model(
             X,
             y_model,
@@ -588,11 +580,10 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
             return None if n_rows <= AUTO_BATCH_SIZE else AUTO_BATCH_SIZE
         return min(int(self.batch_size), n_rows)
 
-    def _set_posterior(self, posterior, predict_seed, *, laplace=None, linear=None):
+    def _set_posterior(self, posterior, predict_seed, *, laplace=None):
         """Set the fitted posterior and its predictive draws; ``laplace`` (a mixture's
         Laplace half, :meth:`_mixture_component`): half the network's draws are its
-        linearised ones (``mixture_`` records it); ``linear`` (:meth:`_linear_part`):
-        its share of the draws are a linear model's (``linear_part_``)."""
+        linearised ones (``mixture_`` records it)."""
         self.posterior_ = posterior
         self.approx_ = posterior.approx
         self.loss_curve_ = posterior.loss
@@ -602,11 +593,11 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         temperature = getattr(self, "posterior_temperature_", 1.0)
         # the parts, kept for fresh draws of another number (sample_proba(n_draws=k))
         self._draw_parts = {"posterior": posterior, "temperature": temperature,
-                            "laplace": laplace, "linear": linear}
+                            "laplace": laplace, "linear": None}
         self.idata_, counts = composed_idata(posterior, self.n_draws, random_seed=predict_seed,
                                              temperature=temperature, laplace=laplace,
-                                             linear=linear)
-        self.mixture_ = self.linear_part_ = None
+                                             linear=None)
+        self.mixture_ = self.linear_part_ = self.ensemble_ = None
         if laplace is not None:
             selection = laplace["selection"]
             fits = laplace.get("starts") or [laplace["posterior"]]  # its Laplace fits
@@ -624,8 +615,6 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                 "laplace_log_evidence": [float(fit.laplace.log_evidence) for fit in fits
                                          if fit.laplace is not None],
             }
-        if linear is not None:
-            self.linear_part_ = linear["record"]
         self.predictive_ = predictive_from_idata(posterior.spec, self.idata_)
 
     def sample_more(self, n_draws, *, tune=0):

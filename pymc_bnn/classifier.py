@@ -10,6 +10,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from pymc_bnn import persistence
 from pymc_bnn.base import BayesianMLPBase
 from pymc_bnn.dask import is_dask_collection
+from pymc_bnn.ensemble_fit import AUTO_ENSEMBLE_MAX_ROWS
 from pymc_bnn.fit_settings import LAPLACE_ENSEMBLE, MIXTURE
 from pymc_bnn.inference import METHODS
 from pymc_bnn.composed_draws import composed_idata
@@ -307,17 +308,15 @@ default "auto"
         "inference": [StrOptions({"auto", *METHODS, "laplace", MIXTURE, LAPLACE_ENSEMBLE})],
     }
 
-    # inference="auto" stacks a linear part with the mixture (pymc_bnn.linear_part)
-    _LINEAR_PART = True
-
     def _inference_for_data(self, shape, target_kwargs, *, grouped: bool) -> str:
         """``inference="auto"``: the mixture of Laplace approximations
         (:data:`LAPLACE_ENSEMBLE`) where it applies: no groups, the Normal prior at its
-        default scale, and no setting given that only variational inference uses; else
-        as resolved."""
+        default scale, no setting given that only variational inference uses, and at
+        most :data:`~pymc_bnn.ensemble_fit.AUTO_ENSEMBLE_MAX_ROWS` rows; else as
+        resolved."""
         eligible = (self.inference == "auto" and self.inference_ == "advi" and not grouped
                     and self.prior == "normal" and self.prior_sigma in ("auto", "evidence")
-                    and not self._vi_settings_given())
+                    and not self._vi_settings_given() and shape[0] <= AUTO_ENSEMBLE_MAX_ROWS)
         return LAPLACE_ENSEMBLE if eligible else self.inference_
 
     def _laplace_hidden_sigmas(self, shape, target_kwargs):

@@ -15,9 +15,7 @@ import functools
 
 import numpy as np
 
-from pymc_bnn.composed_draws import linear_share
 from pymc_bnn.inference import fit_concurrently
-from pymc_bnn.linear_part import LINEAR_WEIGHTS, choose_linear_weight
 from pymc_bnn.tempering import (choose_mixture_temperatures, choose_temperature, mixed_nll,
                                 mixture_difference)
 
@@ -225,8 +223,7 @@ class FitSettingsMixin:
             self.inference_, "full-rank ADVI")
         starts = f", each from {self.n_init} starts" if self.n_init > 1 else ""
         if self.inference_ == MIXTURE:
-            linear = " and a linear model" if self._linear_part_applies(folds) else ""
-            return (f"{n_fits} fits{starts}: the network by ADVI and by Laplace{linear}, "
+            return (f"{n_fits} fits{starts}: the network by ADVI and by Laplace, "
                     f"and {len(folds or [])} of each on held-out folds to choose their "
                     "temperatures")
         if not folds:
@@ -234,45 +231,6 @@ class FitSettingsMixin:
         return (f"{n_fits} {method} fits{starts}: the network, and {len(folds)} on "
                 "held-out folds to choose the temperature")
 
-    #: Whether ``inference="auto"`` stacks a linear part with the mixture (the
-    #: classifier; :mod:`pymc_bnn.linear_part`).
-    _LINEAR_PART = False
-
-    def _linear_part_applies(self, folds) -> bool:
-        """Whether this fit also fits a linear model to stack with the network: the
-        ADVI + Laplace mixture of ``inference="auto"`` with a cross-fitted temperature
-        (its folds choose the share)."""
-        return (self._LINEAR_PART and self.inference == "auto" and self.inference_ == MIXTURE
-                and bool(folds) and self.posterior_temperature == "auto")
-
-    def _linear_part(self, linear_fits, advi_fold_scores, laplace, laplace_fold_scores,
-                     n_rows) -> dict | None:
-        """The linear part's share of the draws (:func:`pymc_bnn.linear_part.
-        choose_linear_weight` on the folds, the network held at its chosen temperatures:
-        the mixture's pair, or ADVI's alone where the mixture was dropped), its
-        temperature (its own best) and its record; None where the share is 0."""
-        posterior, linear_scores = linear_fits
-        selection = choose_temperature(linear_scores, n_rows)
-        i, k = _index(self.temperature_selection_), _index(selection)
-        if laplace is None:
-            network = [a.nll[i] for a in advi_fold_scores]
-        else:
-            j = _index(laplace["selection"])
-            network = [mixed_nll(a.nll[i], b.nll[j], laplace["weight"])
-                       for a, b in zip(advi_fold_scores, laplace_fold_scores, strict=True)]
-        weight, scores = choose_linear_weight(network, [s.nll[k] for s in linear_scores],
-                                              [s.scale for s in linear_scores])
-        # at least two network draws stay (the mixture's halves need one each)
-        n_draws = linear_share(weight, self.n_draws)
-        if n_draws < 1:
-            return None
-        record = {"weight": n_draws / self.n_draws, "n_draws": n_draws,
-                  "weights": list(LINEAR_WEIGHTS), "scores": [float(v) for v in scores],
-                  "temperature": selection.temperature,
-                  "temperature_selection": selection.as_dict(),
-                  "prior_sigma": [float(v) for v in posterior.spec.prior_sigma]}
-        return {"posterior": posterior, "temperature": selection.temperature,
-                "weight": weight, "record": record}
 
     def _check_n_init_for_inference(self) -> None:
         """Refuse several starts with NUTS before anything is fit."""

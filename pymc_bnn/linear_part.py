@@ -1,6 +1,11 @@
 """A linear part in the classifier's predictive: a Bayesian logistic (softmax)
 regression stacked with the network.
 
+The former default's (``inference="auto"`` before the mixture of Laplace
+approximations): no fit makes one now; models saved with one load into
+:class:`StackedPredictive`, and :func:`predictive_from_idata` is every fit's and load's
+predictive constructor. What follows describes how that default chose it.
+
 On a near-linear table a network has to learn what logistic regression gets for free,
 and on a few hundred rows it pays for it: on the command line's example tables the
 default's NLL was 1-4 % above ``LogisticRegression``'s and its accuracy up to 4 points

@@ -107,6 +107,8 @@ def save(estimator, path, *, extra: dict | None = None) -> Path:
         # a mixture's halves: the draws of each, the Laplace half's temperature (plain data)
         "mixture": getattr(estimator, "mixture_", None),
         "linear_part": getattr(estimator, "linear_part_", None),
+        # the mixture of Laplace approximations' members (plain data)
+        "ensemble": getattr(estimator, "ensemble_", None),
         # a regressor's NUTS run: chains, iterations, who chose it (plain data)
         "nuts_run": getattr(estimator, "nuts_run_", None),
         "seed": int(post.seed),
@@ -370,6 +372,10 @@ def load(cls, path):
         linear_part = meta.get("linear_part")
         if linear_part is not None and not isinstance(linear_part, dict):
             raise TypeError("the linear part's record is not a JSON object")
+        # files written before the mixture of Laplace approximations have none
+        ensemble = meta.get("ensemble")
+        if ensemble is not None and not isinstance(ensemble, dict):
+            raise TypeError("the ensemble's record is not a JSON object")
         # files written before the record of the NUTS run existed have none
         nuts_run = meta.get("nuts_run")
         if nuts_run is not None and not isinstance(nuts_run, dict):
@@ -399,6 +405,7 @@ def load(cls, path):
     est.inference_ = meta.get("inference", meta["method"])
     est.mixture_ = mixture
     est.linear_part_ = linear_part
+    est.ensemble_ = ensemble
     if is_regressor(est):  # the classifier has no NUTS run record
         est.nuts_run_ = nuts_run
     est.posterior_temperature_ = temperature

@@ -155,7 +155,7 @@ def test_a_default_fit_reports_its_stages(capsys):
     assert "ADVI ━" not in err and "loss" not in err
 
 
-def test_the_default_mixture_fit_reports_both_halves(capsys):
+def test_the_mixture_fit_reports_both_halves(capsys):
     import numpy as np
 
     from pymc_bnn import BayesianMLPClassifier
@@ -163,10 +163,24 @@ def test_the_default_mixture_fit_reports_both_halves(capsys):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 2))
     y = (X[:, 0] + X[:, 1] > 0).astype(int)
-    BayesianMLPClassifier((3,), n_draws=20, progressbar=True, random_state=0).fit(X, y)
+    BayesianMLPClassifier((3,), inference="advi+laplace", n_draws=20, progressbar=True,
+                          random_state=0).fit(X, y)
     err = capsys.readouterr().err
     # all at once: each method's fit on all rows and on the three folds (the Laplace
-    # folds start on their own), and a linear model's to stack with them
-    assert ("fit: 12 fits: the network by ADVI and by Laplace and a linear model, and 3 "
+    # folds start on their own)
+    assert ("fit: 8 fits: the network by ADVI and by Laplace, and 3 "
             "of each on held-out folds to choose their temperatures ...") in err
-    assert "12 of 12 fits done" in err and "Laplace fits on held-out folds" not in err
+    assert "8 of 8 fits done" in err and "Laplace fits on held-out folds" not in err
+
+
+def test_the_default_fit_reports_its_stage(capsys):
+    import numpy as np
+
+    from pymc_bnn import BayesianMLPClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    BayesianMLPClassifier((3,), progressbar=True, random_state=0).fit(X, y)
+    err = capsys.readouterr().err
+    assert "fit: 5 MAP fits and their Laplace approximations: done" in err

@@ -147,14 +147,14 @@ def test_the_laplace_half_covers_the_whole_network_where_affordable_else_its_out
     assert C.mixture_affordable((898, 64), (32,), 10)
 
 
-def test_auto_fits_a_last_layer_mixture_beyond_the_bound(blobs, monkeypatch):
-    """With the whole network's step beyond the bound, the default's Laplace half is a
+def test_the_mixture_fits_a_last_layer_laplace_half_beyond_the_bound(blobs, monkeypatch):
+    """With the whole network's step beyond the bound, the mixture's Laplace half is a
     last-layer fit under the ADVI half's hidden scales; its draws go through the plain
     network predictive (no linearisation group); it is seeded and round-trips."""
     X, y = blobs
     monkeypatch.setattr(C, "AUTO_MIXTURE_MAX_FLOPS", 1e5)
     assert C.laplace_structure(X.shape, (4,), 3) == "last_layer"
-    clf = BayesianMLPClassifier((4,), n_draws=40, random_state=1).fit(X, y)
+    clf = BayesianMLPClassifier((4,), inference=MIXTURE, n_draws=40, random_state=1).fit(X, y)
     assert clf.inference_ == MIXTURE
     assert clf.mixture_["laplace_diagnostics"]["structure"] == "last_layer"
     assert clf.mixture_["laplace_prior_sigma"][0] == pytest.approx(clf.prior_sigma_[0])
@@ -162,7 +162,7 @@ def test_auto_fits_a_last_layer_mixture_beyond_the_bound(blobs, monkeypatch):
     assert clf.predictive_.linearized_at is None and clf.predictive_.n_draws == 40
     draws = clf.predictive_.sample_proba(X)
     np.testing.assert_allclose(clf.predict_proba(X), draws.mean(axis=0), rtol=1e-9)
-    again = BayesianMLPClassifier((4,), n_draws=40, random_state=1).fit(X, y)
+    again = BayesianMLPClassifier((4,), inference=MIXTURE, n_draws=40, random_state=1).fit(X, y)
     np.testing.assert_array_equal(again.predict_proba(X), clf.predict_proba(X))
 
 
@@ -170,7 +170,8 @@ def test_a_saved_last_layer_mixture_loads_with_the_same_predictions(blobs, monke
                                                                     tmp_path):
     X, y = blobs
     monkeypatch.setattr(C, "AUTO_MIXTURE_MAX_FLOPS", 1e5)
-    clf = BayesianMLPClassifier((4,), n_draws=20, random_state=2).fit(X, y)
+    clf = BayesianMLPClassifier((4,), inference=MIXTURE, n_draws=20, random_state=2).fit(X, y)
+    assert clf.mixture_ is not None
     loaded = BayesianMLPClassifier.load(clf.save(tmp_path / "last.nc"))
     assert loaded.mixture_ == clf.mixture_
     np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))

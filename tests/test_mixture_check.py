@@ -1,6 +1,6 @@
-"""The held-out check of the classifier's ADVI + Laplace mixture: with
-``inference="auto"`` the folds that choose each half's temperature also score the
-equal mixture against ADVI alone, and ADVI alone is kept where it predicts them better."""
+"""The held-out scoring of the ADVI + Laplace mixture: the folds that choose each half's
+temperature also score the mixture against each half alone (the regressor's
+``inference="auto"`` check; the classifier's explicit mixture keeps both halves)."""
 
 import numpy as np
 import pytest
@@ -10,18 +10,10 @@ from sklearn.model_selection import StratifiedKFold
 import pymc_bnn.fit_settings as fit_settings
 from pymc_bnn import BayesianMLPClassifier, build_model, fit
 from pymc_bnn.fit_settings import MIXTURE
-from pymc_bnn.fit_summary import describe
 from pymc_bnn.predictive import posterior_predictive
 from pymc_bnn.tempering import (SCORE_DRAWS, TEMPERATURES, FoldScores,
                                  choose_mixture_temperatures, choose_temperature, fold_tasks,
                                  mixture_difference)
-
-
-@pytest.fixture(autouse=True)
-def no_linear_part(monkeypatch):
-    """The check alone: no linear part stacked after it (``tests/test_linear_part.py``
-    has the two together)."""
-    monkeypatch.setattr(BayesianMLPClassifier, "_LINEAR_PART", False)
 
 
 @pytest.fixture(scope="module")
@@ -143,83 +135,6 @@ def test_the_mixture_against_the_first_alone_is_the_paired_row_difference(data, 
     np.testing.assert_allclose(se, diff.std() / np.sqrt(len(diff)), rtol=1e-5)
     # the first alone at a temperature is the temperature choice's own score there
     np.testing.assert_allclose(alone, choose_temperature(first, len(y)).scores[k], rtol=1e-12)
-
-
-def test_auto_records_the_check_and_keeps_the_mixture_where_it_is_better(data,
-                                                                         monkeypatch):
-    X, y = data
-    calls = []
-    real = fit_settings.mixture_difference
-    monkeypatch.setattr(fit_settings, "mixture_difference",
-                        lambda *a, **kw: calls.append(kw) or real(*a, **kw))
-    clf = fitted(X, y)
-    assert len(calls) == 1  # the check is taken
-    selection = clf.inference_selection_
-    assert selection["methods"] == [MIXTURE, "advi"]
-    mixed, alone = selection["scores"]
-    assert clf.inference_ == MIXTURE and mixed < alone
-    (t_advi, t_laplace), t_alone = selection["temperatures"]
-    assert (t_advi, t_laplace) == (clf.posterior_temperature_,
-                                   clf.mixture_["laplace_temperature"])
-    # the mixture's score is its temperatures' best (the joint choice's) ...
-    np.testing.assert_allclose(mixed, clf.temperature_selection_.scores.min(), rtol=1e-12)
-    np.testing.assert_allclose(
-        mixed, min(clf.mixture_["laplace_temperature_selection"]["scores"]), rtol=1e-12)
-    # ... and ADVI alone's is its own choice's best, as an ADVI fit of the same seed has it
-    advi = fitted(X, y, inference="advi")
-    assert advi.posterior_temperature_ == t_alone
-    np.testing.assert_allclose(alone, advi.temperature_selection_.scores.min(), rtol=1e-12)
-    assert describe(clf)[-1].endswith(f"which predicted the held-out rows better than "
-                                      f"ADVI's alone (log loss {mixed:.3g} against "
-                                      f"{alone:.3g} per row)")
-
-
-@pytest.fixture(scope="module")
-def more_data():
-    X, y = make_moons(150, noise=0.25, random_state=4)
-    return X, y
-
-
-def test_auto_falls_back_to_advi_alone_where_the_mixture_is_clearly_worse(more_data,
-                                                                         monkeypatch,
-                                                                         tmp_path):
-    """Where the folds (over 100 rows) score the mixture worse by over 4 nats in all and
-    by over two standard errors, the fit is ADVI's alone: the same predictions as
-    ``inference="advi"`` with the same seed, bit for bit."""
-    X, y = more_data
-    monkeypatch.setattr(fit_settings, "mixture_difference", lambda *a, **kw: (0.6, 0.5, 0.04))
-    clf = fitted(X, y)
-    assert clf.inference_ == "advi" and clf.mixture_ is None
-    assert clf.inference_selection_["methods"] == [MIXTURE, "advi"]
-    assert clf.inference_selection_["scores"] == [0.6, 0.5]
-    assert clf.inference_selection_["standard_errors"] == [0.04]
-    advi = fitted(X, y, inference="advi")
-    assert advi.inference_selection_ is None
-    np.testing.assert_array_equal(clf.predict_proba(X), advi.predict_proba(X))
-    assert clf.posterior_temperature_ == advi.posterior_temperature_
-    assert describe(clf)[-1] == (
-        "predictions: ADVI's draws alone: the average with a Laplace approximation's was "
-        "fit too, and predicted the held-out rows worse than ADVI's alone (log loss 0.6 "
-        "against 0.5 per row)")
-    back = BayesianMLPClassifier.load(clf.save(tmp_path / "advi.nc"))
-    assert back.inference_ == "advi" and back.inference_selection_ == clf.inference_selection_
-    np.testing.assert_array_equal(back.predict_proba(X), clf.predict_proba(X))
-
-
-@pytest.mark.parametrize("rows, scores", [
-    (150, (0.6, 0.5, 0.06)),     # within two standard errors
-    (150, (0.52, 0.5, 0.001)),   # 3 nats in all: too small a difference to trust its SE
-    (90, (0.6, 0.5, 0.01)),      # 100 rows or fewer: the SE is not trusted
-])
-def test_auto_keeps_the_mixture_unless_the_folds_clearly_say_otherwise(data, more_data,
-                                                                       monkeypatch, rows,
-                                                                       scores):
-    X, y = more_data if rows == 150 else data
-    assert len(y) == rows
-    monkeypatch.setattr(fit_settings, "mixture_difference", lambda *a, **kw: scores)
-    clf = fitted(X, y)
-    assert clf.inference_ == MIXTURE and clf.inference_selection_["scores"] == list(scores[:2])
-    assert describe(clf)[-1].endswith("could not tell from noise)")
 
 
 def test_an_explicit_mixture_is_kept_without_the_check(data, monkeypatch):

@@ -111,23 +111,14 @@ def test_thinning_a_mixture_keeps_draws_of_both_halves(mixture):
     np.testing.assert_allclose(network_only.sample_proba(X), full[:20], rtol=1e-6)
 
 
-def test_auto_takes_the_mixture_only_where_it_applies_and_is_affordable():
+def test_the_mixture_is_affordable_where_its_laplace_half_is():
+    """The explicit mixture's Laplace half: the whole network, the output layer, or (too
+    large) none (``inference="auto"`` no longer takes the mixture)."""
     assert mixture_affordable((1000, 20), (32,), 2)  # a calibration-benchmark table
     assert not mixture_affordable((AUTO_MIXTURE_MAX_ROWS + 1, 2), (5, 5), 2)
     # digits: 2,410 weights x 10 classes: the Laplace half over the output layer only
     assert mixture_affordable((1500, 64), (32,), 10)
     assert not mixture_affordable((100, 200), (32,), 2)  # 6,465 weights: too many
-
-    def resolved(X, y, **kw):
-        clf = BayesianMLPClassifier((3,), **kw)
-        clf.inference_ = clf._resolve_inference(grouped=False)
-        return clf._inference_for_data(X.shape, {"n_classes": 2}, grouped=False)
-
-    X, y = np.zeros((50, 2)), np.arange(50) % 2
-    assert resolved(X, y) == MIXTURE
-    for settings in ({"n_iter": 500}, {"prior_sigma": 1.0}, {"prior": "gamma_precision"},
-                     {"posterior_temperature": 0.5}, {"inference": "advi"}, {"n_draws": 1}):
-        assert resolved(X, y, **settings) != MIXTURE, settings
 
 
 @pytest.mark.parametrize("bad, match", [
@@ -144,7 +135,7 @@ def test_the_explicit_mixture_refuses_what_it_cannot_fit(data, bad, match):
 def test_the_default_reaches_95_percent_on_moons(moons):
     X_train, X_test, y_train, y_test = moons
     clf = BayesianMLPClassifier(random_state=0).fit(X_train, y_train)
-    assert clf.inference_ == MIXTURE
+    assert clf.inference_ == "laplace_ensemble"
     assert clf.score(X_test, y_test) >= 0.95
 
 

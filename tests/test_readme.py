@@ -46,7 +46,7 @@ def test_quick_start_runs_and_prints_its_accuracy():
     assert ns["proba"].shape == (n_test, 2)
     np.testing.assert_allclose(ns["proba"].sum(axis=1), 1.0)
     assert {"mean", "std", "entropy", "mutual_info"} <= set(ns["u"])
-    assert ns["draws"].shape == (500, n_test, 2)  # "mean over 500 draws"
+    assert ns["draws"].shape[1:] == (n_test, 2)  # "mean over the draws"
     np.testing.assert_allclose(ns["draws"].mean(axis=0), ns["proba"], rtol=1e-6)
 
 

@@ -3,7 +3,7 @@
 ``inference="laplace_ensemble"``, the classifier's default: a mixture of Laplace
 approximations (Eschenhagen et al. 2021, "Mixtures of Laplace approximations for
 improved post-hoc uncertainty in deep learning"), each part as in Daxberger et al. 2021
-("Laplace Redux"). :func:`fit_laplace_ensemble` runs the steps:
+("Laplace Redux"). :func:`pymc_bnn.ensemble_fit.fit_laplace_ensemble` runs the steps:
 
 1. :func:`fit_map_ensemble`: ``n_members`` networks, each from starting weights of its
    own, trained to their maximum a posteriori (MAP) weights under the Normal prior by
@@ -21,7 +21,7 @@ improved post-hoc uncertainty in deep learning"), each part as in Daxberger et a
    chosen by the Laplace evidence (MacKay's fixed point), the hidden layers a point
    estimate. Its cost grows with the output layer, not the network: at 784-100-10 a
    1,010-weight Gaussian per member.
-3. :func:`heldout_temperature`: the scale of those Gaussians' covariances (0: the MAP
+3. :func:`pymc_bnn.ensemble_fit.heldout_temperature`: the scale of those Gaussians' covariances (0: the MAP
    ensemble itself) that predicts the held-out rows best, by the one-standard-error
    rule; the Gaussian as fitted was too wide on clean tables, and helped on MNIST's
    rotated digits at a fraction of its spread (``docs/experiments/laplace-ensemble.md``).
@@ -47,10 +47,9 @@ from pymc_bnn.compile_cache import compiled_function
 from pymc_bnn.flat_network import n_params
 
 __all__ = ["BATCH_SIZE", "DTYPE", "EPOCHS_PER_CALL", "HOLDOUT_FRACTION", "LEARNING_RATE",
-           "MAX_EPOCHS", "MIN_HOLDOUT", "N_ITER_NO_CHANGE", "TOL", "LaplaceEnsemble",
-           "MapEnsemble", "fit_laplace_ensemble", "fit_map_ensemble", "heldout_temperature",
-           "holdout_masks", "last_layer_laplace", "member_logit_draws", "member_seeds",
-           "one_standard_error_choice"]
+           "MAX_EPOCHS", "MIN_CHECK_STEPS", "MIN_HOLDOUT", "N_ITER_NO_CHANGE", "TOL",
+           "MapEnsemble", "fit_map_ensemble", "holdout_masks", "last_layer_laplace",
+           "member_logit_draws", "member_seeds"]
 
 #: Rows per Adam step, capped at the rows: scikit-learn's ``MLPClassifier`` default.
 BATCH_SIZE = 200
@@ -64,6 +63,11 @@ N_ITER_NO_CHANGE = 10
 #: Most epochs (every member has stopped well before on the benchmark tables:
 #: ``benchmarks/results/laplace_ensemble.md``).
 MAX_EPOCHS = 2000
+#: Fewest Adam steps between two checks of the stopping rule: on a small table an epoch
+#: is one to three steps, and ten epochs without progress were a plateau the fit would
+#: have left (two-moons members stopped at 0.85 accuracy); a check then spans several
+#: epochs. MNIST's 4,000 rows take 20 steps an epoch, so its rule is scikit-learn's.
+MIN_CHECK_STEPS = 20
 #: Epochs run per call of the compiled program (the stopping rule is applied inside it,
 #: epoch by epoch, so this only sets how often control returns to Python).
 EPOCHS_PER_CALL = 10
@@ -72,7 +76,7 @@ EPOCHS_PER_CALL = 10
 DTYPE = "float32"
 #: Each member holds out a block of this fraction of the rows (disjoint blocks): their
 #: predictions there choose the Laplace approximations' temperature
-#: (:func:`heldout_temperature`) at no extra fit; none below :data:`MIN_HOLDOUT` rows a
+#: (:func:`pymc_bnn.ensemble_fit.heldout_temperature`) at no extra fit; none below :data:`MIN_HOLDOUT` rows a
 #: block.
 HOLDOUT_FRACTION = 0.1
 MIN_HOLDOUT = 5
@@ -340,10 +344,12 @@ def fit_map_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: 
     train = ~np.asarray(holdout, dtype=bool)
     batch = int(min(batch_size, n_rows))
     steps = math.ceil(n_rows / batch)
+    # epochs per check of the stopping rule: at least MIN_CHECK_STEPS steps each
+    period = math.ceil(MIN_CHECK_STEPS / steps)
     sigmas = np.broadcast_to(np.asarray(prior_sigma, dtype=np.float64), (len(shapes),))
     per_weight = (1.0 / sigmas**2)[layer_index(shapes)]
     delta = np.stack([per_weight / max(int(r.sum()), 1) for r in train]).astype(dtype)
-    program = _epochs_program(shapes, activation, K, batch, steps, dtype,
+    program = _epochs_program(shapes, activation, K, batch, steps * period, dtype,
                               mode or compile_mode())
     seeds = member_seeds(seed, K)
     theta = (np.stack([initial_theta(shapes, s) for s in seeds]) if starts is None
@@ -351,21 +357,23 @@ def fit_map_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: 
     m, v, t = np.zeros((K, P), dtype), np.zeros((K, P), dtype), np.zeros(K, dtype)
     best, stale = np.full(K, np.inf, dtype), np.zeros(K, dtype=np.int64)
     rng = np.random.default_rng([int(seed), 1])
+    per_call = max(1, EPOCHS_PER_CALL // period)  # checks per call
+    most = math.ceil(max_epochs / period)
     curves, done = [], 0
-    while done < max_epochs and np.any(stale <= N_ITER_NO_CHANGE):
-        epochs = min(EPOCHS_PER_CALL, max_epochs - done)
-        rows = _epoch_rows(rng, n_rows, batch, steps, epochs)
-        theta, m, v, t, best, stale, losses = (
-            np.asarray(a) for a in program(theta, m, v, t, best, stale, X, Y, train.astype(dtype), rows, delta,
-                                           np.asarray(learning_rate, dtype=dtype)))
+    while done < most and np.any(stale <= N_ITER_NO_CHANGE):
+        checks = min(per_call, most - done)
+        rows = _epoch_rows(rng, n_rows, batch, steps, checks * period)
+        theta, m, v, t, best, stale, losses = (np.asarray(a) for a in program(
+            theta, m, v, t, best, stale, X, Y, train.astype(dtype), rows, delta,
+            np.asarray(learning_rate, dtype=dtype)))
         if not np.all(np.isfinite(theta)):
             raise FloatingPointError(
                 "the MAP fits diverged (non-finite weights): standardise the features, or "
                 "lower the learning rate.")
         curves.append(losses)
-        done += epochs
+        done += checks
     curve = np.concatenate(curves, axis=0).astype(np.float64)
-    n_epochs = np.sum(np.isfinite(curve), axis=0)
+    n_epochs = np.sum(np.isfinite(curve), axis=0) * period
     return MapEnsemble(thetas=theta.astype(np.float64), loss_curve=curve, n_epochs=n_epochs,
                        converged=stale > N_ITER_NO_CHANGE)
 
@@ -457,143 +465,8 @@ def member_logit_draws(gaussian, X, *, layer_shapes, activation: str, n_draws: i
     return mean, noise
 
 
-def _mean_proba(logits: np.ndarray) -> np.ndarray:
-    """Class probabilities averaged over the draws (axis 0), (n_rows, n_classes)."""
-    if logits.shape[-1] == 1:
-        p = 1.0 / (1.0 + np.exp(-logits[..., 0]))
-        p = p.mean(axis=0)
-        return np.column_stack([1.0 - p, p])
-    z = logits - logits.max(axis=-1, keepdims=True)
-    p = np.exp(z)
-    return (p / p.sum(axis=-1, keepdims=True)).mean(axis=0)
-
-
-def one_standard_error_choice(per_row: np.ndarray, values) -> int:
-    """Index of the smallest of ``values`` whose summed score (``per_row``, (n_values,
-    n_rows), lower is better) exceeds the best one's by at most one standard error of
-    their rows' paired differences."""
-    per_row = np.asarray(per_row, dtype=float)
-    diff = per_row - per_row[int(np.argmin(per_row.sum(axis=1)))]
-    se = diff.std(axis=1) * math.sqrt(per_row.shape[1])
-    within = [j for j in range(len(values)) if diff[j].sum() <= se[j] + 1e-12]
-    return min(within, key=lambda j: values[j])
-
-
-def heldout_temperature(X: np.ndarray, y: np.ndarray, gaussians, holdout: np.ndarray, *,
-                        layer_shapes, activation: str = "tanh", seed: int = 0,
-                        temperatures=None, n_draws: int | None = None,
-                        mode: str | None = None):
-    """The temperature of the members' Gaussians (covariances scaled by ``T``; ``T =
-    0``: the MAP ensemble) chosen on each member's held-out rows: a
-    :class:`pymc_bnn.tempering.TemperatureSelection` (its scores: the held-out negative
-    log likelihood per row at each temperature), or None where no member holds out
-    rows.
-
-    The one-standard-error rule (Breiman et al. 1984; Hastie, Tibshirani & Friedman,
-    "Elements of Statistical Learning", 7.10): the smallest temperature whose summed
-    held-out score is within one standard error of the best one's (of the rows' paired
-    differences). Why: a few hundred held-out rows of a clean table score every
-    temperature up to ~0.3 within noise of each other, and the best of them was then as
-    often 2 as 0; where the data show a wider posterior predicts better (MNIST), it is
-    better by far more than its standard error.
-    """
-    from pymc_bnn.tempering import SCORE_DRAWS, TEMPERATURES, TemperatureSelection
-
-    temperatures = (0.0, *TEMPERATURES) if temperatures is None else tuple(temperatures)
-    n_draws = SCORE_DRAWS if n_draws is None else int(n_draws)
-    y = np.asarray(y).astype(np.int64).ravel()
-    per_row, splits = [], 0
-    for k, (gaussian, held) in enumerate(zip(gaussians, holdout)):
-        held = np.flatnonzero(held)
-        if held.size == 0:
-            continue
-        mean, noise = member_logit_draws(gaussian, X[held], layer_shapes=layer_shapes,
-                                         activation=activation, n_draws=n_draws,
-                                         random_seed=[int(seed), 3, k], mode=mode)
-        rows = np.empty((len(temperatures), held.size))
-        for j, T in enumerate(temperatures):
-            proba = _mean_proba(mean[None] + math.sqrt(T) * noise)
-            rows[j] = -np.log(np.clip(proba[np.arange(held.size), y[held]], 1e-300, None))
-        per_row.append(rows)
-        splits += 1
-    if not per_row:
-        return None
-    per_row = np.concatenate(per_row, axis=1)  # (n_temperatures, held-out rows)
-    choice = one_standard_error_choice(per_row, temperatures)
-    return TemperatureSelection(temperature=float(temperatures[choice]),
-                                temperatures=tuple(float(t) for t in temperatures),
-                                scores=per_row.mean(axis=1), n_splits=splits)
-
-
 def _np_nll(z: np.ndarray, Y: np.ndarray) -> np.ndarray:
     if z.shape[1] == 1:
         return np.logaddexp(0.0, z[:, 0]) - Y[:, 0] * z[:, 0]
     top = z.max(axis=1, keepdims=True)
     return (np.log(np.exp(z - top).sum(axis=1)) + top[:, 0]) - (Y * z).sum(axis=1)
-
-
-@dataclass(frozen=True)
-class LaplaceEnsemble:
-    """Result of :func:`fit_laplace_ensemble`.
-
-    Attributes
-    ----------
-    gaussians : tuple of LaplaceGaussian
-        Each member's last-layer Laplace approximation (:func:`last_layer_laplace`),
-        around its MAP, from its training rows.
-    maps : MapEnsemble
-        The members' MAP fits.
-    temperature : float
-        The scale of the Gaussians' covariances the predictive uses (0: the MAP
-        ensemble).
-    selection : TemperatureSelection or None
-        How the held-out rows chose ``temperature`` (None: given, or no rows held out).
-    holdout : ndarray of shape (n_members, n_rows)
-        Each member's held-out rows.
-    """
-
-    gaussians: tuple
-    maps: MapEnsemble
-    temperature: float
-    selection: object
-    holdout: np.ndarray
-
-
-def fit_laplace_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes,
-                         activation: str = "tanh", prior_sigma=1.0, n_members: int = 5,
-                         seed: int = 0, temperature="auto", **map_kwargs) -> LaplaceEnsemble:
-    """The mixture of last-layer Laplace approximations (see the module): the members'
-    MAP fits (:func:`fit_map_ensemble`, each holding out its block of rows,
-    :func:`holdout_masks`, where ``temperature="auto"``), each member's Gaussian from
-    its training rows, and their temperature chosen on the held-out rows
-    (:func:`heldout_temperature`; 1, the Gaussians as fitted, where too few rows to
-    hold out), then the members refit on all rows from where they stopped and their
-    Gaussians found again; or, with ``temperature`` a number, the members fit on all
-    rows at once."""
-    shapes = tuple((int(a), int(b)) for a, b in layer_shapes)
-    auto = isinstance(temperature, str)
-    holdout = (holdout_masks(y, n_members, seed) if auto
-               else np.zeros((int(n_members), len(y)), dtype=bool))
-    maps = fit_map_ensemble(X, y, layer_shapes=shapes, activation=activation,
-                            prior_sigma=prior_sigma, n_members=n_members, seed=seed,
-                            holdout=holdout, **map_kwargs)
-    sigmas = np.broadcast_to(np.asarray(prior_sigma, dtype=np.float64), (len(shapes),))
-    gaussians = tuple(
-        last_layer_laplace(X[~held], np.asarray(y)[~held], theta, layer_shapes=shapes,
-                           activation=activation, hidden_prior_sigmas=sigmas[:-1])
-        for theta, held in zip(maps.thetas, holdout))
-    selection = None
-    if auto:
-        selection = heldout_temperature(X, y, gaussians, holdout, layer_shapes=shapes,
-                                        activation=activation, seed=seed)
-    T = (float(temperature) if not auto else 1.0 if selection is None
-         else selection.temperature)
-    if selection is not None:  # the held-out rows back in: every member on all rows
-        maps = fit_map_ensemble(X, y, layer_shapes=shapes, activation=activation,
-                                prior_sigma=prior_sigma, n_members=n_members, seed=seed,
-                                starts=maps.thetas, **map_kwargs)
-        gaussians = tuple(
-            last_layer_laplace(X, y, theta, layer_shapes=shapes, activation=activation,
-                               hidden_prior_sigmas=sigmas[:-1]) for theta in maps.thetas)
-    return LaplaceEnsemble(gaussians=gaussians, maps=maps, temperature=T, selection=selection,
-                           holdout=holdout)
