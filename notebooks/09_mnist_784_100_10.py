@@ -118,7 +118,7 @@ display(Markdown("\n".join(lines)))
 
 # %% [markdown]
 # At full settings (10,000 steps, 300 draws) Neal's prior is far better than the fixed
-# one (accuracy 0.90 against 0.79, log loss 0.38 against 0.88): the data choose each
+# one (accuracy 0.90 against 0.84, log loss 0.37 against 0.81): the data choose each
 # layer's scale. Both Bayesian fits are *under*-confident on these clean digits (ECE 0.12
 # for Neal's prior against the MLP's 0.035), and less accurate than the MLP: plain
 # mean-field ADVI leaves the posterior too wide for 79,510 weights and 4,000 digits.
@@ -181,9 +181,9 @@ print(describe(default)[0])
 
 # %% [markdown]
 # At full settings the default is at least as accurate as the MLP, with a lower log loss
-# and ECE than the deep ensemble and a higher AUROC on rotated digits, at about the
-# ensemble's fit time (here and in the medians over three splits:
-# `benchmarks/results/default_frontier.md`). The sections below look at the ADVI
+# and ECE than the deep ensemble and a higher AUROC on rotated digits. Its fit took 1.5x
+# the ensemble's here; over three splits in one benchmark run, 0.9x
+# (`benchmarks/results/default_frontier.md`). The sections below look at the ADVI
 # posteriors fitted above.
 #
 # ## Where is the network unsure?

@@ -72,8 +72,10 @@ def mixture_affordable(shape, hidden: tuple, n_classes: int) -> bool:
 class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
     """Bayesian multi-layer perceptron classifier (PyMC).
 
-    Weights and biases carry Normal(0, ``prior_sigma``) priors; the posterior is fit by
-    mean-field ADVI, full-rank ADVI or NUTS. Predictions average the class
+    Weights and biases carry Normal(0, ``prior_sigma``) priors; the posterior is
+    approximated by a mixture of Laplace approximations around several MAP networks (the
+    default), mean-field or full-rank ADVI, a Laplace approximation, or sampled by NUTS.
+    Predictions average the class
     probabilities over ``n_draws`` posterior draws, and
     :meth:`predict_uncertainty` reports how unsure the network is at each point.
 
@@ -113,55 +115,37 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
     precision_shape, precision_rate : float, default 1.0
         Gamma shape and rate of the precisions (``prior="gamma_precision"``; with
         ``prior="normal"`` any value other than 1.0 is refused rather than ignored).
-    inference : {"auto", "advi", "fullrank_advi", "nuts", "laplace", "advi+laplace"}, \
-default "auto"
-        ``"auto"``: NUTS for a hierarchical network (``fit(..., groups=...)``, rows in
-        memory); without groups, ``"advi+laplace"`` where it is affordable
-        (:func:`mixture_affordable`: at most :data:`AUTO_MIXTURE_MAX_ROWS` rows and
-        :data:`pymc_bnn.laplace.MAX_PARAMS` weights, and a Gauss-Newton step of the
-        whole network, or else of its output layer, within
-        :data:`AUTO_MIXTURE_MAX_FLOPS`: :func:`laplace_structure`) and mean-field ADVI
-        beyond; mean-field ADVI alone wherever a setting only variational inference
-        uses is given (``n_iter``, ``learning_rate``, ``batch_size``, ``n_init`` > 1, or
-        a ``posterior_temperature`` other than ``"auto"`` / 1), or a fixed
-        ``prior_sigma`` or ``prior="gamma_precision"``. Why:
-        mean-field ADVI shrinks how far groups may differ and gains little over
-        separate networks (18 rotated-moons tasks: 0.86 test accuracy against 0.84 for
-        separate networks; NUTS 0.90), see ``docs/experiments/calibration-log.md``. ``inference_``
-        holds the method used.
+    inference : {"auto", "laplace_ensemble", "advi", "fullrank_advi", "nuts", "laplace", \
+"advi+laplace"}, default "auto"
+        ``"auto"``: ``"laplace_ensemble"`` for a network without groups on at most
+        :data:`pymc_bnn.ensemble_fit.AUTO_ENSEMBLE_MAX_ROWS` rows in memory, under the
+        Normal prior at its default scale, with no setting given that only variational
+        inference uses (``n_iter``, ``learning_rate``, ``batch_size``, ``n_init`` > 1, a
+        ``posterior_temperature`` other than ``"auto"`` / 1); NUTS for a hierarchical
+        network (``fit(..., groups=...)``); mean-field ADVI otherwise (more rows, dask
+        input, a fixed ``prior_sigma``, Neal's prior, ADVI's settings).
+        ``inference_`` holds the method used.
+        ``"laplace_ensemble"``: a mixture of Laplace approximations
+        (:mod:`pymc_bnn.inference.map_ensemble`, :mod:`pymc_bnn.ensemble_fit`): five
+        networks trained to their MAP weights under Normal(0, 1) priors in one compiled
+        program (Adam, scikit-learn's stopping rule), each output layer's Gaussian by a
+        Laplace approximation with its prior precision chosen by the evidence, and
+        their spread (``posterior_temperature="auto"``) chosen on rows each network held
+        out (0: the five networks alone), the networks then trained on with all rows.
+        Its cost is about a deep ensemble's of five MLPs; why it is the default:
+        ``docs/experiments/laplace-ensemble.md``. ``ensemble_`` records the members.
         ``"laplace"``: the linearised Laplace approximation (:mod:`pymc_bnn.laplace`):
-        the MAP weights, one prior scale per layer chosen by the Laplace evidence
-        (MacKay's empirical Bayes, in place of ``prior_sigma``), and class
-        probabilities averaged over draws of the network's logits *linearised* at the
-        MAP (the "GLM" predictive); with ``posterior_temperature="auto"`` the draws'
-        spread is cross-fitted as ADVI's. Networks of at most
-        :data:`pymc_bnn.laplace.MAX_PARAMS` weights, data in memory, no groups.
+        the MAP weights, one prior scale per layer chosen by the Laplace evidence, and
+        class probabilities averaged over draws of the network's logits linearised at
+        the MAP; with ``posterior_temperature="auto"`` the draws' spread is cross-fitted
+        as ADVI's. Networks of at most :data:`pymc_bnn.laplace.MAX_PARAMS` weights,
+        data in memory, no groups.
         ``"advi+laplace"``: both fits, and their equal-weight mixture: half the
-        ``n_draws`` predictive draws from the ADVI fit (through the network), half from
-        the Laplace fit (through the linearised network), the halves' temperatures
-        cross-fitted together, as the pair whose mixture predicts the held-out folds
-        best; ``mixture_`` records the halves. With ``"auto"``, the same folds also
-        score ADVI alone, and where it is clearly better than the mixture (more than
-        100 rows, 4 nats and two standard errors:
-        :data:`pymc_bnn.fit_settings.MIXTURE_DROP_SE`) the fit is ADVI's alone
-        (``inference_selection_``). ``"auto"`` then stacks a linear part with the
-        network (:mod:`pymc_bnn.linear_part`): a Bayesian logistic regression (the
-        Laplace fit of the network without hidden layers) given the share of the
-        draws whose mixture predicts the same folds best (0 to 1 in tenths; 0: the
-        network alone, as before; ``linear_part_``), so that a near-linear table is not
-        harder for the network than for logistic regression. Where the whole
-        network's curvature costs more than :data:`AUTO_MIXTURE_MAX_FLOPS` a step
-        (e.g. digits' 64 inputs and 10 classes at 32 units), the Laplace half covers
-        the output layer only, the hidden layers at their MAP under the ADVI half's
-        evidence scales (a last-layer Laplace; :func:`laplace_structure`). Why: the log
-        score of an equal mixture is at least the mean of its halves' (Jensen), and
-        ADVI and Laplace err differently (ADVI's Gaussian has no correlations between
-        weights, the Laplace Gaussian has them all but is local to one mode); on the
-        calibration benchmark's ten splits the default's NLL is at most a 5-MLP deep
-        ensemble's on most splits of 8 of 9 sets at (32,) with the linear part, ADVI's
-        alone on 3 (``docs/experiments/calibration-log.md``). It costs every fit (the
-        halves' and the linear model's, each also on three folds), even where the check
-        then keeps ADVI alone (``docs/experiments/known-limits.md``).
+        ``n_draws`` predictive draws from the ADVI fit, half from the Laplace fit (the
+        output layer's only where the whole network's curvature costs more than
+        :data:`AUTO_MIXTURE_MAX_FLOPS` a step: :func:`laplace_structure`), the halves'
+        temperatures cross-fitted together; ``mixture_`` records the halves (the
+        former default).
     n_iter : int, optional
         Optimisation steps (VI). None: 10,000 for ADVI, 20,000 for full-rank ADVI.
     learning_rate : float, optional
@@ -173,7 +157,9 @@ default "auto"
         input streams minibatches of that size). None: full batches always (data in
         memory only).
     n_draws : int, default 500
-        Posterior draws used for prediction (VI); draws per chain (NUTS).
+        Posterior draws used for prediction (VI, Laplace); draws per chain (NUTS).
+        ``"laplace_ensemble"`` at temperature 0 keeps one draw per network (the same
+        predictive).
     tune : int, default 1000
         NUTS tuning steps per chain.
     chains : int, default 2
@@ -274,8 +260,14 @@ default "auto"
         ``"last_layer"``); the other attributes (``posterior_``,
         ``diagnostics_``, ``posterior_temperature_``, ``prior_sigma_``, ...) are the
         ADVI half's. None for one method.
+    ensemble_ : dict or None
+        ``inference_ == "laplace_ensemble"``: ``"members"``, each one's ``"epochs"`` and
+        ``"converged"``, its output layer's ``"output_prior_sigma"`` and
+        ``"log_evidence"``, the ``"heldout_rows"`` each held out while the temperature
+        was chosen, and the ``"temperature"`` (plain data); None for other methods.
     linear_part_ : dict or None
-        Where ``inference="auto"`` stacked a linear part with the network: its share
+        Models saved by an earlier version whose ``inference="auto"`` stacked a linear
+        part with the network (no fit makes one now): its share
         (``"weight"``) and number (``"n_draws"``) of the draws (``idata_`` holds them
         in its ``linear_part`` group, after the network's), the shares tried
         (``"weights"``) and their held-out NLL per row (``"scores"``; the first is the
