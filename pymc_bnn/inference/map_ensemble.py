@@ -66,7 +66,8 @@ MAX_EPOCHS = 2000
 #: Fewest Adam steps between two checks of the stopping rule: on a small table an epoch
 #: is one to three steps, and ten epochs without progress were a plateau the fit would
 #: have left (two-moons members stopped at 0.85 accuracy); a check then spans several
-#: epochs. MNIST's 4,000 rows take 20 steps an epoch, so its rule is scikit-learn's.
+#: epochs, its tolerance :data:`TOL` per epoch times their number (the same rate of
+#: progress). MNIST's 4,000 rows take 20 steps an epoch, so its rule is scikit-learn's.
 MIN_CHECK_STEPS = 20
 #: Epochs run per call of the compiled program (the stopping rule is applied inside it,
 #: epoch by epoch, so this only sets how often control returns to Python).
@@ -188,7 +189,7 @@ def _single_sums(outputs: list) -> list:
 @functools.lru_cache(maxsize=16)
 def _epochs_program(layer_shapes: tuple, activation: str, n_members: int, batch: int,
                     steps_per_epoch: int, dtype: str, mode: str):
-    """``f(theta, m, v, t, best, stale, X, Y, train, rows, delta, lr) -> (theta, m, v, t,
+    """``f(theta, m, v, t, best, stale, X, Y, train, rows, delta, lr, tol) -> (theta, m, v, t,
     best, stale, epoch_losses)``: Adam steps over ``rows`` (n_steps, batch) row indices,
     the same rows for every member (each weighs only its training rows, ``train`` (K,
     n_rows) of 0 / 1), ``steps_per_epoch`` to an epoch, each member's stopping rule
@@ -198,8 +199,7 @@ def _epochs_program(layer_shapes: tuple, activation: str, n_members: int, batch:
 
     K, P = n_members, n_params(layer_shapes)
     # constants in the program's precision (a Python float would upcast single to double)
-    beta1, beta2, eps, tol, half, one = (np.asarray(c, dtype=dtype)
-                                          for c in (*ADAM, TOL, 0.5, 1.0))
+    beta1, beta2, eps, half, one = (np.asarray(c, dtype=dtype) for c in (*ADAM, 0.5, 1.0))
     theta0 = pt.tensor("theta", dtype=dtype, shape=(K, P))
     m0, v0 = theta0.type("m"), theta0.type("v")
     t0 = pt.tensor("t", dtype=dtype, shape=(K,))
@@ -211,6 +211,7 @@ def _epochs_program(layer_shapes: tuple, activation: str, n_members: int, batch:
     rows = pt.tensor("rows", dtype="int64", shape=(None, batch))
     delta = pt.tensor("delta", dtype=dtype, shape=(K, P))
     lr = pt.scalar("lr", dtype=dtype)
+    tol = pt.scalar("tol", dtype=dtype)
     step_no = pt.arange(rows.shape[0])
     nan = np.array(np.nan, dtype=dtype)
 
@@ -248,8 +249,8 @@ def _epochs_program(layer_shapes: tuple, activation: str, n_members: int, batch:
     theta, m, v, t, best, stale, _, recorded = outs
     epoch_losses = recorded[steps_per_epoch - 1 :: steps_per_epoch]
     return compiled_function(
-        ("_map_ensemble_epochs_shared", layer_shapes, activation, K, batch, steps_per_epoch, dtype),
-        [theta0, m0, v0, t0, best0, stale0, X, Y, train, rows, delta, lr],
+        ("_map_ensemble_epochs", layer_shapes, activation, K, batch, steps_per_epoch, dtype),
+        [theta0, m0, v0, t0, best0, stale0, X, Y, train, rows, delta, lr, tol],
         [theta[-1], m[-1], v[-1], t[-1], best[-1], stale[-1], epoch_losses], mode=mode)
 
 
@@ -365,7 +366,7 @@ def fit_map_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: 
         rows = _epoch_rows(rng, n_rows, batch, steps, checks * period)
         theta, m, v, t, best, stale, losses = (np.asarray(a) for a in program(
             theta, m, v, t, best, stale, X, Y, train.astype(dtype), rows, delta,
-            np.asarray(learning_rate, dtype=dtype)))
+            np.asarray(learning_rate, dtype=dtype), np.asarray(TOL * period, dtype=dtype)))
         if not np.all(np.isfinite(theta)):
             raise FloatingPointError(
                 "the MAP fits diverged (non-finite weights): standardise the features, or "
