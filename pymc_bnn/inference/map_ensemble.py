@@ -21,9 +21,9 @@ improved post-hoc uncertainty in deep learning"), each part as in Daxberger et a
    chosen by the Laplace evidence (MacKay's fixed point), the hidden layers a point
    estimate. Its cost grows with the output layer, not the network: at 784-100-10 a
    1,010-weight Gaussian per member.
-3. :func:`pymc_bnn.ensemble_fit.heldout_temperature`: the scale of those Gaussians' covariances (0: the MAP
-   ensemble itself) that predicts the held-out rows best, by the one-standard-error
-   rule; the Gaussian as fitted was too wide on clean tables, and helped on MNIST's
+3. :func:`pymc_bnn.ensemble_fit.heldout_temperature`: the scale of those Gaussians'
+   covariances (0: the MAP ensemble itself) that predicts the held-out rows best, by the
+   one-standard-error rule; the Gaussian as fitted was too wide on clean tables, and helped on MNIST's
    rotated digits at a fraction of its spread (``docs/experiments/laplace-ensemble.md``).
 4. The members train on, from where they stopped, on all the rows (the held-out ones
    back in), and their Gaussians are found again there.
@@ -60,8 +60,8 @@ LEARNING_RATE = 2e-3
 #: The stopping rule: scikit-learn's ``tol`` and ``n_iter_no_change``.
 TOL = 1e-4
 N_ITER_NO_CHANGE = 10
-#: Most epochs (every member has stopped well before on the benchmark tables:
-#: ``benchmarks/results/laplace_ensemble.md``).
+#: Most epochs: the small-table anchors' ``max_iter`` (``benchmarks/default_frontier.py``);
+#: a member that reaches it has not met the stopping rule (the estimator warns).
 MAX_EPOCHS = 2000
 #: Fewest Adam steps between two checks of the stopping rule: on a small table an epoch
 #: is one to three steps, and ten epochs without progress were a plateau the fit would
@@ -77,8 +77,8 @@ EPOCHS_PER_CALL = 10
 DTYPE = "float32"
 #: Each member holds out a block of this fraction of the rows (disjoint blocks): their
 #: predictions there choose the Laplace approximations' temperature
-#: (:func:`pymc_bnn.ensemble_fit.heldout_temperature`) at no extra fit; none below :data:`MIN_HOLDOUT` rows a
-#: block.
+#: (:func:`pymc_bnn.ensemble_fit.heldout_temperature`) at no extra fit; none below
+#: :data:`MIN_HOLDOUT` rows a block.
 HOLDOUT_FRACTION = 0.1
 MIN_HOLDOUT = 5
 #: Adam's moment decay rates and the denominator's offset (Kingma & Ba; scikit-learn's).
@@ -93,10 +93,11 @@ class MapEnsemble:
     ----------
     thetas : ndarray of shape (n_members, n_params)
         Each member's weights, flat (:func:`pymc_bnn.flat_network.unflatten`).
-    loss_curve : ndarray of shape (n_epochs, n_members)
+    loss_curve : ndarray of shape (n_checks, n_members)
         Each member's training objective per row (negative log likelihood plus the
-        prior's penalty over the rows), averaged over each epoch's steps, up to the
-        epoch it stopped (NaN after).
+        prior's penalty over the rows), averaged over the steps between two checks of
+        the stopping rule (an epoch, or several on a small table:
+        :data:`MIN_CHECK_STEPS`), up to the check it stopped at (NaN after).
     n_epochs : ndarray of shape (n_members,)
         The epochs each member trained.
     converged : ndarray of shape (n_members,)
