@@ -105,7 +105,7 @@ def bench_mnist(args, rows):
             proba = predict(X_test)
             predict_s = time.perf_counter() - t0
             row = {"section": "mnist", "seed": seed, "model": model, "data": source,
-                   "fit_s": fit_s, "predict_s": predict_s,
+                   "status": "ok", "fit_s": fit_s, "predict_s": predict_s,
                    **_scores(y_test, proba, predict(rotated), predict(noisy)),
                    **(extra or {})}
             rows.append(row)
@@ -152,7 +152,7 @@ def bench_cv(args, rows):
                 warnings.simplefilter("ignore")
                 res = cross_validate(make_pipeline(StandardScaler(), est), X, y, cv=cv,
                                      scoring="neg_log_loss")
-            row = {"section": "cv", "data": name, "model": model, "seed": seed,
+            row = {"section": "cv", "data": name, "model": model, "seed": seed, "status": "ok",
                    "wall_s": time.perf_counter() - t0,
                    "log_loss": float(-np.mean(res["test_score"]))}
             rows.append(row)
@@ -215,7 +215,7 @@ def bench_predictive(args, rows):
     peer_s = median(peer)
     for label, fitted in (("default", est), ("default at temperature 1", wide)):
         ours_s = median(lambda fitted=fitted: fitted.predict_proba(grid))
-        row = {"section": "predictive", "model": label, "rows": len(grid),
+        row = {"section": "predictive", "model": label, "status": "ok", "rows": len(grid),
                "draws_default": int(fitted.idata_.posterior.sizes["draw"]),
                "draws_peer": draws, "temperature": fitted.posterior_temperature_,
                "pymc_bnn_s": ours_s, "jax_forward_s": peer_s, "speedup": peer_s / ours_s}
