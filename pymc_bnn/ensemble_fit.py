@@ -18,8 +18,8 @@ import numpy as np
 from pymc_bnn.composed_draws import start_seed, start_shares
 from pymc_bnn.fit_settings import LAPLACE_ENSEMBLE
 from pymc_bnn.inference import Posterior
-from pymc_bnn.inference.map_ensemble import (fit_map_ensemble, holdout_masks, last_layer_laplace,
-                                             member_logit_draws)
+from pymc_bnn.inference.map_ensemble import (MapEnsemble, fit_map_ensemble, holdout_masks,
+                                             last_layer_laplace, member_logit_draws)
 from pymc_bnn.laplace import laplace_idata, mixture_idata
 from pymc_bnn.spec import NetworkSpec
 

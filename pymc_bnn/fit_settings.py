@@ -16,7 +16,7 @@ import functools
 import numpy as np
 
 from pymc_bnn.inference import fit_concurrently
-from pymc_bnn.tempering import (choose_mixture_temperatures, choose_temperature, mixed_nll,
+from pymc_bnn.tempering import (choose_mixture_temperatures, choose_temperature,
                                 mixture_difference)
 
 #: ``kl_weight="auto"`` (regressor): the candidate weights of the ELBO's KL term, chosen
