@@ -48,6 +48,9 @@ def describe(estimator) -> list[str]:
         check.
     """
     lines = []
+    why = _not_the_ensemble(estimator)
+    if why:
+        lines.append(why)
     ensemble = getattr(estimator, "ensemble_", None)
     if getattr(estimator, "inference_", None) == "laplace_ensemble" and ensemble:
         lines.append(_ensemble_line(estimator, ensemble))
@@ -79,6 +82,36 @@ def describe(estimator) -> list[str]:
                      f"(KL weight {kl:g}, chosen on held-out rows): the data looked smooth "
                      "and nearly noise-free")
     return lines
+
+
+_METHOD_NAMES = {"advi": "mean-field ADVI", "nuts": "NUTS", "fullrank_advi": "full-rank ADVI"}
+
+
+def _not_the_ensemble(estimator) -> str | None:
+    """A classifier's ``inference="auto"`` fit that is not the mixture of Laplace
+    approximations: which method ran, and why."""
+    method = getattr(estimator, "inference_", None)
+    if (getattr(estimator, "inference", None) != "auto" or method not in _METHOD_NAMES
+            or hasattr(estimator, "y_scale_")):  # the regressor has other defaults
+        return None
+    from pymc_bnn.ensemble_fit import AUTO_ENSEMBLE_MAX_ROWS
+
+    post = getattr(estimator, "posterior_", None)
+    rows = getattr(getattr(post, "spec", None), "n_rows", 0) or 0
+    if getattr(estimator, "groups_", None) is not None:
+        why = "a hierarchical network (groups=)"
+    elif estimator.prior != "normal":
+        why = "Neal's prior"
+    elif estimator.prior_sigma not in ("auto", "evidence"):
+        why = "a fixed prior_sigma"
+    elif estimator._vi_settings_given():
+        why = "settings only ADVI uses were given"
+    elif rows > AUTO_ENSEMBLE_MAX_ROWS:
+        why = f"more than {AUTO_ENSEMBLE_MAX_ROWS:,} rows"
+    else:
+        why = "the rows were streamed (dask input)"
+    return (f"fit: {_METHOD_NAMES[method]}, not the default mixture of Laplace "
+            f"approximations: {why}")
 
 
 def _ensemble_line(estimator, ensemble: dict) -> str:

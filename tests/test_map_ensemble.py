@@ -259,3 +259,19 @@ def test_describe_after_loading_says_what_the_ensemble_is(default_clf, tmp_path)
     back = BayesianMLPClassifier.load(tmp_path / "d.nc")
     assert back.ensemble_ == clf.ensemble_
     assert describe(back) == describe(clf)
+
+
+@pytest.mark.parametrize("kwargs, expected", [
+    ({"prior_sigma": 0.5, "n_iter": 300}, "a fixed prior_sigma"),
+    ({"n_iter": 300}, "settings only ADVI uses"),
+])
+@pytest.mark.filterwarnings("ignore:ADVI stopped before")  # short fits serve here
+def test_describe_says_why_auto_did_not_fit_the_ensemble(kwargs, expected):
+    X, y = make_moons(80, noise=0.2, random_state=0)
+    clf = BayesianMLPClassifier((3,), n_draws=20, random_state=0, **kwargs).fit(X, y)
+    assert clf.inference_ == "advi"
+    line = describe(clf)[0]
+    assert line.startswith("fit: mean-field ADVI, not the default mixture") and expected in line
+    explicit = BayesianMLPClassifier((3,), inference="advi", n_iter=300, n_draws=20,
+                                     random_state=0).fit(X, y)
+    assert not describe(explicit)[0].startswith("fit: mean-field ADVI, not")
