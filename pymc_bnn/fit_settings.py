@@ -263,12 +263,9 @@ class FitSettingsMixin:
             given["n_init"] = self.n_init
         if self.prior != "normal":
             given["prior"] = self.prior
-        if given:
-            settings = ", ".join(f"{name}={value!r}" for name, value in given.items())
-            raise ValueError(
-                f"{settings} does not apply to inference={LAPLACE_ENSEMBLE!r}, which "
-                "trains its networks with fixed settings under the Normal prior. Leave "
-                "them at their defaults, or use inference='advi'.")
+        _refuse(given, f"does not apply to inference={LAPLACE_ENSEMBLE!r}, which trains its "
+                "networks with fixed settings under the Normal prior. Leave them at their "
+                "defaults, or use inference='advi'.")
 
     def _check_vi_settings_for_nuts(self) -> None:
         """Refuse, with ``inference="nuts"``, a setting only variational inference uses
@@ -280,13 +277,9 @@ class FitSettingsMixin:
         given = self._vi_step_settings()
         if getattr(self, "kl_weight", 1.0) not in (1, 1.0):
             given["kl_weight"] = self.kl_weight
-        if given:
-            settings = ", ".join(f"{name}={value!r}" for name, value in given.items())
-            raise ValueError(
-                f"{settings} applies to variational inference only; NUTS samples the "
-                "posterior of all the rows as it is (its length: tune, n_draws, chains). "
-                "Leave it at its default with inference='nuts'."
-            )
+        _refuse(given, "applies to variational inference only; NUTS samples the posterior of "
+                "all the rows as it is (its length: tune, n_draws, chains). Leave it at its "
+                "default with inference='nuts'.")
 
     def _check_prior_settings(self) -> None:
         """Refuse a prior setting that the prior would ignore: ``prior_sigma`` sets
@@ -436,6 +429,13 @@ class FitSettingsMixin:
     def _temperature_folds(self, y_model, seed):
         """Folds for the temperature choice, or None when the data are too few."""
         raise NotImplementedError
+
+
+def _refuse(given: dict, why: str) -> None:
+    """Raise ValueError naming the settings ``given`` (name: value), then ``why``."""
+    if given:
+        settings = ", ".join(f"{name}={value!r}" for name, value in given.items())
+        raise ValueError(f"{settings} {why}")
 
 
 def spawned_seeds(init_seed: int, n: int, stream: tuple = ()) -> list[int]:
