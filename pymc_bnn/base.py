@@ -331,86 +331,45 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
 
     def _fit_choosing(self, fit_rows, candidates, folds, X, y_model, group_codes, seeds,
                       kept, progress):
-        """Several candidate fits, ``(method, kl_weight)`` pairs (``kl_weight="auto"``;
-        the regressor's ``inference="auto"``, see :meth:`_fit_candidates`): the folds'
-        fits of every candidate (at once), each scored at every temperature (or at the
-        fixed one); the candidate and temperature with the best summed held-out density
-        win, then the kept fit. ADVI and Laplace under ``inference="auto"`` with a
-        cross-fitted temperature: their mixture too (the Laplace half's share stacked),
-        kept unless one alone is clearly better (:meth:`_check_mixture`)."""
+        """Several candidate fits, ``(method, kl_weight)`` pairs of one method
+        (``kl_weight="auto"``): the folds' fits of every candidate (at once), each scored
+        at every temperature (or at the fixed one); the candidate and temperature with
+        the best summed held-out density win, then the kept fit."""
         fixed = self.posterior_temperature != "auto"
         # a fit at KL weight w is about as spread as the posterior at temperature w:
         # its temperatures are the grid's divided by w (1 / w restores the spread)
         grids = [(float(self.posterior_temperature),) if fixed
                  else tuple(t / w for t in TEMPERATURES) for _, w in candidates]
-        methods = list(dict.fromkeys(m for m, _ in candidates))
-        # ADVI and Laplace: their mixture is a third candidate, scored row by row
-        mixes = (self.inference == "auto" and not fixed and sorted(methods) == ["advi", "laplace"]
-                 and len(candidates) == 2)
         tasks = []
         for (method, w), grid in zip(candidates, grids):
             tasks += fold_tasks(functools.partial(fit_rows, kl_weight=w, method=method), X,
                                 y_model, folds=folds, seed=seeds["temperature"],
-                                groups=group_codes, temperatures=grid, per_row=mixes)
-        weights = list(dict.fromkeys(w for _, w in candidates))
-        what = " and ".join(["the method"] * (len(methods) > 1)
-                            + ["the KL weight"] * (len(weights) > 1) + ["the temperature"])
-        # choosing a method: the first candidate's (ADVI's) kept fit runs beside the
-        # folds' fits, as without a choice (it is kept where ADVI wins; a Laplace fit
-        # is cheap to make afterwards); KL weights: the kept fit follows the choice
-        ahead = len(methods) > 1
-        if ahead:
-            first_method, first_weight = candidates[0]
-            tasks.insert(0, functools.partial(fit_rows, None, seeds["fit"],
-                                              kl_weight=first_weight, method=first_method))
-        n_folds = len(tasks) - ahead
-        with progress.stage(("the network, and " if ahead else "") + f"{n_folds} fits on "
-                            f"held-out folds to choose {what}", fits=len(tasks)):
+                                groups=group_codes, temperatures=grid)
+        with progress.stage(f"{len(tasks)} fits on held-out folds to choose the KL weight "
+                            "and the temperature", fits=len(tasks)):
             scores = fit_concurrently([progress.counted(t) for t in tasks])
-        posterior, start_losses = ((scores[0], kept.get(candidates[0][0])) if ahead
-                                   else (None, None))
-        scores = scores[1:] if ahead else scores
         scores = [scores[i * len(folds):(i + 1) * len(folds)] for i in range(len(candidates))]
         selections = [choose_temperature(s, X.shape[0], grid)
                       for s, grid in zip(scores, grids)]
         best = int(np.argmin([sel.scores.min() for sel in selections]))
-        choice = pair = None
-        if mixes:
-            choice, pair, weight, mixed_record = self._check_mixture(
-                dict(zip(methods, scores)), dict(zip(methods, selections)), X.shape[0])
-            best = methods.index(choice) if choice in methods else best
         self.inference_, self.kl_weight_ = candidates[best]
-        record = {"scores": [float(sel.scores.min()) for sel in selections],
-                  "temperatures": [sel.temperature for sel in selections]}
-        self.kl_weight_selection_ = (
-            {"kl_weights": [w for _, w in candidates], **record} if len(weights) > 1 else None)
-        self.inference_selection_ = (
-            mixed_record if mixes else
-            {"methods": [m for m, _ in candidates], **record} if len(methods) > 1 else None)
+        self.kl_weight_selection_ = {
+            "kl_weights": [w for _, w in candidates],
+            "scores": [float(sel.scores.min()) for sel in selections],
+            "temperatures": [sel.temperature for sel in selections]}
+        self.inference_selection_ = None
         if fixed:
             self.temperature_selection_ = None
             self.posterior_temperature_ = grids[0][0]
         else:
             self.temperature_selection_ = selections[best]
             self.posterior_temperature_ = selections[best].temperature
-        laplace = None
-        if choice == MIXTURE:  # ADVI's kept fit is the mixture's first half
-            self.inference_ = MIXTURE
-            self.temperature_selection_ = pair["advi"]
-            self.posterior_temperature_ = pair["advi"].temperature
-            starts = self._laplace_modes(fit_rows, seeds, weight, progress)
-            laplace = {"posterior": starts[0], "temperature": pair["laplace"].temperature,
-                       "selection": pair["laplace"], "weight": weight,
-                       "starts": starts if len(starts) > 1 else None}
-        elif not (ahead and best == 0):
-            with progress.stage(self._fits_stage_name(1, None), fits=1):
-                posterior = progress.counted(fit_rows)(None, seeds["fit"],
-                                                       kl_weight=self.kl_weight_,
-                                                       method=self.inference_)
-            start_losses = kept[self.inference_]
-        self.start_losses_ = start_losses
+        with progress.stage(self._fits_stage_name(1, None), fits=1):
+            posterior = progress.counted(fit_rows)(None, seeds["fit"], kl_weight=self.kl_weight_,
+                                                   method=self.inference_)
+        self.start_losses_ = kept[self.inference_]
         with progress.stage("posterior predictive draws"):
-            self._set_posterior(posterior, seeds["predict"], laplace=laplace)
+            self._set_posterior(posterior, seeds["predict"])
         return self
 
     def _fit_from_starts(self, X, y_model, target_kwargs, fit_seed, init_seed, *, warn=True,
@@ -447,9 +406,10 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         with progress.stage(f"{ENSEMBLE_MEMBERS} MAP fits and their Laplace approximations"):
             result = fit_ensemble(
                 X, y_model, hidden_layer_sizes=self._hidden_tuple(),
-                n_classes=int(target_kwargs["n_classes"]), activation=self.activation,
+                n_classes=int(target_kwargs.get("n_classes", 0)), activation=self.activation,
                 prior_sigma=sigma, temperature=self.posterior_temperature,
-                n_draws=self.n_draws, init_seed=seeds["init"], predict_seed=seeds["predict"])
+                n_draws=self.n_draws, init_seed=seeds["init"], predict_seed=seeds["predict"],
+                noise_scale=target_kwargs.get("noise_scale"))
         for name, value in fitted_attributes(result).items():
             setattr(self, name, value)
         self.__dict__.pop("_draw_parts", None)  # the stored draws serve sample_proba

@@ -18,14 +18,22 @@ import numpy as np
 from pymc_bnn.composed_draws import start_seed, start_shares
 from pymc_bnn.fit_settings import LAPLACE_ENSEMBLE
 from pymc_bnn.inference import Posterior
-from pymc_bnn.inference.map_ensemble import (MapEnsemble, fit_map_ensemble, holdout_masks,
-                                             last_layer_laplace, member_logit_draws)
+from pymc_bnn.inference.map_ensemble import (
+    MapEnsemble,
+    fit_map_ensemble,
+    holdout_masks,
+    last_layer_laplace,
+    last_layer_regression,
+    member_logit_draws,
+    member_normal_moments,
+)
 from pymc_bnn.laplace import laplace_idata, mixture_idata
 from pymc_bnn.spec import NetworkSpec
 
-__all__ = ["AUTO_ENSEMBLE_MAX_ROWS", "ENSEMBLE_MEMBERS", "EnsembleFit", "LaplaceEnsemble",
-           "fit_ensemble", "fit_laplace_ensemble", "fitted_attributes", "heldout_temperature",
-           "one_standard_error_choice"]
+__all__ = ["AUTO_ENSEMBLE_MAX_ROWS", "ENSEMBLE_MEMBERS", "NOISE_SCALES",
+           "REGRESSION_TEMPERATURES", "EnsembleFit", "LaplaceEnsemble", "fit_ensemble",
+           "fit_laplace_ensemble", "fit_regression_ensemble", "fitted_attributes",
+           "heldout_normal_calibration", "heldout_temperature", "one_standard_error_choice"]
 
 #: MAP fits (members) of the mixture: the size of the deep ensemble it is measured
 #: against (Lakshminarayanan et al. 2017 found five members enough on MNIST-sized
@@ -37,6 +45,16 @@ ENSEMBLE_MEMBERS = 5
 #: 0.7x ADVI's time at a lower test log loss (0.104 against 0.122), at 1,000,000 rows it
 #: would take ten times as long again (``docs/experiments/laplace-ensemble.md``).
 AUTO_ENSEMBLE_MAX_ROWS = 100_000
+
+#: Regression: the temperatures tried on the held-out rows. Wider than the classifier's:
+#: the output layer's Gaussian holds only part of the network's uncertainty, and the
+#: held-out rows of the UCI tables chose 10 at (50,)
+#: (``docs/experiments/laplace-ensemble.md``, "Regression").
+REGRESSION_TEMPERATURES = (0.0, 0.01, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
+#: Regression: factors of the members' noise variance tried on the held-out rows (the
+#: noise fitted with the weights is the training rows' and too small where the network
+#: fits some of their noise).
+NOISE_SCALES = tuple(float(1.2**i) for i in range(13))
 
 
 def _mean_proba(logits: np.ndarray) -> np.ndarray:
@@ -125,6 +143,9 @@ class LaplaceEnsemble:
         How the held-out rows chose ``temperature`` (None: given, or no rows held out).
     holdout : ndarray of shape (n_members, n_rows)
         Each member's held-out rows.
+    noise_scale : float
+        Regression: the factor of the members' fitted noise variance chosen on the
+        held-out rows (already in the Gaussians' ``noise_sd``); 1 for a classifier.
     """
 
     gaussians: tuple
@@ -132,6 +153,7 @@ class LaplaceEnsemble:
     temperature: float
     selection: object
     holdout: np.ndarray
+    noise_scale: float = 1.0
 
 
 def fit_laplace_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes,
@@ -174,6 +196,85 @@ def fit_laplace_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes,
                            holdout=holdout)
 
 
+def heldout_normal_calibration(X: np.ndarray, y: np.ndarray, gaussians, holdout: np.ndarray, *,
+                               layer_shapes, activation: str = "tanh", temperatures=None,
+                               mode: str | None = None):
+    """A regression ensemble's ``(selection, noise_scale)`` from each member's held-out
+    rows: for every temperature ``T`` (:data:`REGRESSION_TEMPERATURES`) the factor ``c``
+    of the noise variance (:data:`NOISE_SCALES`) whose predictive ``Normal(mean, T var +
+    c noise_sd^2)`` scores the held-out rows best, then the temperature by the
+    one-standard-error rule (:func:`one_standard_error_choice`); ``selection`` a
+    :class:`pymc_bnn.tempering.TemperatureSelection` (None, and ``c = 1``, where no
+    member holds out rows)."""
+    from scipy.stats import norm
+
+    from pymc_bnn.tempering import TemperatureSelection
+
+    temperatures = (REGRESSION_TEMPERATURES if temperatures is None
+                    else tuple(float(t) for t in temperatures))
+    scales = np.asarray(NOISE_SCALES)
+    y = np.asarray(y, dtype=np.float64).ravel()
+    per_row, splits = [], 0
+    for gaussian, held in zip(gaussians, holdout):
+        held = np.flatnonzero(held)
+        if held.size == 0:
+            continue
+        mean, var = member_normal_moments(gaussian, X[held], layer_shapes=layer_shapes,
+                                          activation=activation, mode=mode)
+        sd = np.sqrt(np.asarray(temperatures)[:, None, None] * var
+                     + scales[None, :, None] * gaussian.noise_sd**2)
+        per_row.append(-norm.logpdf(y[held], mean, sd))  # (T, c, rows)
+        splits += 1
+    if not per_row:
+        return None, 1.0
+    per_row = np.concatenate(per_row, axis=2)
+    best_c = np.argmin(per_row.sum(axis=2), axis=1)  # each temperature's noise factor
+    rows = per_row[np.arange(len(temperatures)), best_c]
+    choice = one_standard_error_choice(rows, temperatures)
+    selection = TemperatureSelection(temperature=float(temperatures[choice]),
+                                     temperatures=temperatures, scores=rows.mean(axis=1),
+                                     n_splits=splits)
+    return selection, float(scales[best_c[choice]])
+
+
+def fit_regression_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes,
+                            activation: str = "tanh", prior_sigma=1.0, n_members: int = 5,
+                            seed: int = 0, temperature="auto",
+                            **map_kwargs) -> LaplaceEnsemble:
+    """The regression mixture: each member holds out its block of rows
+    (:func:`holdout_masks`, by the target's order) and trains on the rest, stopping on
+    them (``validate``, :func:`fit_map_ensemble`) and fitting its noise sd; its output
+    layer's exact Gaussian posterior given its features (:func:`last_layer_regression`);
+    then the temperature and the noise variance's factor chosen on the held-out rows
+    (:func:`heldout_normal_calibration`; with ``temperature`` a number, the factor
+    only). The members are not refit on all rows: trained on past the point where
+    their held-out error stopped falling they over-fit, and their held-out rows keep
+    the noise honest, as a deep ensemble's members each trained on four folds of five
+    (``docs/experiments/laplace-ensemble.md``, "Regression")."""
+    shapes = tuple((int(a), int(b)) for a, b in layer_shapes)
+    y = np.asarray(y, dtype=np.float64).ravel()
+    holdout = holdout_masks(y, n_members, seed)
+    maps = fit_map_ensemble(X, y, layer_shapes=shapes, activation=activation,
+                            prior_sigma=prior_sigma, n_members=n_members, seed=seed,
+                            holdout=holdout, regression=True, validate=True, **map_kwargs)
+    sigmas = np.broadcast_to(np.asarray(prior_sigma, dtype=np.float64), (len(shapes),))
+    gaussians = tuple(
+        last_layer_regression(X[~held], y[~held], theta, noise, layer_shapes=shapes,
+                              activation=activation, hidden_prior_sigmas=sigmas[:-1])
+        for theta, noise, held in zip(maps.thetas, maps.noise_sd, holdout))
+    auto = isinstance(temperature, str)
+    selection, scale = heldout_normal_calibration(
+        X, y, gaussians, holdout, layer_shapes=shapes, activation=activation,
+        temperatures=None if auto else (float(temperature),))
+    T = (float(temperature) if not auto else 1.0 if selection is None
+         else selection.temperature)
+    gaussians = tuple(dataclasses.replace(g, noise_sd=g.noise_sd * math.sqrt(scale))
+                      for g in gaussians)
+    return LaplaceEnsemble(gaussians=gaussians, maps=maps, temperature=T,
+                           selection=selection if auto else None, holdout=holdout,
+                           noise_scale=scale)
+
+
 @dataclass(frozen=True)
 class EnsembleFit:
     """Result of :func:`fit_ensemble`.
@@ -203,20 +304,25 @@ class EnsembleFit:
 
 def fit_ensemble(X: np.ndarray, y: np.ndarray, *, hidden_layer_sizes: tuple, n_classes: int,
                  activation: str, prior_sigma, temperature, n_draws: int, init_seed: int,
-                 predict_seed: int) -> EnsembleFit:
+                 predict_seed: int, noise_scale: float | None = None) -> EnsembleFit:
     """Fit the mixture of Laplace approximations on ``X`` (n_rows, n_features) and the
-    class codes ``y`` (n_rows,), and draw its ``n_draws`` predictive draws.
+    class codes ``y`` (n_rows,), or with ``n_classes=0`` the standardised target
+    (:func:`fit_regression_ensemble`), and draw its ``n_draws`` predictive draws.
 
     ``prior_sigma``: the Normal prior's sd of the MAP fits (one, or one per layer; the
     output layer's is then chosen again by each member's Laplace evidence).
-    ``temperature``: ``"auto"`` (chosen on held-out rows) or a number."""
+    ``temperature``: ``"auto"`` (chosen on held-out rows) or a number. ``noise_scale``:
+    a regression's spec's (the model's noise prior; the fit does not use it)."""
+    regression = int(n_classes) == 0
+    extra = ({"likelihood": "normal", "noise_scale": float(noise_scale or 1.0)}
+             if regression else {})
     spec = NetworkSpec(n_features=X.shape[1], hidden_layer_sizes=tuple(hidden_layer_sizes),
                        n_classes=int(n_classes), activation=activation, prior_sigma=1.0,
-                       n_rows=X.shape[0], batch_size=None)
+                       n_rows=X.shape[0], batch_size=None, **extra)
     shapes = spec.layer_shapes
-    fit = fit_laplace_ensemble(X, y, layer_shapes=shapes, activation=activation,
-                               prior_sigma=prior_sigma, n_members=ENSEMBLE_MEMBERS,
-                               seed=init_seed, temperature=temperature)
+    fit = (fit_regression_ensemble if regression else fit_laplace_ensemble)(
+        X, y, layer_shapes=shapes, activation=activation, prior_sigma=prior_sigma,
+        n_members=ENSEMBLE_MEMBERS, seed=init_seed, temperature=temperature)
     # at temperature 0 every draw of a member is its MAP: one draw each is the same
     # predictive (an equal mixture of the members) at a fraction of its cost
     shares = ([1] * len(fit.gaussians) if fit.temperature == 0
@@ -241,6 +347,9 @@ def fit_ensemble(X: np.ndarray, y: np.ndarray, *, hidden_layer_sizes: tuple, n_c
         "heldout_rows": [int(h.sum()) for h in fit.holdout],
         "temperature": float(fit.temperature),
     }
+    if regression:
+        record["noise_sd"] = [float(g.noise_sd) for g in fit.gaussians]
+        record["noise_scale"] = float(fit.noise_scale)
     diagnostics = {"method": LAPLACE_ENSEMBLE, "converged": bool(np.all(maps.converged)),
                    "message": ("" if np.all(maps.converged)
                                else "a MAP fit ran its most epochs without meeting the "

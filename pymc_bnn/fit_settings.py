@@ -16,8 +16,7 @@ import functools
 import numpy as np
 
 from pymc_bnn.inference import fit_concurrently
-from pymc_bnn.tempering import (choose_mixture_temperatures, choose_temperature,
-                                mixture_difference)
+from pymc_bnn.tempering import choose_mixture_temperatures, choose_temperature
 
 #: ``kl_weight="auto"`` (regressor): the candidate weights of the ELBO's KL term, chosen
 #: with the temperature by the cross-fitted held-out predictive density. Mean-field
@@ -35,18 +34,6 @@ MIXTURE = "advi+laplace"
 #: ``inference`` of the mixture of last-layer Laplace approximations around several MAP
 #: fits (:mod:`pymc_bnn.inference.map_ensemble`): the classifier's default.
 LAPLACE_ENSEMBLE = "laplace_ensemble"
-#: ``inference="auto"`` keeps the mixture unless the held-out folds show ADVI alone
-#: better, by the rules of thumb for comparing models by their pointwise held-out
-#: densities (Vehtari's cross-validation FAQ, after Sivula, Magnusson & Vehtari 2020):
-#: the standard error of the difference describes its uncertainty well only where
-#: there are more than 100 rows and the summed difference exceeds 4 nats; then ADVI
-#: alone must be better by more than 2 standard errors. Why this cautious: the equal
-#: mixture's log score is at least the mean of its halves' (Jensen), a hedge against
-#: the rare confident error that small folds do not show (wine, 89 rows: the folds
-#: scored ADVI alone 0.024 per row against the mixture's 0.044, by 3.5 standard errors;
-#: on the test rows ADVI alone scored 0.376, the mixture 0.167;
-#: ``docs/experiments/calibration-log.md``).
-MIXTURE_DROP_SE = 2.0
 #: The regressor's mixture: Laplace fits from starting weights of their own, their
 #: Gaussians (each linearised at its own mode) sharing the Laplace half's draws
 #: equally (a mixture of Laplace approximations, after Eschenhagen et al. 2021), where
@@ -57,13 +44,16 @@ MIXTURE_DROP_SE = 2.0
 #: ``docs/experiments/uci_regression.md``).
 LAPLACE_STARTS = 3
 LAPLACE_STARTS_MIN_WEIGHT = 0.5
-MIXTURE_DROP_MIN_ROWS = 100
-MIXTURE_DROP_MIN_NATS = 4.0
 
 
 class FitSettingsMixin:
     """The settings half of :class:`pymc_bnn.base.BayesianMLPBase` (see the module
     docstring); not an estimator on its own."""
+
+    #: The ``prior`` values :data:`LAPLACE_ENSEMBLE` accepts (its MAP fits use the
+    #: Normal prior; the regressor's default, Neal's, has each layer's scale inferred,
+    #: which the ensemble does for the output layer by its evidence).
+    _ENSEMBLE_PRIORS = ("normal",)
 
     def _kl_weight_candidates(self) -> tuple[float, ...]:
         """The KL weights to fit: ``(kl_weight,)``, or :data:`KL_WEIGHTS` for "auto"
@@ -97,25 +87,14 @@ class FitSettingsMixin:
         together, for the mixture's held-out NLL on the folds that fit both
         (:func:`pymc_bnn.tempering.choose_mixture_temperatures`; the ADVI half's
         ``posterior_temperature_`` and ``temperature_selection_`` are set from it);
-        else fixed, as for ADVI.
-
-        With ``inference="auto"``, the folds then decide whether to mix at all: the
-        mixture's held-out NLL at its temperatures against ADVI's alone at its own
-        (:meth:`_check_mixture`); where ADVI alone is clearly better, None:
-        ``inference_`` becomes ``"advi"`` and ADVI's own temperature stays.
-        ``inference_selection_`` records the scores either way."""
+        else fixed, as for ADVI."""
         if self.posterior_temperature != "auto" or folds is None:
             temperature = (1.0 if self.posterior_temperature == "auto"
                            else float(self.posterior_temperature))
             return {"posterior": posterior, "temperature": temperature, "selection": None}
-        alone = {"advi": self.temperature_selection_} if self.inference == "auto" else {}
-        choice, pair, weight, record = self._check_mixture(
-            {"advi": advi_fold_scores, "laplace": fold_scores}, alone, n_rows)
-        self.inference_selection_ = record
-        if choice != MIXTURE:
-            self.inference_ = choice
-            return None
-        advi, laplace = pair["advi"], pair["laplace"]
+        advi, laplace, weight = choose_mixture_temperatures(
+            advi_fold_scores, fold_scores, n_rows, weights=self._MIXTURE_WEIGHTS)
+        self.inference_selection_ = None
         self.temperature_selection_ = advi
         self.posterior_temperature_ = advi.temperature
         return {"posterior": posterior, "temperature": laplace.temperature,
@@ -153,65 +132,6 @@ class FitSettingsMixin:
         with progress.stage(name, fits=len(tasks)):
             fits = fit_concurrently([progress.counted(t) for t in tasks])
         return ([] if first is None else [first]) + list(fits)
-
-    def _check_mixture(self, halves: dict, alone: dict, n_rows: int) -> tuple:
-        """The mixture of two fits on the folds (the second's share of
-        :attr:`_MIXTURE_WEIGHTS` stacked), and ``inference="auto"``'s check of it
-        against each fit alone in ``alone``.
-
-        Parameters
-        ----------
-        halves : dict
-            ``{"advi": fold scores, "laplace": fold scores}``: each half's
-            ``fold_tasks(per_row=True)`` results, on the same folds and seed.
-        alone : dict
-            ``{method: TemperatureSelection}`` of the fits the mixture is checked
-            against, each at its own best temperature (empty: no check).
-        n_rows : int
-            Rows held out over all folds.
-
-        Returns
-        -------
-        (choice, pair, weight, record)
-            ``choice``: :data:`MIXTURE`, or the fit alone that the folds clearly prefer
-            (on more than :data:`MIXTURE_DROP_MIN_ROWS` rows, by more than
-            :data:`MIXTURE_DROP_MIN_NATS` nats summed and by more than
-            :data:`MIXTURE_DROP_SE` standard errors of the paired difference; of two
-            such, the one further ahead: the mixture's score is at least its halves'
-            weighted mean, so at most one can be). ``pair``: ``{method:
-            TemperatureSelection}``, the mixture's temperatures, chosen together with
-            ``weight``, the second fit's share of its draws. ``record``: the
-            ``inference_selection_`` of the check (None without one): ``methods`` (the
-            mixture first), their held-out NLL per row (``scores``),
-            ``standard_errors`` of each fit alone's difference from the mixture, the
-            ``temperatures`` (the mixture's pair first) and the mixture's
-            ``laplace_weight``.
-        """
-        *selections, weight = choose_mixture_temperatures(*halves.values(), n_rows,
-                                                          weights=self._MIXTURE_WEIGHTS)
-        pair = dict(zip(halves, selections))
-        if not alone:
-            return MIXTURE, pair, weight, None
-        record = {"methods": [MIXTURE], "scores": [], "standard_errors": [],
-                  "temperatures": [[pair[m].temperature for m in halves]],
-                  "laplace_weight": weight}
-        choice, margin = MIXTURE, 0.0
-        for method, selection in alone.items():
-            other = next(m for m in halves if m != method)
-            mixed, alone_nll, se = mixture_difference(
-                halves[method], halves[other], alone_index=_index(selection),
-                first_index=_index(pair[method]), second_index=_index(pair[other]),
-                weight=weight if other == list(halves)[1] else 1.0 - weight)
-            record["methods"].append(method)
-            record["scores"][:1] = [mixed]
-            record["scores"].append(alone_nll)
-            record["standard_errors"].append(se)
-            record["temperatures"].append(selection.temperature)
-            worse = mixed - alone_nll  # per row
-            if (n_rows > MIXTURE_DROP_MIN_ROWS and worse * n_rows > MIXTURE_DROP_MIN_NATS
-                    and worse > MIXTURE_DROP_SE * se and worse > margin):
-                choice, margin = method, worse
-        return choice, pair, weight, record
 
     def _fits_stage_name(self, n_fits: int, folds) -> str:
         """What the fit's main stage does, in words (for :class:`FitProgress`)."""
@@ -261,7 +181,7 @@ class FitSettingsMixin:
         given = self._vi_step_settings()
         if self.n_init != 1:
             given["n_init"] = self.n_init
-        if self.prior != "normal":
+        if self.prior not in self._ENSEMBLE_PRIORS:
             given["prior"] = self.prior
         _refuse(given, f"does not apply to inference={LAPLACE_ENSEMBLE!r}, which trains its "
                 "networks with fixed settings under the Normal prior. Leave them at their "
@@ -450,8 +370,3 @@ def mode_seeds(init_seed: int, n_modes: int) -> list[int]:
     """Seeds of the starting weights of a mixture's ``n_modes`` Laplace fits
     (:func:`spawned_seeds`, apart from those of each fit's own ``n_init`` starts)."""
     return spawned_seeds(init_seed, n_modes, stream=(0,))
-
-
-def _index(selection) -> int:
-    """The chosen temperature's index in its selection's grid."""
-    return selection.temperatures.index(selection.temperature)

@@ -88,23 +88,30 @@ _METHOD_NAMES = {"advi": "mean-field ADVI", "nuts": "NUTS", "fullrank_advi": "fu
 
 
 def _not_the_ensemble(estimator) -> str | None:
-    """A classifier's ``inference="auto"`` fit that is not the mixture of Laplace
-    approximations: which method ran, and why."""
+    """An ``inference="auto"`` fit that is not the mixture of Laplace approximations:
+    which method ran, and why (the regressor's short NUTS run on a small table is its
+    default too, said by its own line)."""
     method = getattr(estimator, "inference_", None)
-    if (getattr(estimator, "inference", None) != "auto" or method not in _METHOD_NAMES
-            or hasattr(estimator, "y_scale_")):  # the regressor has other defaults
+    if getattr(estimator, "inference", None) != "auto" or method not in _METHOD_NAMES:
         return None
     from pymc_bnn.ensemble_fit import AUTO_ENSEMBLE_MAX_ROWS
 
+    regressor = hasattr(estimator, "y_scale_")
+    run = getattr(estimator, "nuts_run_", None) if regressor else None
+    if run is not None and run.get("chosen") == "auto":
+        return None  # the default on a small table: its own line says so
     post = getattr(estimator, "posterior_", None)
     rows = getattr(getattr(post, "spec", None), "n_rows", 0) or 0
+    default_prior = "gamma_precision" if regressor else "normal"
     if getattr(estimator, "groups_", None) is not None:
         why = "a hierarchical network (groups=)"
-    elif estimator.prior != "normal":
-        why = "Neal's prior"
-    elif estimator.prior_sigma not in ("auto", "evidence"):
+    elif regressor and estimator.heteroscedastic:
+        why = "heteroscedastic=True"
+    elif estimator.prior != default_prior:
+        why = f"prior={estimator.prior!r}" if regressor else "Neal's prior"
+    elif not regressor and estimator.prior_sigma not in ("auto", "evidence"):
         why = "a fixed prior_sigma"
-    elif estimator._vi_settings_given():
+    elif estimator._vi_settings_given() or getattr(estimator, "kl_weight", 1.0) not in (1, 1.0):
         why = "settings only ADVI uses were given"
     elif rows > AUTO_ENSEMBLE_MAX_ROWS:
         why = f"more than {AUTO_ENSEMBLE_MAX_ROWS:,} rows"

@@ -11,16 +11,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from pymc_bnn.base import BayesianMLPBase
 from pymc_bnn.dask import is_dask_collection
-from pymc_bnn.fit_settings import LAPLACE_STARTS, MIXTURE
+from pymc_bnn.ensemble_fit import AUTO_ENSEMBLE_MAX_ROWS
+from pymc_bnn.fit_settings import LAPLACE_ENSEMBLE, LAPLACE_STARTS, MIXTURE
 from pymc_bnn.inference import METHODS
 from pymc_bnn.spec import NetworkSpec
 from pymc_bnn.tempering import MIXTURE_WEIGHTS
 
 __all__ = ["BayesianMLPRegressor"]
 
-#: Most training rows on which ``inference="auto"`` also fits the Laplace approximation
-#: (its exact curvature costs rows x weights^2 per Gauss-Newton step).
-AUTO_LAPLACE_MAX_ROWS = 20_000
 #: ``inference="auto"`` samples the network with NUTS where a short run is affordable:
 #: at most this many training rows x network parameters (homoscedastic, Neal's prior,
 #: no groups, numpyro installed, no setting only ADVI uses). Why: NUTS on the whole
@@ -91,32 +89,34 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         (16,) units): diabetes RMSE 55.1 vs 58.4, make_friedman1 2.51 vs 2.73, a
         heteroscedastic set 0.639 vs 0.636; 90% intervals covered 0.93-0.94 of test
         targets (``docs/experiments/calibration-log.md``). For classifiers it did worse under ADVI.
-    inference : {"auto", "advi", "fullrank_advi", "nuts", "laplace", "advi+laplace"}, \
-default "auto"
-        As in :class:`BayesianMLPClassifier`, except for two things. ``"auto"``
-        samples small tables with NUTS: a short run (:data:`AUTO_NUTS_CHAINS` chains,
-        or :data:`AUTO_NUTS_MAX_CHAINS` where they fit the same budget
+    inference : {"auto", "laplace_ensemble", "advi", "fullrank_advi", "nuts", "laplace", \
+"advi+laplace"}, default "auto"
+        As in :class:`BayesianMLPClassifier`, except for what ``"auto"`` fits. On small
+        tables it samples with NUTS: a short run (:data:`AUTO_NUTS_CHAINS` chains, or
+        :data:`AUTO_NUTS_MAX_CHAINS` where they fit the same budget
         (:func:`auto_nuts_chains`), of :data:`AUTO_NUTS_TUNE` warm-up iterations and
         :data:`AUTO_NUTS_DRAWS` draws each, in threads, its diagnostics in
         ``diagnostics_`` without a warning; ``nuts_run_``) where the training rows
         times the network's parameters are at most :data:`AUTO_NUTS_MAX_WORK`, with
-        numpyro installed, the default ``prior``, a homoscedastic network, no groups
-        and no setting only ADVI uses:
-        on the UCI tables it predicted far better than the approximations below
-        (``docs/experiments/uci_regression.md``). Above that, ``"auto"`` fits
-        both mean-field ADVI and ``"laplace"`` on the temperature's three held-out
-        folds and keeps their mixture (``"advi+laplace"``, below) unless one of
-        them alone predicts the folds clearly better, by the classifier's rule
-        (:data:`pymc_bnn.fit_settings.MIXTURE_DROP_SE`; ``inference_selection_``), where
-        both apply: no groups, a
-        homoscedastic network, the default ``prior``, at most
-        :data:`AUTO_LAPLACE_MAX_ROWS` rows and :data:`pymc_bnn.laplace.MAX_PARAMS`
-        weights, and no setting only ADVI uses (``n_iter``, ``learning_rate``,
-        ``batch_size``, ``n_init`` > 1, a fixed temperature other than 1,
-        ``kl_weight``); elsewhere ``"auto"`` is mean-field ADVI, with or without groups
-        (NUTS for grouped regression was not measured; under the default Neal prior it
-        diverged in a small grouped fit). At a fixed temperature of 1 it keeps the
-        better of the two alone (``docs/experiments/uci_regression.md``).
+        numpyro installed; on the UCI tables it predicted better than every cheaper
+        method tried (``docs/experiments/uci_regression.md``,
+        ``docs/experiments/laplace-ensemble.md``). Above that limit, on at most
+        :data:`~pymc_bnn.ensemble_fit.AUTO_ENSEMBLE_MAX_ROWS` rows, ``"auto"`` is
+        ``"laplace_ensemble"``. Both need the default ``prior``, a homoscedastic
+        network, no groups and no setting only ADVI uses (``n_iter``,
+        ``learning_rate``, ``batch_size``, ``n_init`` > 1, a fixed temperature other
+        than 1, ``kl_weight``); elsewhere ``"auto"`` is mean-field ADVI (NUTS for
+        grouped regression was not measured; under the default Neal prior it diverged
+        in a small grouped fit).
+        ``"laplace_ensemble"``: five networks trained to their MAP weights at once
+        (:mod:`pymc_bnn.inference.map_ensemble`), each with its noise sd and holding out
+        a tenth of the rows, on which it stops early; each one's output layer gets its
+        exact Gaussian posterior given the hidden features, its prior and noise
+        precisions by their evidence; the held-out rows then choose the Gaussians'
+        temperature and a factor of the noise variance
+        (:func:`pymc_bnn.ensemble_fit.fit_regression_ensemble`). The MAP fits use
+        Normal priors of sd 1 on the standardised scale under either ``prior`` (the
+        output layer's scale is its evidence's). ``ensemble_`` records the members.
         ``"laplace"``: the linearised Laplace approximation (:mod:`pymc_bnn.laplace`):
         the MAP network, one Normal prior precision per layer and the noise level
         chosen by the Laplace evidence (MacKay's empirical Bayes, in place of ``prior``
@@ -186,6 +186,10 @@ default "auto"
         each linearised at its own mode, sharing its draws equally
         (``laplace_log_evidence``: each fit's; ``laplace_prior_sigma`` and
         ``laplace_diagnostics`` are the first's).
+    ensemble_ : dict or None
+        ``inference_ == "laplace_ensemble"``: as the classifier's, and each member's
+        ``"noise_sd"`` (standardised units, after the held-out factor) and that
+        ``"noise_scale"`` factor of its variance; None for other methods.
     nuts_run_ : dict or None
         Where the network was sampled with NUTS: its ``chains``, ``tune`` and ``draws``
         (per chain) and ``chosen``: ``"given"`` (``inference="nuts"``) or ``"auto"``
@@ -217,10 +221,11 @@ default "auto"
         "heteroscedastic": ["boolean"],
         "noise_scale": [Interval(Real, 0, None, closed="neither")],
         "kl_weight": [Interval(Real, 0, 1, closed="right"), StrOptions({"auto"})],
-        "inference": [StrOptions({"auto", *METHODS, "laplace", MIXTURE})],
+        "inference": [StrOptions({"auto", *METHODS, "laplace", MIXTURE, LAPLACE_ENSEMBLE})],
     }
     _y_numeric = True
     _AUTO_NUTS_FOR_GROUPS = False
+    _ENSEMBLE_PRIORS = ("normal", "gamma_precision")
     # the mixture's Laplace share stacked on the folds, not fixed at a half: on the UCI
     # splits the folds' share beat the equal mixture's test LL on four of five sets
     # (docs/experiments/uci_regression.md)
@@ -315,7 +320,10 @@ default "auto"
 
     def _inference_for_data(self, shape, target_kwargs, *, grouped: bool) -> str:
         """``inference="auto"``: NUTS, a short run, where it is affordable
-        (:data:`AUTO_NUTS_MAX_WORK`); else as resolved. Sets ``nuts_run_``."""
+        (:data:`AUTO_NUTS_MAX_WORK`); above that, the mixture of Laplace approximations
+        (:data:`LAPLACE_ENSEMBLE`) on at most
+        :data:`~pymc_bnn.ensemble_fit.AUTO_ENSEMBLE_MAX_ROWS` rows; else as resolved.
+        Sets ``nuts_run_``."""
         from pymc_bnn.inference import default_nuts_sampler
 
         work = shape[0] * self._n_network_params(shape)
@@ -330,6 +338,9 @@ default "auto"
             return "nuts"
         self.nuts_run_ = ({"chains": self.chains, "tune": self.tune, "draws": self.n_draws,
                            "chosen": "given"} if self.inference_ == "nuts" else None)
+        if (self._plain_auto(grouped) and self.kl_weight in (1, 1.0)
+                and shape[0] <= AUTO_ENSEMBLE_MAX_ROWS):
+            return LAPLACE_ENSEMBLE
         return self.inference_
 
     def _fit_streamed(self, X, y, groups, use_evidence):
@@ -345,18 +356,6 @@ default "auto"
             return {"draws": run["draws"], "tune": run["tune"], "chains": run["chains"],
                     "warn": False, "progressbar": False}
         return super()._run_settings(warn)
-
-    def _fit_candidates(self, shape, *, grouped: bool) -> list[tuple[str, float]]:
-        """``inference="auto"``: ADVI and the Laplace approximation, chosen between on
-        the temperature's held-out folds, where both apply (see :data:`AUTO_LAPLACE`);
-        otherwise the fits of :meth:`BayesianMLPBase._fit_candidates`."""
-        base = super()._fit_candidates(shape, grouped=grouped)
-        from pymc_bnn.laplace import MAX_PARAMS
-
-        eligible = (self._plain_auto(grouped) and len(base) == 1
-                    and shape[0] <= AUTO_LAPLACE_MAX_ROWS
-                    and self._n_network_params(shape) <= MAX_PARAMS)
-        return base + [("laplace", 1.0)] if eligible else base
 
     def _laplace_unsupported(self, *, streamed: bool, grouped: bool) -> str | None:
         """Also a heteroscedastic network and a weighted KL term (Laplace's evidence

@@ -32,8 +32,7 @@ from pymc_bnn.predictive import (PosteriorPredictive, mean_proba_nll, mixture_nl
 
 __all__ = ["MIXTURE_WEIGHTS", "TEMPERATURES", "FoldScores", "TemperatureSelection",
            "choose_mixture_temperatures", "choose_temperature", "cross_fit_temperature",
-           "fold_tasks", "heldout_nll", "heldout_nll_table", "heldout_scores", "mixed_nll",
-           "mixture_difference"]
+           "fold_tasks", "heldout_nll", "heldout_nll_table", "heldout_scores", "mixed_nll"]
 
 #: Candidate temperatures: roughly log-spaced spread factors sqrt(T) from 0.03 to 1.41.
 TEMPERATURES = (0.001, 0.003, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
@@ -44,7 +43,7 @@ SCORE_DRAWS = 200
 #: either end, where a tenth of a part's weight is a large change in the log score of
 #: the rows that only that part predicts well (log 0.9 against log 0.98 per row). The
 #: ends themselves, a half alone, are the mixture check's to choose
-#: (:meth:`pymc_bnn.fit_settings.FitSettingsMixin._check_mixture`).
+#: (``inference="advi+laplace"``).
 MIXTURE_WEIGHTS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98)
 
 
@@ -388,44 +387,6 @@ def choose_mixture_temperatures(first: Sequence[FoldScores], second: Sequence[Fo
     return (TemperatureSelection(temperatures[i], temperatures, scores[k, :, j], n_splits),
             TemperatureSelection(temperatures[j], temperatures, scores[k, i, :], n_splits),
             weights[k])
-
-
-def mixture_difference(first: Sequence[FoldScores], second: Sequence[FoldScores], *,
-                       first_index: int, second_index: int, alone_index: int,
-                       weight: float = 0.5) -> tuple:
-    """A mixture of two fits against the first alone, row by row on the folds.
-
-    Parameters
-    ----------
-    first, second : sequence of FoldScores
-        As in :func:`choose_mixture_temperatures`.
-    first_index, second_index : int
-        The mixture's temperatures (indices into the grid).
-    alone_index : int
-        The first fit's temperature when it predicts alone.
-    weight : float
-        The second fit's share of the mixture.
-
-    Returns
-    -------
-    (mixture, alone, standard_error) : tuple of float
-        Held-out NLL per row of each (weighted by the folds' ``scale``), and the
-        standard error of their difference (``mixture - alone``), from the spread of
-        the rows' paired differences: the rows are the same, so their shared
-        difficulty cancels (as in Vehtari, Gelman & Gabry 2017's comparison of
-        models by the difference of their pointwise predictive densities).
-    """
-    mixed, alone, weights = [], [], []
-    for a, b in _same_rows(first, second):
-        mixed.append(mixed_nll(a.nll[first_index], b.nll[second_index], weight))
-        alone.append(a.nll[alone_index])
-        weights.append(np.full(a.nll.shape[1], a.scale))
-    mixed, alone, weights = (np.concatenate(v) for v in (mixed, alone, weights))
-    diff = mixed - alone
-    mean = np.average(diff, weights=weights)
-    spread = np.sqrt(np.average((diff - mean) ** 2, weights=weights))
-    return (float(np.average(mixed, weights=weights)), float(np.average(alone, weights=weights)),
-            float(spread / np.sqrt(len(diff))))
 
 
 def mixed_nll(a: np.ndarray, b: np.ndarray, weight: float = 0.5) -> np.ndarray:

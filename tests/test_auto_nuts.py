@@ -56,6 +56,7 @@ def test_auto_samples_a_small_table_with_the_short_run(auto_fit, small):
     assert not [w for w in caught if issubclass(w.category, SamplingWarning)]
     from pymc_bnn.fit_summary import describe
     assert any("NUTS" in line and "inference='auto'" in line for line in describe(reg))
+    assert not any("not the default mixture" in line for line in describe(reg))
     X, y = small
     assert np.all(np.isfinite(reg.predict(X))) and reg.score(X, y) > 0.5
 
@@ -112,20 +113,20 @@ def test_more_chains_only_where_they_fit_the_budget_of_two_at_the_limit():
         assert reg._run_settings(False)["chains"] == chains  # what the sampler is given
 
 
-def test_auto_keeps_its_other_fits_above_the_limit():
+def test_auto_fits_the_ensemble_above_the_limit():
     reg = BayesianMLPRegressor((50,))
     n_params = 8 * 50 + 50 + 50 + 1
     rows = R.AUTO_NUTS_MAX_WORK // n_params
     assert _decision(reg, (rows, 8)) == "nuts"
     assert reg.nuts_run_["rows_x_parameters"] == rows * n_params
-    assert _decision(reg, (rows + 1, 8)) == "advi" and reg.nuts_run_ is None
+    assert _decision(reg, (rows + 1, 8)) == "laplace_ensemble" and reg.nuts_run_ is None
 
 
-def test_auto_keeps_its_other_fits_without_numpyro(monkeypatch):
+def test_auto_takes_the_ensemble_without_numpyro(monkeypatch):
     import pymc_bnn.inference as I
 
     monkeypatch.setattr(I, "default_nuts_sampler", lambda hierarchical=False: "nutpie")
-    assert _decision(BayesianMLPRegressor((3,)), (40, 1)) == "advi"
+    assert _decision(BayesianMLPRegressor((3,)), (40, 1)) == "laplace_ensemble"
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -166,43 +166,6 @@ def test_laplace_refuses_what_it_does_not_model(kwargs, fit_kwargs, match):
         reg.fit(X, y, **fit_kwargs)
 
 
-def test_auto_at_a_fixed_temperature_chooses_between_advi_and_laplace(tmp_path, monkeypatch):
-    """``"auto"`` at the fixed temperature 1: ADVI and the Laplace approximation both
-    fit on held-out folds; the method of the lower held-out NLL is kept, and the choice
-    is recorded and saved (with a cross-fitted temperature their mixture is weighed
-    too: ``tests/test_mixture_regressor.py``)."""
-    import pymc_bnn.regressor as R
-
-    monkeypatch.setattr(R, "AUTO_NUTS_MAX_WORK", 0)  # above the short NUTS run
-    X, y = xsin(120, seed=6)
-    reg = BayesianMLPRegressor((6,), n_draws=100, random_state=0,
-                               posterior_temperature=1.0).fit(X, y)
-    sel = reg.inference_selection_
-    assert sel["methods"] == ["advi", "laplace"]
-    best = int(np.argmin(sel["scores"]))
-    assert reg.inference_ == sel["methods"][best] == reg.posterior_.method
-    assert reg.posterior_temperature_ == sel["temperatures"][best]
-    assert reg.temperature_selection_ is None and reg.posterior_temperature_ == 1.0
-    back = BayesianMLPRegressor.load(reg.save(tmp_path / "auto.nc"))
-    assert back.inference_selection_ == sel and back.inference_ == reg.inference_
-
-
-@pytest.mark.parametrize("kwargs, grouped, laplace", [
-    ({}, False, True),  # the default: both
-    ({"n_iter": 300}, False, False),  # a setting only ADVI uses: ADVI
-    ({"prior": "normal"}, False, False),  # a fixed prior scale, not the evidence's
-    ({"heteroscedastic": True}, False, False),
-    ({"kl_weight": "auto"}, False, False),  # chooses the KL weight instead
-    ({}, True, False),  # groups
-    ({"hidden_layer_sizes": (3000,)}, False, False),  # too many weights
-])
-def test_auto_fits_laplace_only_where_it_models_the_same_thing(kwargs, grouped, laplace):
-    reg = BayesianMLPRegressor(**{"hidden_layer_sizes": (3,), **kwargs})
-    reg.inference_ = reg._resolve_inference(grouped=grouped)
-    methods = [m for m, _ in reg._fit_candidates((60, 2), grouped=grouped)]
-    assert ("laplace" in methods) is laplace and "advi" in methods
-
-
 def test_gram_is_the_lower_triangle_of_jtj_and_factors_as_the_full_matrix():
     rng = np.random.default_rng(3)
     J = rng.normal(size=(40, 7))

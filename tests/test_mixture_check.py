@@ -1,6 +1,5 @@
-"""The held-out scoring of the ADVI + Laplace mixture: the folds that choose each half's
-temperature also score the mixture against each half alone (the regressor's
-``inference="auto"`` check; the classifier's explicit mixture keeps both halves)."""
+"""The held-out scoring of the ADVI + Laplace mixture (``inference="advi+laplace"``): the
+folds choose each half's temperature and the Laplace half's share together."""
 
 import numpy as np
 import pytest
@@ -12,8 +11,7 @@ from pymc_bnn import BayesianMLPClassifier, build_model, fit
 from pymc_bnn.fit_settings import MIXTURE
 from pymc_bnn.predictive import posterior_predictive
 from pymc_bnn.tempering import (SCORE_DRAWS, TEMPERATURES, FoldScores,
-                                 choose_mixture_temperatures, choose_temperature, fold_tasks,
-                                 mixture_difference)
+                                 choose_mixture_temperatures, choose_temperature, fold_tasks)
 
 
 @pytest.fixture(scope="module")
@@ -111,34 +109,13 @@ def test_a_stacked_share_is_the_best_weighted_mixture_of_the_draws(data, fold_fi
     np.testing.assert_allclose(sel_first.scores, grid[k, :, j], rtol=1e-6)
     np.testing.assert_allclose(sel_second.scores, grid[k, i, :], rtol=1e-6)
     assert np.ptp(grid.min(axis=(1, 2))) > 1e-4  # the shares differ
-    # the same against the first alone, at the chosen share
-    mixed, _, _ = mixture_difference(first, second, first_index=i, second_index=j,
-                                     alone_index=i, weight=weight)
-    np.testing.assert_allclose(mixed, grid[k, i, j], rtol=1e-6)
     # identical fits: every share scores the same, and the tie goes to a half
     assert choose_mixture_temperatures(first, first, len(y), weights=weights)[2] == 0.5
     with pytest.raises(ValueError, match="strictly between 0 and 1"):
         choose_mixture_temperatures(first, second, len(y), weights=(0.0, 0.5))
 
 
-@pytest.mark.filterwarnings("ignore:ADVI stopped before")
-def test_the_mixture_against_the_first_alone_is_the_paired_row_difference(data, fold_fits):
+def test_an_explicit_mixture_is_kept_without_a_check(data):
     X, y = data
-    folds, fits, (first, second) = fold_fits
-    i, j, k = (TEMPERATURES.index(t) for t in (0.2, 1.5, 1.0))
-    mixed, alone, se = mixture_difference(first, second, first_index=i, second_index=j,
-                                          alone_index=k)
-    by_hand_mixed, by_hand_alone = _mixture_by_hand(X, y, folds, fits, 0.2, 1.5, 1.0)
-    np.testing.assert_allclose([mixed, alone], [by_hand_mixed.mean(), by_hand_alone.mean()],
-                               rtol=1e-6)
-    diff = by_hand_mixed - by_hand_alone
-    np.testing.assert_allclose(se, diff.std() / np.sqrt(len(diff)), rtol=1e-5)
-    # the first alone at a temperature is the temperature choice's own score there
-    np.testing.assert_allclose(alone, choose_temperature(first, len(y)).scores[k], rtol=1e-12)
-
-
-def test_an_explicit_mixture_is_kept_without_the_check(data, monkeypatch):
-    X, y = data
-    monkeypatch.setattr(fit_settings, "mixture_difference", lambda *a, **kw: (0.6, 0.5, 0.0))
     clf = fitted(X, y, inference=MIXTURE)
     assert clf.inference_ == MIXTURE and clf.inference_selection_ is None

@@ -1,10 +1,8 @@
-"""The regressor's ADVI + Laplace mixture (``inference="advi+laplace"``; the default
-``"auto"`` keeps it unless one half alone is clearly better on the folds): the
-predictive draws are ADVI's and the linearised Laplace fit's, each with its own noise
-sd, the Laplace share and the halves' temperatures cross-fitted together (the
-classifier's mixture is equal: ``tests/test_mixture_classifier.py``; measured on the UCI splits in
-``tests/test_mixture_classifier.py``; measured on the UCI splits in
-``docs/experiments/uci_regression.md``)."""
+"""The regressor's ADVI + Laplace mixture (``inference="advi+laplace"``, selectable by
+name): the predictive draws are ADVI's and the linearised Laplace fit's, each with its
+own noise sd, the Laplace share and the halves' temperatures cross-fitted together (the
+classifier's mixture is equal: ``tests/test_mixture_classifier.py``; measured on the UCI
+splits in ``docs/experiments/uci_regression.md``)."""
 
 import pickle
 
@@ -18,16 +16,6 @@ from pymc_bnn.fit_settings import LAPLACE_STARTS, LAPLACE_STARTS_MIN_WEIGHT, MIX
 import pymc_bnn.predictive as P
 from pymc_bnn.predictive import posterior_predictive
 from pymc_bnn.tempering import MIXTURE_WEIGHTS
-from pymc_bnn.fit_summary import describe
-
-
-@pytest.fixture(autouse=True)
-def above_the_short_nuts_run(monkeypatch):
-    """These tests are about what ``inference="auto"`` fits on tables above
-    :data:`pymc_bnn.regressor.AUTO_NUTS_MAX_WORK` (below it: tests/test_auto_nuts.py)."""
-    import pymc_bnn.regressor as R
-
-    monkeypatch.setattr(R, "AUTO_NUTS_MAX_WORK", 0)
 
 
 def xsin(n, seed=0):
@@ -163,11 +151,11 @@ def test_the_laplace_share_is_the_folds_stacked_choice(data, monkeypatch):
         return seen[-1][2]
 
     monkeypatch.setattr(fit_settings, "choose_mixture_temperatures", spy)
-    reg = fitted(X, y, inference="auto")
+    reg = fitted(X, y, inference=MIXTURE)
     assert len(seen) == 1 and seen[0][1]["weights"] == MIXTURE_WEIGHTS
     first, second, weight = seen[0][2]
-    assert reg.inference_ == MIXTURE
-    assert reg.mixture_["laplace_weight"] == weight == reg.inference_selection_["laplace_weight"]
+    assert reg.inference_ == MIXTURE and reg.inference_selection_ is None
+    assert reg.mixture_["laplace_weight"] == weight
     assert (reg.posterior_temperature_, reg.mixture_["laplace_temperature"]) == (
         first.temperature, second.temperature)
     # the stacked choice is the best of every share at its best pair (no share fixed)
@@ -191,56 +179,6 @@ def test_the_mixture_is_seeded_saved_and_loaded(data, mixture, tmp_path):
     for a, b in zip(unpickled.predict(X, return_std=True),
                     mixture.predict(X, return_std=True)):
         np.testing.assert_array_equal(a, b)
-
-
-def test_auto_keeps_the_mixture_it_weighed_and_it_is_the_options_bit_for_bit(data, mixture,
-                                                                             tmp_path):
-    """``"auto"`` weighs the mixture against each half alone on the folds; on 60 rows
-    (too few to trust the standard error) it keeps the mixture: the same draws as
-    ``inference="advi+laplace"`` with the same seed, bit for bit (the same fits on the
-    same folds, scored on the same rows)."""
-    X, y = data
-    reg = fitted(X, y, inference="auto")
-    sel = reg.inference_selection_
-    assert sel["methods"] == [MIXTURE, "advi", "laplace"]
-    assert len(sel["scores"]) == 3 and len(sel["standard_errors"]) == 2
-    assert reg.inference_ == MIXTURE and reg.mixture_ == mixture.mixture_
-    assert sel["temperatures"][0] == [reg.posterior_temperature_,
-                                      reg.mixture_["laplace_temperature"]]
-    # the mixture's score is its temperature pair's (the joint choice's best)
-    np.testing.assert_allclose(sel["scores"][0], reg.temperature_selection_.scores.min(),
-                               rtol=1e-12)
-    for a, b in zip(reg.predict(X, return_std=True), mixture.predict(X, return_std=True)):
-        np.testing.assert_array_equal(a, b)
-    assert "compared on the held-out rows with each alone" in describe(reg)[-1]
-    back = BayesianMLPRegressor.load(reg.save(tmp_path / "auto.nc"))
-    assert back.inference_selection_ == sel and back.mixture_ == reg.mixture_
-    np.testing.assert_array_equal(back.predict(X), reg.predict(X))
-
-
-@pytest.mark.parametrize("method", ["advi", "laplace"])
-def test_auto_takes_a_half_alone_where_the_folds_clearly_prefer_it(method, monkeypatch):
-    """Over 100 rows, a half alone better than the mixture by over 4 nats in all and by
-    over two standard errors is kept alone: the same predictions as asking for it."""
-    X, y = xsin(150, seed=5)
-    calls = []
-
-    def scores(*args, **kwargs):  # checked in the order ADVI, Laplace
-        calls.append(kwargs)
-        better = ("advi", "laplace")[len(calls) - 1] == method
-        return (0.6, 0.5 if better else 0.7, 0.01)
-
-    monkeypatch.setattr(fit_settings, "mixture_difference", scores)
-    reg = fitted(X, y, inference="auto")
-    assert len(calls) == 2  # the check is taken, once per half
-    assert reg.inference_ == method and reg.mixture_ is None
-    assert reg.inference_selection_["scores"] == [0.6] + [
-        0.5 if m == method else 0.7 for m in ("advi", "laplace")]
-    alone = fitted(X, y, inference=method)
-    for a, b in zip(reg.predict(X, return_std=True), alone.predict(X, return_std=True)):
-        np.testing.assert_array_equal(a, b)
-    name = {"advi": "ADVI's", "laplace": "the Laplace approximation's"}[method]
-    assert describe(reg)[-1].startswith(f"predictions: {name} draws alone")
 
 
 @pytest.mark.parametrize("kwargs, match", [

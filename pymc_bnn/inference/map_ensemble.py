@@ -48,8 +48,9 @@ from pymc_bnn.flat_network import n_params
 
 __all__ = ["BATCH_SIZE", "DTYPE", "EPOCHS_PER_CALL", "HOLDOUT_FRACTION", "LEARNING_RATE",
            "MAX_EPOCHS", "MIN_CHECK_STEPS", "MIN_HOLDOUT", "N_ITER_NO_CHANGE", "TOL",
-           "MapEnsemble", "fit_map_ensemble", "holdout_masks", "last_layer_laplace",
-           "member_logit_draws", "member_seeds"]
+           "VALIDATION_PATIENCE", "MapEnsemble", "fit_map_ensemble", "holdout_masks", "last_layer_laplace",
+           "last_layer_regression", "member_logit_draws", "member_normal_moments",
+           "member_seeds"]
 
 #: Rows per Adam step, capped at the rows: scikit-learn's ``MLPClassifier`` default.
 BATCH_SIZE = 200
@@ -81,6 +82,10 @@ DTYPE = "float32"
 #: :data:`MIN_HOLDOUT` rows a block.
 HOLDOUT_FRACTION = 0.1
 MIN_HOLDOUT = 5
+#: Regression: calls of the training program (about :data:`EPOCHS_PER_CALL` epochs
+#: each) without a fall in a member's held-out squared error before it stops: about 50
+#: epochs, patient enough for Adam's noisy steps (:class:`_HeldOutWatch`).
+VALIDATION_PATIENCE = 5
 #: Adam's moment decay rates and the denominator's offset (Kingma & Ba; scikit-learn's).
 ADAM = (0.9, 0.999, 1e-8)
 
@@ -102,12 +107,16 @@ class MapEnsemble:
         The epochs each member trained.
     converged : ndarray of shape (n_members,)
         Whether each member met the stopping rule (else it ran :data:`MAX_EPOCHS`).
+    noise_sd : ndarray of shape (n_members,) or None
+        A regression network's noise sd at each member's MAP (fitted with the weights);
+        None for a classifier.
     """
 
     thetas: np.ndarray
     loss_curve: np.ndarray
     n_epochs: np.ndarray
     converged: np.ndarray
+    noise_sd: np.ndarray | None = None
 
 
 def member_seeds(seed: int, n_members: int) -> list[int]:
@@ -156,11 +165,17 @@ def _members_forward(Xb, weights, activation: str):
     return h
 
 
-def _nll(logits, Y):
+def _nll(logits, Y, log_noise=None):
     """Negative log likelihood of each row, (K, batch): Bernoulli on one logit
-    (``Y`` the 0/1 labels, (..., 1)), else softmax (``Y`` one-hot). Sums accumulate in
-    the inputs' precision (PyTensor's JAX sums of single precision return double)."""
+    (``Y`` the 0/1 labels, (..., 1)), else softmax (``Y`` one-hot); with ``log_noise``
+    (K,), each member's log noise sd, Normal (``Y`` the target, (..., 1); without the
+    constant ``log(2 pi) / 2``). Sums accumulate in the inputs' precision (PyTensor's
+    JAX sums of single precision return double)."""
     acc = logits.dtype
+    if log_noise is not None:
+        two = np.asarray(2.0, dtype=acc)
+        scaled = (Y[..., 0] - logits[..., 0]) * pt.exp(-log_noise)[:, None]
+        return scaled**2 / two + log_noise[:, None]
     if logits.type.shape[-1] == 1:
         return (pt.softplus(logits) - Y * logits)[..., 0]
     top = pt.max(logits, axis=-1, keepdims=True)
@@ -189,16 +204,17 @@ def _single_sums(outputs: list) -> list:
 
 @functools.lru_cache(maxsize=16)
 def _epochs_program(layer_shapes: tuple, activation: str, n_members: int, batch: int,
-                    steps_per_epoch: int, dtype: str, mode: str):
+                    steps_per_epoch: int, dtype: str, mode: str, regression: bool = False):
     """``f(theta, m, v, t, best, stale, X, Y, train, rows, delta, lr, tol) -> (theta, m, v, t,
     best, stale, epoch_losses)``: Adam steps over ``rows`` (n_steps, batch) row indices,
     the same rows for every member (each weighs only its training rows, ``train`` (K,
     n_rows) of 0 / 1), ``steps_per_epoch`` to an epoch, each member's stopping rule
     applied at each epoch's end (``stale`` > :data:`N_ITER_NO_CHANGE`: frozen).
     ``delta`` (K, P): each member's prior precision per weight over its training
-    rows."""
+    rows. ``regression``: a Normal likelihood, each member's log noise sd one more
+    column of ``theta`` (its ``delta`` 0: a flat prior)."""
 
-    K, P = n_members, n_params(layer_shapes)
+    K, P = n_members, n_params(layer_shapes) + int(regression)
     # constants in the program's precision (a Python float would upcast single to double)
     beta1, beta2, eps, half, one = (np.asarray(c, dtype=dtype) for c in (*ADAM, 0.5, 1.0))
     theta0 = pt.tensor("theta", dtype=dtype, shape=(K, P))
@@ -211,7 +227,7 @@ def _epochs_program(layer_shapes: tuple, activation: str, n_members: int, batch:
     train = pt.matrix("train", dtype=dtype)
     rows = pt.tensor("rows", dtype="int64", shape=(None, batch))
     delta = pt.tensor("delta", dtype=dtype, shape=(K, P))
-    lr = pt.scalar("lr", dtype=dtype)
+    lr = pt.tensor("lr", dtype=dtype, shape=(K,))
     tol = pt.scalar("tol", dtype=dtype)
     step_no = pt.arange(rows.shape[0])
     nan = np.array(np.nan, dtype=dtype)
@@ -221,7 +237,9 @@ def _epochs_program(layer_shapes: tuple, activation: str, n_members: int, batch:
         logits = _members_forward(X[idx], _stacked_weights(theta, layer_shapes), activation)
         weight = train[:, idx]
         count = pt.maximum(pt.sum(weight, axis=1, acc_dtype=dtype), one)
-        objective = (pt.sum(weight * _nll(logits, Y[idx][None]), axis=1, acc_dtype=dtype)
+        log_noise = theta[:, -1] if regression else None
+        objective = (pt.sum(weight * _nll(logits, Y[idx][None], log_noise), axis=1,
+                            acc_dtype=dtype)
                      / count + half * pt.sum(delta * theta**2, axis=1, acc_dtype=dtype))
         grad = pytensor.grad(objective.sum(), theta)
         t1 = t + one
@@ -250,7 +268,8 @@ def _epochs_program(layer_shapes: tuple, activation: str, n_members: int, batch:
     theta, m, v, t, best, stale, _, recorded = outs
     epoch_losses = recorded[steps_per_epoch - 1 :: steps_per_epoch]
     return compiled_function(
-        ("_map_ensemble_epochs", layer_shapes, activation, K, batch, steps_per_epoch, dtype),
+        ("_map_ensemble_epochs", layer_shapes, activation, K, batch, steps_per_epoch, dtype,
+         regression),
         [theta0, m0, v0, t0, best0, stale0, X, Y, train, rows, delta, lr, tol],
         [theta[-1], m[-1], v[-1], t[-1], best[-1], stale[-1], epoch_losses], mode=mode)
 
@@ -297,22 +316,67 @@ def holdout_masks(y: np.ndarray, n_members: int, seed: int,
     return np.stack([block == k for k in range(int(n_members))])
 
 
+class _HeldOutWatch:
+    """Early stopping on each member's held-out rows (a regression's squared error):
+    which members to freeze after a call of the training program, and each member's
+    weights at its lowest held-out error. Why: the training objective's rule let a
+    (50,) network over-fit the noisy wine table for 600-1,000 epochs, its held-out
+    error rising after ~150 (``docs/experiments/laplace-ensemble.md``)."""
+
+    def __init__(self, X, y, held, layer_shapes, activation, mode):
+        self.X, self.y, self.held = X, np.asarray(y, dtype=np.float64), held
+        self.shapes, self.activation, self.mode = layer_shapes, activation, mode
+        K = held.shape[0]
+        self.best = np.full(K, np.inf)
+        self.stale = np.zeros(K, dtype=np.int64)
+        self.weights = [None] * K
+
+    def update(self, theta, active) -> np.ndarray:
+        """Record the held-out errors at ``theta`` (K, P [+ 1]) of the ``active``
+        members; the members to freeze now (booleans)."""
+        H = self.shapes[-1][0]
+        P = n_params(self.shapes)
+        freeze = np.zeros(len(self.best), dtype=bool)
+        for k in np.flatnonzero(active & self.held.any(axis=1)):
+            rows = self.held[k]
+            w = theta[k, :P].astype(np.float64)
+            out = _phi(self.shapes, self.activation, self.mode, w, self.X[rows]) @ w[P - H - 1:]
+            error = float(np.mean((self.y[rows] - out) ** 2))
+            if error < self.best[k] - TOL:
+                self.best[k], self.stale[k], self.weights[k] = error, 0, theta[k].copy()
+            else:
+                self.stale[k] += 1
+                freeze[k] = self.stale[k] >= VALIDATION_PATIENCE
+        return freeze
+
+    def best_weights(self, theta) -> np.ndarray:
+        """``theta`` with each watched member's weights of its lowest held-out error."""
+        out = theta.copy()
+        for k, w in enumerate(self.weights):
+            if w is not None:
+                out[k] = w
+        return out
+
+
 def fit_map_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str = "tanh",
                      prior_sigma=1.0, n_members: int = 5, seed: int = 0,
                      holdout: np.ndarray | None = None,
                      learning_rate: float = LEARNING_RATE, batch_size: int = BATCH_SIZE,
                      max_epochs: int = MAX_EPOCHS, dtype: str = DTYPE,
                      mode: str | None = None,
-                     starts: np.ndarray | None = None) -> MapEnsemble:
+                     starts: np.ndarray | None = None, regression: bool = False,
+                     start_noise_sd: np.ndarray | None = None,
+                     validate: bool = False) -> MapEnsemble:
     """Train ``n_members`` networks to their MAP weights at once (see the module).
 
     Parameters
     ----------
     X : array of shape (n_rows, n_features)
     y : array of shape (n_rows,)
-        Class codes ``0 .. k - 1``.
+        Class codes ``0 .. k - 1``; with ``regression``, the (standardised) target.
     layer_shapes : sequence of (fan_in, fan_out)
-        One output for two classes (Bernoulli), one per class for more (softmax).
+        One output for two classes (Bernoulli), one per class for more (softmax), one
+        for regression.
     activation : str
     prior_sigma : float or sequence of float
         The Normal prior's standard deviation, one for every layer or one per layer.
@@ -329,6 +393,16 @@ def fit_map_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: 
         PyTensor's compile mode (default :func:`pymc_bnn.flat_network.compile_mode`).
     starts : array of shape (n_members, n_params), optional
         Starting weights in place of random ones.
+    regression : bool
+        A Normal likelihood whose noise sd each member fits with its weights (under a
+        flat prior on its log; it starts at 1, the standardised target's sd).
+    start_noise_sd : array of shape (n_members,), optional
+        With ``starts``: the members' noise sds to start from.
+    validate : bool
+        Regression: also stop each member when the squared error of its held-out rows
+        has not fallen by :data:`TOL` for :data:`VALIDATION_PATIENCE` calls of the
+        program (:data:`EPOCHS_PER_CALL` epochs each), and keep its weights of the
+        lowest held-out error (:class:`_HeldOutWatch`).
 
     Returns
     -------
@@ -340,7 +414,8 @@ def fit_map_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: 
     shapes = tuple((int(a), int(b)) for a, b in layer_shapes)
     X = np.ascontiguousarray(X, dtype=dtype)
     n_rows, K, P = X.shape[0], int(n_members), n_params(shapes)
-    Y = _targets(y, shapes[-1][1]).astype(dtype)
+    Y = (np.asarray(y, dtype=dtype).reshape(-1, 1) if regression
+         else _targets(y, shapes[-1][1]).astype(dtype))
     if holdout is None:
         holdout = np.zeros((K, n_rows), dtype=bool)
     train = ~np.asarray(holdout, dtype=bool)
@@ -350,34 +425,48 @@ def fit_map_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: 
     period = math.ceil(MIN_CHECK_STEPS / steps)
     sigmas = np.broadcast_to(np.asarray(prior_sigma, dtype=np.float64), (len(shapes),))
     per_weight = (1.0 / sigmas**2)[layer_index(shapes)]
+    if regression:  # the log noise sd: a flat prior
+        per_weight = np.append(per_weight, 0.0)
     delta = np.stack([per_weight / max(int(r.sum()), 1) for r in train]).astype(dtype)
     program = _epochs_program(shapes, activation, K, batch, steps * period, dtype,
-                              mode or compile_mode())
+                              mode or compile_mode(), bool(regression))
     seeds = member_seeds(seed, K)
     theta = (np.stack([initial_theta(shapes, s) for s in seeds]) if starts is None
-             else np.array(starts, dtype=np.float64).reshape(K, P)).astype(dtype)
-    m, v, t = np.zeros((K, P), dtype), np.zeros((K, P), dtype), np.zeros(K, dtype)
+             else np.array(starts, dtype=np.float64).reshape(K, P))
+    if regression:
+        noise = np.ones(K) if start_noise_sd is None else np.asarray(start_noise_sd, float)
+        theta = np.column_stack([theta, np.log(noise)])
+    theta = theta.astype(dtype)
+    m, v, t = np.zeros_like(theta), np.zeros_like(theta), np.zeros(K, dtype)
     best, stale = np.full(K, np.inf, dtype), np.zeros(K, dtype=np.int64)
     rng = np.random.default_rng([int(seed), 1])
     per_call = max(1, EPOCHS_PER_CALL // period)  # checks per call
     most = math.ceil(max_epochs / period)
     curves, done = [], 0
+    watch = _HeldOutWatch(X, Y[:, 0], ~train, shapes, activation, mode) if validate else None
+    rates = np.full(K, learning_rate, dtype=dtype)
     while done < most and np.any(stale <= N_ITER_NO_CHANGE):
         checks = min(per_call, most - done)
         rows = _epoch_rows(rng, n_rows, batch, steps, checks * period)
-        theta, m, v, t, best, stale, losses = (np.asarray(a) for a in program(
+        theta, m, v, t, best, stale, losses = (np.array(a) for a in program(
             theta, m, v, t, best, stale, X, Y, train.astype(dtype), rows, delta,
-            np.asarray(learning_rate, dtype=dtype), np.asarray(TOL * period, dtype=dtype)))
+            rates, np.asarray(TOL * period, dtype=dtype)))
         if not np.all(np.isfinite(theta)):
             raise FloatingPointError(
                 "the MAP fits diverged (non-finite weights): standardise the features, or "
                 "lower the learning rate.")
         curves.append(losses)
         done += checks
+        if watch is not None:  # freeze the members whose held-out error stopped falling
+            stale[watch.update(theta, active=stale <= N_ITER_NO_CHANGE)] = N_ITER_NO_CHANGE + 1
+    if watch is not None:
+        theta = watch.best_weights(theta)
     curve = np.concatenate(curves, axis=0).astype(np.float64)
     n_epochs = np.sum(np.isfinite(curve), axis=0) * period
-    return MapEnsemble(thetas=theta.astype(np.float64), loss_curve=curve, n_epochs=n_epochs,
-                       converged=stale > N_ITER_NO_CHANGE)
+    theta = theta.astype(np.float64)
+    return MapEnsemble(thetas=theta[:, :P], loss_curve=curve, n_epochs=n_epochs,
+                       converged=stale > N_ITER_NO_CHANGE,
+                       noise_sd=np.exp(theta[:, P]) if regression else None)
 
 
 def _evidence_precision(eig: np.ndarray, sq_norm: float, n_params_: int,
@@ -403,10 +492,10 @@ def last_layer_laplace(X: np.ndarray, y: np.ndarray, theta: np.ndarray, *, layer
     :class:`pymc_bnn.laplace.LaplaceGaussian` whose Gaussian covers the output layer
     (GGN curvature, one prior precision chosen by the evidence) and whose hidden layers
     are a point estimate at ``theta``."""
+    import scipy.linalg as sla
+
     from pymc_bnn.flat_network import compile_mode
     from pymc_bnn.laplace import LaplaceGaussian, last_layer_curvature
-
-    import scipy.linalg as sla
 
     shapes = tuple((int(a), int(b)) for a, b in layer_shapes)
     X = np.ascontiguousarray(X, dtype=np.float64)
@@ -434,6 +523,78 @@ def last_layer_laplace(X: np.ndarray, y: np.ndarray, theta: np.ndarray, *, layer
                            log_evidence=float(log_evidence),
                            effective_parameters=(*[float("nan")] * len(sigmas), gamma),
                            first_random=int(first))
+
+
+def last_layer_regression(X: np.ndarray, y: np.ndarray, theta: np.ndarray, noise_sd: float,
+                          *, layer_shapes, activation: str = "tanh",
+                          hidden_prior_sigmas=(1.0,), mode: str | None = None,
+                          iters: int = 200):
+    """A regression member's last-layer posterior: the network is linear in its output
+    layer, so given the last hidden layer's features the Normal likelihood makes that
+    layer's posterior exactly Gaussian (Bayesian linear regression; no curvature
+    approximation). Its prior precision and the noise precision are chosen by their
+    evidence (MacKay's fixed point, from ``noise_sd`` and the MAP's output layer), and the
+    output layer is moved to the posterior mean at them. A
+    :class:`pymc_bnn.laplace.LaplaceGaussian` with that noise sd."""
+    import scipy.linalg as sla
+
+    from pymc_bnn.laplace import BETA_RANGE, DELTA_RANGE, LaplaceGaussian
+
+    shapes = tuple((int(a), int(b)) for a, b in layer_shapes)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64).ravel()
+    H, _ = shapes[-1]
+    first = theta.size - (H + 1)
+    phi = _phi(shapes, activation, mode, theta, X)
+    lam, U = np.linalg.eigh(phi.T @ phi)
+    lam = np.clip(lam, 0.0, None)
+    proj = U.T @ (phi.T @ y)
+    n, tail = len(y), theta[first:]
+    beta = 1.0 / float(noise_sd) ** 2
+    delta = float(np.clip(tail.size / max(float(tail @ tail), 1e-300), *DELTA_RANGE))
+    for _ in range(iters):
+        mean = U @ (beta * proj / (beta * lam + delta))
+        gamma = float(np.sum(beta * lam / (beta * lam + delta)))
+        ssr = float(np.sum((y - phi @ mean) ** 2))
+        new_delta = float(np.clip(gamma / max(float(mean @ mean), 1e-300), *DELTA_RANGE))
+        new_beta = float(np.clip(max(n - gamma, 1.0) / max(ssr, 1e-300), *BETA_RANGE))
+        done = (abs(math.log(new_delta / delta)) < 1e-8
+                and abs(math.log(new_beta / beta)) < 1e-8)
+        delta, beta = new_delta, new_beta
+        if done:
+            break
+    mean = U @ (beta * proj / (beta * lam + delta))
+    ssr = float(np.sum((y - phi @ mean) ** 2))
+    A = beta * (phi.T @ phi)
+    A[np.diag_indices_from(A)] += delta
+    chol = sla.cholesky(A, lower=True, check_finite=False)
+    log_evidence = (0.5 * n * math.log(beta / (2 * math.pi)) - 0.5 * beta * ssr
+                    - 0.5 * delta * float(mean @ mean) + 0.5 * mean.size * math.log(delta)
+                    - float(np.sum(np.log(np.diag(chol)))))
+    gamma = float(np.sum(beta * lam / (beta * lam + delta)))
+    sigmas = tuple(float(s) for s in np.broadcast_to(
+        np.asarray(hidden_prior_sigmas, dtype=np.float64), (len(shapes) - 1,)))
+    moved = np.array(theta, dtype=np.float64)
+    moved[first:] = mean
+    return LaplaceGaussian(theta=moved, chol=chol, noise_sd=float(1.0 / math.sqrt(beta)),
+                           prior_sigmas=(*sigmas, 1.0 / math.sqrt(delta)),
+                           log_evidence=float(log_evidence),
+                           effective_parameters=(*[float("nan")] * len(sigmas), gamma),
+                           first_random=int(first))
+
+
+def member_normal_moments(gaussian, X, *, layer_shapes, activation: str,
+                          mode: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean, variance)`` at the rows of ``X`` of a regression member's last-layer
+    Gaussian: the network's output at its mean and the output's variance under the
+    Gaussian (``phi A^-1 phi^T``; at temperature ``T`` the predictive is ``Normal(mean,
+    T variance + noise_sd^2)``)."""
+    import scipy.linalg as sla
+
+    phi = _phi(layer_shapes, activation, mode, gaussian.theta, X)
+    mean = phi @ gaussian.theta[gaussian.first_random :]
+    half = sla.solve_triangular(gaussian.chol, phi.T, lower=True, check_finite=False)
+    return mean, np.einsum("hn,hn->n", half, half)
 
 
 def _phi(layer_shapes, activation, mode, theta, X) -> np.ndarray:
