@@ -25,7 +25,18 @@ Sections:
   weight draws (an einsum per layer, the sigmoid, the mean over draws; NumPyro's
   predictive does the same): medians of ``--repeats`` calls after a first one.
 
-Run: ``python benchmarks/default_frontier.py [--quick] [--sections mnist cv predictive]``.
+- ``regression``: the default ``BayesianMLPRegressor((50,))`` above its short NUTS
+  run's limit, in a ``StandardScaler`` pipeline, beside five ``MLPRegressor((50,))``
+  (Adam, ``max_iter=2000``, target standardised), each trained on four folds of five
+  and given the held-out fold's residual sd (their equal mixture of Normals; as in
+  ``benchmarks/uci_regression.py``): wine-red's standard splits from
+  ``../shared/data/uci`` (``--splits``; seed = the split's) and a generated
+  ``make_friedman1`` table of 10,000 x 8 rows (noise sd 1; 2,000 test rows; one per seed
+  of ``--seeds``). Fit seconds, test log likelihood (nats per row, units of ``y``), RMSE
+  and 90 % interval coverage.
+
+Run: ``python benchmarks/default_frontier.py [--quick] [--sections mnist cv predictive
+regression]``.
 """
 
 from __future__ import annotations
@@ -225,6 +236,44 @@ def bench_predictive(args, rows):
               f"({draws} draws): {row['speedup']:.1f}x", flush=True)
 
 
+def bench_regression(args, rows):
+    from sklearn.datasets import make_friedman1
+
+    import uci_regression as U
+
+    tables = []
+    data_dir = U.DATA_DIR
+    if (data_dir / "wine-quality-red").exists():
+        n = U.n_splits(data_dir, "wine-quality-red")
+        for split in range(min(args.splits, n)):
+            tables.append(("wine-red", split, *U.load_split(data_dir, "wine-quality-red",
+                                                            split)))
+    else:
+        print(f"wine-red: no splits in {data_dir}; skipped", flush=True)
+    # quick: 1,100 rows, still above the short NUTS run's limit at (50,)
+    n_rows = 1_100 if args.quick else 10_000
+    for seed in args.seeds:
+        X, y = make_friedman1(n_rows + 2_000, n_features=8, noise=1.0, random_state=seed)
+        tables.append(("friedman 10,000 x 8", seed, X[:n_rows], y[:n_rows], X[n_rows:],
+                       y[n_rows:]))
+    for name, seed, X, y, Xt, yt in tables:
+        if args.quick:
+            X, y = X[:1_100], y[:1_100]
+        for model, run in (("5-MLP ensemble", lambda: U.run_ensemble(
+                X, y, Xt, yt, seed, args.quick, solver="adam")),
+                           ("pymc_bnn default", lambda: U.run_bnn(
+                {}, X, y, Xt, yt, seed, False))):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = run()
+            row = {"section": "regression", "data": name, "model": model, "seed": seed,
+                   "status": "ok", "fit_s": res["fit_s"], "ll": res["ll"], "rmse": res["rmse"],
+                   "coverage90": res["coverage90"], "inference": res.get("inference")}
+            rows.append(row)
+            print(f"{name} {seed} {model}: {row['fit_s']:.1f} s, LL {row['ll']:.4f}, RMSE "
+                  f"{row['rmse']:.4f} ({row['inference'] or ''})", flush=True)
+
+
 def _median_rows(rows, key, fields):
     out = {}
     for r in rows:
@@ -252,6 +301,14 @@ def build_table(rows) -> str:
             _median_rows(cv, lambda r: (r["data"], r["model"]), ["wall_s", "log_loss"]), [
                 ("data", "5-fold CV"), ("model", "model"), ("seeds", "seeds"),
                 ("wall_s", "wall s (median)"), ("log_loss", "mean log loss (median)")]))
+    reg = [r for r in rows if r["section"] == "regression"]
+    if reg:
+        parts.append(_common.markdown_table(
+            _median_rows(reg, lambda r: (r["data"], r["model"]),
+                         ["fit_s", "ll", "rmse", "coverage90"]), [
+                ("data", "regression, (50,)"), ("model", "model"), ("seeds", "splits / seeds"),
+                ("fit_s", "fit s (median)"), ("ll", "test LL (median)"),
+                ("rmse", "RMSE (median)"), ("coverage90", "90 % coverage (median)")]))
     pred = [r for r in rows if r["section"] == "predictive"]
     if pred:
         parts.append(_common.markdown_table(pred, [
@@ -264,20 +321,23 @@ def build_table(rows) -> str:
 
 def main(argv=None) -> int:
     parser = _common.base_parser(__doc__.split("\n\n")[0], "default_frontier")
-    parser.add_argument("--sections", nargs="+", choices=["mnist", "cv", "predictive"],
-                        default=["mnist", "cv", "predictive"])
+    parser.add_argument("--sections", nargs="+",
+                        choices=["mnist", "cv", "predictive", "regression"],
+                        default=["mnist", "cv", "predictive", "regression"])
+    parser.add_argument("--splits", type=int, default=20,
+                        help="wine-red's standard splits in the regression section")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
     if args.quick:
-        args.seeds, args.repeats = args.seeds[:1], 1
+        args.seeds, args.repeats, args.splits = args.seeds[:1], 1, 1
     info = _common.machine_info()
     _common.print_header("the default against a deep ensemble", info)
     rows: list[dict] = []
     t0 = time.perf_counter()
     for section in args.sections:
-        {"mnist": bench_mnist, "cv": bench_cv, "predictive": bench_predictive}[section](
-            args, rows)
+        {"mnist": bench_mnist, "cv": bench_cv, "predictive": bench_predictive,
+         "regression": bench_regression}[section](args, rows)
     table = build_table(rows)
     print("\n" + table)
     _common.write_json(args.out, {"benchmark": "default_frontier", "machine": info,

@@ -5,6 +5,8 @@
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -28,10 +30,9 @@
 #    split of the predictive sd into its epistemic and aleatoric parts;
 # 4. whether the 90% intervals cover 90% of held-out points;
 # 5. what the default does: on a table this small, a short NUTS run (four chains of
-#    100 warm-up iterations and 100 draws); on larger ones it fits both mean-field
-#    ADVI and the evidence-tuned Laplace approximation on three held-out folds and
-#    keeps their mixture (the Laplace share stacked on the folds, three Laplace modes
-#    where it is at least a half) unless one alone is clearly better there.
+#    100 warm-up iterations and 100 draws); on larger ones, five MAP networks with a
+#    Gaussian over each output layer (`inference="laplace_ensemble"`), beside the
+#    approximations a user can ask for by name.
 #
 # Set `PYMC_BNN_QUICK=1` for a fast run (shorter NUTS chains, fewer ADVI steps, ADVI
 # in place of NUTS where another NUTS fit shows the same code at work). Fit
@@ -476,14 +477,16 @@ display(Markdown("\n".join(lines)))
 # 150 × 46): two chains, or four where four cost no more than two at the limit (at most
 # 250,000, as here; the chains find different modes and predict better together). Under Neal's prior nearly every NUTS iteration takes the most leapfrog
 # steps (1,023), each a gradient over all the rows, so that product sets the run's
-# cost. Above it the regressor fits two approximations of the same model on the
-# temperature's three held-out folds — mean-field ADVI and the linearised Laplace
-# approximation at the MAP with per-layer prior precisions and the noise precision set
-# by MacKay's evidence — and keeps their mixture (the Laplace share of the draws
-# stacked on the folds, three Laplace modes where that share is at least a half)
-# unless one alone predicts the folds clearly better; `inference="advi+laplace"` asks
-# for that mixture by name. Below, the default beside the three approximations, on the
-# first data set (the one with the gap), with the default network (5, 5).
+# cost. Above it the regressor fits five networks to their MAP weights, each with its
+# noise sd and stopped on a tenth of the rows it holds out, and gives each output
+# layer its exact Gaussian posterior (`inference="laplace_ensemble"`; it costs about a
+# deep ensemble's time, `benchmarks/results/default_frontier.md`). The approximations
+# below can be asked for by name: mean-field ADVI, the linearised Laplace approximation
+# at the MAP with per-layer prior precisions and the noise precision set by MacKay's
+# evidence, and their mixture (`inference="advi+laplace"`, the Laplace share stacked on
+# three held-out folds; the default above the limit before the ensemble). Below, the
+# default beside them, on the first data set (the one with the gap), with the default
+# network (5, 5).
 
 # %%
 # each approximation first, so that the default's fit time is not its compilation's
@@ -522,7 +525,7 @@ with plt.rc_context({"font.size": 11}):
 # **What we see** (the committed run). The Laplace fit follows the bumps that
 # mean-field ADVI shaves off (RMSE about 0.025 against 0.10, as in section 2), and off
 # the gap its held-out log density is far higher (about 0.87 against 0.55 per point).
-# The mixture the default fits on larger tables gave the Laplace half 0.98 of its draws
+# The ADVI + Laplace mixture gave the Laplace half 0.98 of its draws
 # here, shared by three Laplace fits from their own starts: nearly the Laplace fit off
 # the gap (0.864), with the widest band in the gap, where the three modes disagree (99%
 # covered, density 0.09). The default's short NUTS run (four chains here) matches the

@@ -538,7 +538,8 @@ def test_wide_network_schema_and_agreement(quick_run):
 def test_default_frontier_schema(quick_run):
     """Every section ran, the default beside its anchors on the same data: three MNIST
     models scored on the held-out, rotated and noisy digits, both CV tables with the
-    ensemble, and the predictive beside the jitted forward."""
+    ensemble, the predictive beside the jitted forward, and the regressor's default
+    (the ensemble above the NUTS limit) beside five MLPs on both tables."""
     _, data = quick_run("default_frontier")
     rows = data["rows"]
     mnist = [r for r in rows if r["section"] == "mnist"]
@@ -555,6 +556,13 @@ def test_default_frontier_schema(quick_run):
     pred = [r for r in rows if r["section"] == "predictive"]
     assert [r["model"] for r in pred] == ["default", "default at temperature 1"]
     assert pred[1]["draws_default"] == 500 and all(r["speedup"] > 0 for r in pred)
+    reg = [r for r in rows if r["section"] == "regression"]
+    assert {(r["data"], r["model"]) for r in reg} == {
+        (d, m) for d in ("wine-red", "friedman 10,000 x 8")
+        for m in ("pymc_bnn default", "5-MLP ensemble")}
+    assert all(r["inference"] == "laplace_ensemble" for r in reg
+               if r["model"] == "pymc_bnn default")
+    assert all(np.isfinite(r["ll"]) and r["rmse"] > 0 for r in reg)
 
 
 @_group("fit_scaling")
