@@ -238,6 +238,7 @@ def read_table(path, *, sep: str | None = None) -> "pandas.DataFrame":  # noqa: 
         raise BadInput(f"{path} has a header but no rows.")
     if fmt != "parquet":
         _check_header(path, sep, frame)
+        frame = _numbers_from_text(path, sep, frame)
     for column in frame.columns[frame.dtypes == object]:
         # Parquet list / struct columns arrive as arrays and dicts: no feature or label
         values = frame[column].dropna()
@@ -249,6 +250,20 @@ def read_table(path, *, sep: str | None = None) -> "pandas.DataFrame":  # noqa: 
                            f"{row_name(values[nested].index[0])}), not single numbers or "
                            "strings: drop it from the file, or flatten it into columns.")
     return frame.reset_index(drop=True)
+
+
+def _numbers_from_text(path: Path, sep: str, frame):
+    """Text columns of numbers with decimal commas or thousands separators as numbers,
+    with a note (:func:`pymc_bnn.number_text.read_numbers`)."""
+    from pymc_bnn.number_text import read_numbers
+
+    frame, notation, examples = read_numbers(frame, sep)
+    if notation is not None:
+        names = ", ".join(list(examples)[:3]) + (f" and {len(examples) - 3} more"
+                                                 if len(examples) > 3 else "")
+        first = next(iter(examples.items()))
+        note(f"read {names} as numbers with {notation}s (e.g. {first[1]!r} in {first[0]}).")
+    return frame
 
 
 def _check_header(path: Path, sep: str, frame) -> None:

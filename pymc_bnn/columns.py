@@ -18,6 +18,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from pymc_bnn.number_text import DECIMAL_COMMA, number_notation
+
 __all__ = ["CATEGORICAL", "FLOAT32_MAX", "NUMERIC", "column_kind", "infer_task", "leak_message",
            "leaking_columns", "plain", "rows_text"]
 
@@ -138,6 +140,12 @@ def _all_numbers(series: pd.Series) -> bool:
         "integer", "floating", "mixed-integer-float")
 
 
+#: Fewest rows a value, on average, of a text column with more values than
+#: ``max_categories`` for the advice to raise that limit: below it most values are seen
+#: in a row or two of the training rows (and many test values not at all), so no limit
+#: makes the column learnable (a 8,395-value column in 26,217 rows: about 3 a value).
+MIN_ROWS_PER_CATEGORY = 5
+
 #: Identifier tests: the chance, were the column's distinct integers independent draws
 #: from the range they span, that none would repeat, below which they are taken for an
 #: identifier; and the rank correlation with the row order above which they are.
@@ -237,10 +245,24 @@ def column_kind(name, series: pd.Series, max_categories: int, keep: bool = False
                 f"{more}: {shown}. Blank those cells (missing values are imputed) or fix "
                 f"them; if the column is really categorical, say so (as_categorical="
                 f"[{str(name)!r}] in Python, --categorical {name} on the command line).")
+        notation = None if declared else number_notation(series)
+        if notation is not None:
+            example = next(v for v in series.dropna() if "," in str(v))
+            how = ("decimal=',', thousands='.'" if notation == DECIMAL_COMMA
+                   else "thousands=','")
+            raise ValueError(
+                f"column {name!r} holds numbers written with {notation}s (e.g. "
+                f"{str(example)!r}), which would be read as categories: read the table with "
+                f"pandas.read_csv(..., {how}) (the command line does so itself), or declare "
+                f"the column categorical if it is one.")
         if n_distinct == n_present and n_present >= 20 and not keep:
             raise ValueError(f"column {name!r} looks like an identifier (a different value in "
                              f"each of its {n_present} rows), from which nothing can be "
                              "learned: drop it.")
+        if n_distinct > max_categories and n_present < MIN_ROWS_PER_CATEGORY * n_distinct:
+            raise ValueError(f"column {name!r} has {n_distinct:,} distinct values in "
+                             f"{n_present:,} rows, too few rows a value to learn from (an "
+                             "identifier or free text?): drop it.")
         if n_distinct > max_categories:
             raise ValueError(f"column {name!r} has {n_distinct} distinct values, more than "
                              f"max_categories={max_categories} for one-hot encoding: drop it, "

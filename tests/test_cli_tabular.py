@@ -252,6 +252,22 @@ def test_semicolon_table_is_read_by_its_separator(churn_model, work):
     assert "semicolon" not in proc.stderr and "accuracy" in proc.stdout
 
 
+def test_decimal_comma_table_is_read_as_numbers(churn_model, work):
+    """A decimal-comma export (``;`` between fields, ``16,5`` in cells) is read as
+    numbers, with one short note, and predicted as the comma-separated file is."""
+    new = pd.read_csv(work / "churn_new.csv")
+    assert new.select_dtypes("float").shape[1] > 0
+    new.to_csv(work / "dec_new.csv", sep=";", decimal=",", index=False)
+    proc = run("predict", "churn.nc", "dec_new.csv", "--id", "customer_id", "-o",
+               "dec_pred.csv", cwd=work)
+    notes = [line for line in proc.stderr.splitlines() if "decimal comma" in line]
+    assert len(notes) == 1 and len(notes[0]) <= 110, notes
+    run("predict", "churn.nc", "churn_new.csv", "--id", "customer_id", "-o",
+        "comma_pred2.csv", cwd=work)
+    pd.testing.assert_frame_equal(pd.read_csv(work / "dec_pred.csv"),
+                                  pd.read_csv(work / "comma_pred2.csv"))
+
+
 def test_evaluate_names_the_interval_of_its_coverage(spend_model, work):
     out = run("evaluate", "spend.nc", "spend_new.csv", "--interval", "0.8", cwd=work).stdout
     assert "coverage of the 80% interval" in out
