@@ -7,8 +7,7 @@ import pandas as pd
 import pytest
 
 from pymc_bnn.columns import column_kind
-from pymc_bnn.number_text import (DECIMAL_COMMA, THOUSANDS_COMMA, number_notation,
-                                  read_numbers)
+from pymc_bnn.number_text import DECIMAL_COMMA, THOUSANDS_COMMA, number_notation, read_numbers
 
 
 def credit_like(n=60, seed=0):
