@@ -358,8 +358,9 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
     n_imputed = sum(pre.n_missing_.values())
     if n_imputed:
         cols = sum(1 for v in pre.n_missing_.values() if v)
-        note(f"imputed {n_imputed} missing values in {cols} column{'s' if cols > 1 else ''} "
-             "(numeric: median, categorical: most frequent).")
+        note(f"filled {n_imputed} missing value{'s' if n_imputed > 1 else ''} in {cols} "
+             f"column{'s' if cols > 1 else ''} (numbers: the median; categories: the most "
+             "frequent).")
     if inference == "minibatch" and batch_size is None:
         batch_size = MINIBATCH_SIZE
     # no --batch-size: the estimator's "auto" (full batches on small tables)
@@ -392,6 +393,8 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
         "categorical": [str(c) for c in categorical],
         "features_after_encoding": int(X.shape[1]),
         "inference": "minibatch" if inference == "minibatch" else est.inference_,
+        "draws_kept": int(est.idata_.posterior.sizes["chain"]
+                          * est.idata_.posterior.sizes["draw"]),
         "fit_seconds": round(fit_seconds, 2), **train, "versions": versions(),
     }
     with atomic(output) as tmp:
@@ -409,6 +412,13 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
         click.echo(line)
     key, value = next(iter(train.items()))
     click.echo(f"{key.replace('_', ' ')}: {format_number(value)}")
+    if (getattr(est, "nuts_run_", None) or {}).get("chosen") == "auto":
+        # the short run keeps its diagnostics without a warning: said here, in one line
+        from pymc_bnn.nuts_summary import poor_draws_note
+
+        poor = poor_draws_note(est.diagnostics_ or {})
+        if poor:
+            note(poor)
     click.echo(f"wrote {output}")
 
 
@@ -578,6 +588,11 @@ def info_command(model, as_json):
     shown = ("hidden_layer_sizes", "activation", "prior", "prior_sigma", "inference", "n_iter",
              "batch_size", "n_draws", "posterior_temperature", "n_init", "random_state")
     lines.append("  settings: " + ", ".join(f"{k}={params[k]}" for k in shown if k in params))
+    from pymc_bnn.nuts_summary import draws_kept_text
+
+    kept = draws_kept_text(meta.get("nuts_run"), info.get("draws_kept"))
+    if kept is not None and (meta.get("nuts_run") or kept != str(params.get("n_draws"))):
+        lines.append(f"  draws kept: {kept}")
     lines.append(f"  posterior temperature used: {meta.get('posterior_temperature', 1.0):g}")
     if meta.get("mixture"):
         lines.append("  mixture: half the network's draws from ADVI, half from a Laplace fit "

@@ -4,7 +4,14 @@ imports nothing heavy)."""
 
 from __future__ import annotations
 
-__all__ = ["nuts_run_text", "short_run_diagnostics_text"]
+__all__ = ["draws_kept_text", "nuts_run_text", "poor_draws_note",
+           "short_run_diagnostics_text"]
+
+#: The thresholds of :mod:`pymc_bnn.inference.diagnostics` (R-hat 1.01, bulk ESS 100
+#: a chain; Vehtari et al. 2021), repeated here so that the command line's ``info``
+#: imports nothing heavy; ``tests/test_cli.py`` checks they agree.
+RHAT_THRESHOLD = 1.01
+ESS_PER_CHAIN = 100
 
 
 def nuts_run_text(run: dict) -> str:
@@ -35,3 +42,34 @@ def short_run_diagnostics_text(diagnostics: dict) -> str:
                      + (f" in {draws} draws" if draws else ""))
     return ("not checked for convergence (a short run used as a predictive ensemble)"
             + (": " + ", ".join(parts) if parts else ""))
+
+
+def poor_draws_note(diagnostics: dict) -> str | None:
+    """One plain line where the short NUTS run's draws fail the usual checks (R-hat above
+    :data:`RHAT_THRESHOLD`, bulk ESS below :data:`ESS_PER_CHAIN` a chain, or any
+    divergent transition): the figures, what they mean for the user and what to do;
+    else None."""
+    rhat, ess = diagnostics.get("max_rhat"), diagnostics.get("min_ess_bulk")
+    chains = diagnostics.get("n_chains") or 1
+    divergent = diagnostics.get("n_divergences") or 0
+    bad = []
+    if rhat is not None and rhat > RHAT_THRESHOLD:
+        bad.append(f"R-hat {rhat:.2f}")
+    if ess is not None and ess < ESS_PER_CHAIN * chains:
+        bad.append(f"ESS {ess:.0f}")
+    if divergent:
+        bad.append(f"{divergent} divergent")
+    if not bad:
+        return None
+    return f"a short NUTS run, not converged ({', '.join(bad)}); for more: --inference nuts"
+
+
+def draws_kept_text(run: dict | None, n_draws_kept: int | None) -> str | None:
+    """What a model kept, where ``n_draws`` does not say it: a NUTS run's chains x
+    draws, or (``n_draws_kept``) the draws stored; None where there is nothing to add."""
+    if run:
+        return (f"{run['chains'] * run['draws']} ({run['chains']} chains x {run['draws']} "
+                "draws; n_draws does not apply to NUTS)")
+    if n_draws_kept is not None:
+        return f"{n_draws_kept}"
+    return None

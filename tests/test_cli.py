@@ -166,3 +166,24 @@ def test_sampling_advice_names_the_command_lines_options(capsys):
     err = capsys.readouterr().err
     assert "raise --draws" in err and "--prior-sigma" in err and "sample_more" not in err
     assert "pymc_bnn.fit(" not in err and "lengthen tune" not in err
+
+
+def test_poor_nuts_draws_get_one_plain_line_and_info_says_what_was_kept():
+    """The user's short run (R-hat 1.55, bulk ESS 4, 8 divergences in 2 x 100 draws):
+    one line with the figures and what to do; nothing where the checks pass. ``info``
+    says 200 draws were kept where the settings say ``n_draws=500``."""
+    from pymc_bnn.inference import diagnostics
+    from pymc_bnn.nuts_summary import (ESS_PER_CHAIN, RHAT_THRESHOLD, draws_kept_text,
+                                       poor_draws_note)
+
+    assert (RHAT_THRESHOLD, ESS_PER_CHAIN) == (diagnostics.RHAT_THRESHOLD,
+                                               diagnostics.ESS_PER_CHAIN)
+    line = poor_draws_note({"max_rhat": 1.55, "min_ess_bulk": 4.2, "n_divergences": 8,
+                            "n_chains": 2, "n_draws": 100})
+    assert "R-hat 1.55, ESS 4, 8 divergent" in line and "--inference nuts" in line
+    assert len("note: " + line) <= 100
+    assert poor_draws_note({"max_rhat": 1.005, "min_ess_bulk": 900, "n_divergences": 0,
+                            "n_chains": 4}) is None
+    run = {"chains": 2, "draws": 100, "tune": 100, "chosen": "auto"}
+    assert draws_kept_text(run, 200).startswith("200 (2 chains x 100 draws")
+    assert draws_kept_text(None, 5) == "5"

@@ -108,7 +108,7 @@ def test_fit_binary_prints_summary_and_notes(churn_model):
     path, proc = churn_model
     assert path.is_file()
     assert "task: classification" in proc.stderr  # --task auto says what it chose
-    assert "imputed" in proc.stderr and "missing values" in proc.stderr
+    assert "filled" in proc.stderr and "missing values" in proc.stderr
     out = proc.stdout
     assert "fit 300 rows x 13 features (from 7 columns), 2 classes (no, yes)" in out
     accuracy = float(out.split("training accuracy: ")[1].split()[0])
