@@ -72,6 +72,38 @@ SEP_OPTION = click.option(
 INFERENCE = ("auto", "advi", "minibatch", "fullrank_advi", "nuts")
 MINIBATCH_SIZE = 128
 
+COST_OPTION = click.option(
+    "--cost-fn-fp", "cost_fn_fp", type=click.FloatRange(0, min_open=True), default=None,
+    help="Two classes: what a missed positive (the second class) costs, in false alarms; "
+         "predicts it where its probability is at least 1 / (1 + this).")
+
+
+def _cost_threshold(cost_fn_fp, est):
+    """The threshold of --cost-fn-fp (None without it); BadInput unless two classes."""
+    if cost_fn_fp is None:
+        return None
+    classes = getattr(est, "classes_", None)
+    if classes is None or len(classes) != 2:
+        raise BadInput("--cost-fn-fp applies to a model of two classes.")
+    from pymc_bnn.decision import cost_threshold
+
+    return cost_threshold(cost_fn_fp)
+
+
+def _decide(pred: dict, est, threshold) -> dict:
+    """``pred`` with its predictions at ``threshold`` (the positive class: the second),
+    or a note where the 0.5 threshold predicts every row one class."""
+    if "proba" not in pred:
+        return pred
+    from pymc_bnn.decision import one_class_message
+
+    if threshold is None:
+        message = one_class_message(pred["prediction"], list(est.classes_), pred["proba"][:, -1])
+        if message:
+            note(message)
+        return pred
+    return {**pred, "prediction": est.classes_[(pred["proba"][:, 1] >= threshold).astype(int)]}
+
 
 def __getattr__(name: str):
     """``moons_split`` moved to :mod:`pymc_bnn.datasets`; still importable from here
@@ -432,7 +464,8 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
 @click.option("--interval", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.9, show_default=True, help="Regression: central interval coverage.")
 @SEP_OPTION
-def predict_command(model, data, output, id_column, interval, sep):
+@COST_OPTION
+def predict_command(model, data, output, id_column, interval, sep, cost_fn_fp):
     """Predict each row of DATA with the model file MODEL, with uncertainty, and write
     OUTPUT.
 
@@ -451,15 +484,21 @@ def predict_command(model, data, output, id_column, interval, sep):
     meta = read_model_metadata(model)
     check_model_columns(frame, meta, data)
     pipeline, meta = load_model(model, meta)
-    pred = predict_rows(pipeline, frame, meta, path=data, interval=interval)
     est = pipeline.named_steps["model"]
+    threshold = _cost_threshold(cost_fn_fp, est)
+    pred = predict_rows(pipeline, frame, meta, path=data, interval=interval)
+    pred = _decide(pred, est, threshold)
+    if threshold is not None:
+        note(f"predicted {est.classes_[1]!r} where its probability is at least "
+             f"{threshold:.3g} (--cost-fn-fp {cost_fn_fp:g})")
     out = prediction_frame(frame, pred, est, id_column=id_column, interval=interval)
     write_table(out, output)
     click.echo(f"wrote {output}: {len(out)} rows")
 
 
-def _evaluate(model, data, target, interval, sep):
-    """(pipeline, metadata, labels, predictions, scores) of the labelled rows of DATA."""
+def _evaluate(model, data, target, interval, sep, cost_fn_fp=None):
+    """(pipeline, metadata, labels, predictions, scores) of the labelled rows of DATA;
+    with ``cost_fn_fp``, the scores of its threshold too."""
     check_model_and_data(model, data)
     sep = parse_separator(sep)
     meta = read_model_metadata(model)  # the target, before the (slow) model is built
@@ -471,11 +510,23 @@ def _evaluate(model, data, target, interval, sep):
     check_model_columns(frame, meta, data)
     pipeline, meta = load_model(model, meta)
     est = pipeline.named_steps["model"]
+    threshold = _cost_threshold(cost_fn_fp, est)
     rows, y = labelled_rows(frame, target, est, data)
     # every row is predicted, so that a message names a row as the file counts it
     pred = predict_rows(pipeline, frame, meta, path=data, interval=interval)
-    pred = {k: v[rows] for k, v in pred.items()}
-    return pipeline, meta, y, pred, score_predictions(pred, y, est)
+    pred = _decide({k: v[rows] for k, v in pred.items()}, est, None)
+    scores = score_predictions(pred, y, est)
+    if threshold is not None:
+        from pymc_bnn.decision import expected_cost, threshold_curves
+
+        positive, p = y == est.classes_[1], pred["proba"][:, 1]
+        at = threshold_curves(positive, p, [threshold])
+        scores.update({
+            "cost_threshold": threshold, "precision_at_threshold": float(at["precision"][0]),
+            "recall_at_threshold": float(at["recall"][0]),
+            "expected_cost_at_threshold": expected_cost(positive, p, threshold, cost_fn_fp),
+            "expected_cost_at_0.5": expected_cost(positive, p, 0.5, cost_fn_fp)})
+    return pipeline, meta, y, pred, scores
 
 
 def _score_labels(interval: float) -> dict:
@@ -494,7 +545,8 @@ def _score_labels(interval: float) -> dict:
               help="Regression: the central interval whose coverage and width to score.")
 @click.option("--json", "as_json", is_flag=True, help="Print the scores as JSON.")
 @SEP_OPTION
-def evaluate_command(model, data, target, interval, as_json, sep):
+@COST_OPTION
+def evaluate_command(model, data, target, interval, as_json, sep, cost_fn_fp):
     """Score the model file MODEL on the labelled rows of DATA.
 
     Classification: accuracy, NLL, Brier score, ECE and more (those of
@@ -507,7 +559,7 @@ def evaluate_command(model, data, target, interval, as_json, sep):
     Regression: RMSE, NLL, CRPS and more, and the coverage (and width) of the central
     --interval (default: the 90% interval).
     """
-    _, _, _, _, scores = _evaluate(model, data, target, interval, sep)
+    _, _, _, _, scores = _evaluate(model, data, target, interval, sep, cost_fn_fp)
     if as_json:
         click.echo(json.dumps(scores, indent=2))
     else:
@@ -524,12 +576,13 @@ def evaluate_command(model, data, target, interval, as_json, sep):
 @click.option("--interval", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.9, show_default=True)
 @SEP_OPTION
-def report_command(model, data, output, target, interval, sep):
+@COST_OPTION
+def report_command(model, data, output, target, interval, sep, cost_fn_fp):
     """Write a calibration and uncertainty report (PNGs and index.html) for MODEL on DATA."""
     from pymc_bnn.report import write_report
 
     output = check_output(output, "report", folder=True, inputs=[data, model])
-    pipeline, meta, y, pred, scores = _evaluate(model, data, target, interval, sep)
+    pipeline, meta, y, pred, scores = _evaluate(model, data, target, interval, sep, cost_fn_fp)
     est = pipeline.named_steps["model"]
     info = model_info(meta)
     about = {"model file": str(model), "evaluated on": str(data), "rows": len(y)}
@@ -543,7 +596,8 @@ def report_command(model, data, output, target, interval, sep):
     if "proba" in pred:
         index = write_report(output, task="classification", y_true=y, proba=pred["proba"],
                              classes=est.classes_, entropy=pred["entropy"],
-                             mutual_info=pred["mutual_info"], info=about, title=title)
+                             mutual_info=pred["mutual_info"], info=about, title=title,
+                             cost_fn_fp=cost_fn_fp)
     else:
         index = write_report(output, task="regression", y_true=y, mean=pred["mean"],
                              std=pred["std"], lower=pred["lower"], upper=pred["upper"],

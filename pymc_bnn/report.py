@@ -7,7 +7,8 @@ regression means and standard deviations) and the true targets into one folder:
   base64 PNG, inline CSS, no JavaScript, no external resources) with a metrics table,
   three figures each with a plain-language legend, and an "about this model" table;
 - the three figures as PNG files, and ``overview.png`` with the three side by side
-  (e.g. for a README);
+  (e.g. for a README); for two classes a fourth, ``threshold.png``: precision and recall
+  of the second class against the decision threshold;
 - ``metrics.json``: the numbers of the metrics table, i.e.
   :func:`pymc_bnn.metrics.classification_summary` or
   :func:`pymc_bnn.metrics.regression_summary`.
@@ -27,7 +28,7 @@ Examples
 ...                     info={"model": "BayesianMLPClassifier", "hidden_layer_sizes": "(8,)"})
 >>> path.name, sorted(p.name for p in path.parent.iterdir())
 ('index.html', ['index.html', 'metrics.json', 'overview.png', 'reliability.png', \
-'risk_coverage.png', 'uncertainty.png'])
+'risk_coverage.png', 'threshold.png', 'uncertainty.png'])
 """
 
 from __future__ import annotations
@@ -186,6 +187,38 @@ def _info_rows(info) -> list[tuple[str, str]]:
 
 
 # ----------------------------------------------------------------------------- panels
+def _threshold_panel(y, p_positive, classes, cost_fn_fp) -> _Panel:
+    """Two classes: precision and recall of the second class against the threshold,
+    with 0.5 and (``cost_fn_fp``) the cost's threshold marked."""
+    from pymc_bnn.decision import cost_threshold, threshold_curves
+
+    curves = threshold_curves(np.asarray(y) == classes[1], p_positive)
+
+    def draw(ax):
+        t = curves["thresholds"]
+        ax.plot(t, curves["precision"], label="precision")
+        ax.plot(t, curves["recall"], label="recall")
+        ax.plot(t, curves["predicted_positive"], ls=":", color="0.4",
+                label="share predicted positive")
+        ax.axvline(0.5, color="0.6", lw=1)
+        if cost_fn_fp is not None:
+            ax.axvline(cost_threshold(cost_fn_fp), color="C3", lw=1.5,
+                       label=f"cost threshold (--cost-fn-fp {cost_fn_fp:g})")
+        ax.set_xlabel(f"threshold on P({classes[1]})")
+        ax.set_ylim(-0.02, 1.02)
+        # below the axes: the legend hides no curve
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, fontsize=8,
+                  frameon=False)
+
+    return _Panel("threshold.png", f"Predicting {classes[1]!r}: precision and recall by "
+                  "threshold", draw,
+                  f"Predicting {classes[1]!r} wherever its probability is at least the "
+                  "threshold: precision (the share of those predictions that are right) and "
+                  "recall (the share of its rows found). The grey line is the 0.5 threshold; "
+                  "where a missed case costs r false alarms, the threshold that minimises "
+                  "the expected cost is 1 / (1 + r) (--cost-fn-fp r; red line).")
+
+
 def _classification_panels(y, proba, classes, entropy, mutual_info) -> list[_Panel]:
     p = np.asarray(proba, dtype=float)
     p = np.column_stack([1.0 - p, p]) if p.ndim == 1 else p
@@ -351,6 +384,7 @@ def write_report(
     interval: float | None = None,
     info: Mapping[str, object] | None = None,
     title: str = "pymc_bnn report",
+    cost_fn_fp: float | None = None,
 ) -> Path:
     """Write an HTML calibration and uncertainty report of held-out predictions.
 
@@ -384,6 +418,10 @@ def write_report(
         Shown in an "about this model" table (e.g. data columns, settings, package
         versions); lists are joined with commas.
     title : str, default "pymc_bnn report"
+    cost_fn_fp : float, optional
+        Two classes: what a missed case of the second class costs, in false alarms; the
+        threshold figure marks the threshold of least expected cost, ``1 / (1 +
+        cost_fn_fp)`` (:mod:`pymc_bnn.decision`).
 
     Returns
     -------
@@ -438,6 +476,12 @@ def write_report(
         intro = (f"Classification, {summary['n']} held-out points, {len(labels)} classes. "
                  f"Points per class: {per_class}.")
         panels = _classification_panels(y, proba, classes, entropy, mutual_info)
+        if len(labels) == 2:
+            p = np.asarray(proba, dtype=float)
+            panels.append(_threshold_panel(y, p if p.ndim == 1 else p[:, 1], labels,
+                                           cost_fn_fp))
+        elif cost_fn_fp is not None:
+            raise ValueError("cost_fn_fp applies to two classes.")
     else:
         if interval is not None:
             if lower is None:
@@ -467,7 +511,7 @@ def write_report(
         png = _png([panel])
         (out / panel.file).write_bytes(png)
         figures.append((panel, png))
-    (out / "overview.png").write_bytes(_png(panels))
+    (out / "overview.png").write_bytes(_png(panels[:3]))
     (out / "metrics.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     index = out / "index.html"
     index.write_text(_html(str(title), intro, metric_rows, figures, info_rows),

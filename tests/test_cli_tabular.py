@@ -268,6 +268,39 @@ def test_decimal_comma_table_is_read_as_numbers(churn_model, work):
                                   pd.read_csv(work / "comma_pred2.csv"))
 
 
+def test_an_imbalanced_table_gets_a_note_and_a_cost_threshold(spend_model, work):
+    """A 5 % positive class (the road-accident table's shape): predict says when every
+    row is predicted negative at 0.5; --cost-fn-fp predicts the positive class where its
+    probability is at least 1 / (1 + r), evaluate scores that threshold and report draws
+    it; a model of a number is refused the option."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 3))
+    positive = rng.random(500) < 1 / (1 + np.exp(3.4 - 0.9 * X[:, 0]))
+    frame = pd.DataFrame(X, columns=["speed", "rain", "hour"])
+    frame["crash"] = np.where(positive, "yes", "no")
+    frame.to_csv(work / "roads.csv", index=False)
+    run("fit", "roads.csv", "-t", "crash", "-o", "roads.nc", *SMALL[:-2], cwd=work)
+    proc = run("predict", "roads.nc", "roads.csv", "-o", "roads_pred.csv", cwd=work)
+    if (pd.read_csv(work / "roads_pred.csv")["prediction"] == "no").all():
+        assert "every row predicted 'no' at 0.5" in proc.stderr
+    proc = run("predict", "roads.nc", "roads.csv", "-o", "roads_cost.csv", "--cost-fn-fp",
+               "19", cwd=work)
+    assert "where its probability is at least 0.05" in proc.stderr
+    pred = pd.read_csv(work / "roads_cost.csv")
+    np.testing.assert_array_equal(pred["prediction"] == "yes", pred["proba_yes"] >= 0.05)
+    assert (pred["prediction"] == "yes").any()
+    scores = json.loads(run("evaluate", "roads.nc", "roads.csv", "--cost-fn-fp", "19",
+                            "--json", cwd=work).stdout)
+    assert scores["cost_threshold"] == 0.05
+    assert scores["expected_cost_at_threshold"] <= scores["expected_cost_at_0.5"]
+    run("report", "roads.nc", "roads.csv", "-o", "roads_report", "--cost-fn-fp", "19",
+        cwd=work)
+    assert (work / "roads_report" / "threshold.png").is_file()
+    proc = run("predict", "spend.nc", "spend_new.csv", "-o", "x.csv", "--cost-fn-fp", "3",
+               cwd=work, expect=2)
+    assert "--cost-fn-fp applies to a model of two classes" in proc.stderr
+
+
 def test_evaluate_names_the_interval_of_its_coverage(spend_model, work):
     out = run("evaluate", "spend.nc", "spend_new.csv", "--interval", "0.8", cwd=work).stdout
     assert "coverage of the 80% interval" in out

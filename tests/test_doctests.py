@@ -13,7 +13,7 @@ import tempfile
 import matplotlib.pyplot as plt
 import pytest
 
-MODULES = ("columns", "compile_cache", "datasets", "metrics", "model",
+MODULES = ("columns", "compile_cache", "datasets", "decision", "metrics", "model",
            "plotting", "predictive", "report", "tempering",
            # the modules of the inference package that hold examples
            "inference.concurrency", "inference.diagnostics", "inference.fitting",

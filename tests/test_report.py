@@ -23,6 +23,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 NASTY = '<b>&"'  # a class label a user's CSV might hold
 CLASSIFICATION_FILES = ["index.html", "metrics.json", "overview.png", "reliability.png",
                         "risk_coverage.png", "uncertainty.png"]
+BINARY_FILES = sorted([*CLASSIFICATION_FILES, "threshold.png"])
 REGRESSION_FILES = ["calibration.png", "index.html", "metrics.json", "overview.png",
                     "predicted_vs_actual.png", "uncertainty.png"]
 
@@ -71,9 +72,10 @@ def _check_common(path, files):
         if name.endswith(".png"):
             assert (path.parent / name).read_bytes().startswith(PNG), name
     page = path.read_text(encoding="utf-8")
-    assert page.count("data:image/png;base64,") == 3
+    n_figures = len([f for f in files if f.endswith(".png")]) - 1  # not the overview
+    assert page.count("data:image/png;base64,") == n_figures
     images = _images(page)
-    assert len(images) == 3 and all(img.startswith(PNG) for img in images)
+    assert len(images) == n_figures and all(img.startswith(PNG) for img in images)
     # self-contained: no external resources, no script
     assert not re.search(r"""(src|href)=["']?(https?:|//)""", page)
     assert "<script" not in page.lower() and "<link" not in page.lower()
@@ -86,10 +88,10 @@ def test_binary_classification_report(tmp_path, binary):
     path = write_report(out, task="classification", y_true=y, proba=p1,
                         info={"model": "BayesianMLPClassifier", "n_iter": 3000, "lr": 1e-3})
     assert path == out / "index.html"
-    page, images = _check_common(path, CLASSIFICATION_FILES)
+    page, images = _check_common(path, BINARY_FILES)
     # the embedded images are the written files, in order
-    assert images == [(out / f).read_bytes()
-                      for f in ("reliability.png", "risk_coverage.png", "uncertainty.png")]
+    assert images == [(out / f).read_bytes() for f in (
+        "reliability.png", "risk_coverage.png", "uncertainty.png", "threshold.png")]
     saved = json.loads((out / "metrics.json").read_text())
     assert saved == metrics.classification_summary(y, p1)
     assert list(saved) == ["n", "accuracy", "nll", "brier", "multiclass_brier", "ece",
@@ -249,3 +251,16 @@ def test_module_surface():
     assert report.__all__ == ["write_report"]
     assert report.__doc__ and "Returns" in write_report.__doc__
     assert "Examples" in write_report.__doc__
+
+
+def test_the_threshold_figure_marks_the_cost_threshold_and_refuses_many_classes(
+        tmp_path, binary, three_class):
+    y, p1 = binary
+    path = write_report(tmp_path / "b", task="classification", y_true=y, proba=p1,
+                        cost_fn_fp=4.0)
+    page = path.read_text(encoding="utf-8")
+    assert "1 / (1 + r)" in page and "threshold.png" in {p.name for p in path.parent.iterdir()}
+    y3, proba, classes = three_class
+    with pytest.raises(ValueError, match="two classes"):
+        write_report(tmp_path / "m", task="classification", y_true=y3, proba=proba,
+                     classes=classes, cost_fn_fp=4.0)
