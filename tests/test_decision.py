@@ -3,7 +3,6 @@ definition, the curves against scikit-learn's, and the command line on an imbala
 table shaped like the road-accident one (a 5 % positive class)."""
 
 import numpy as np
-import pandas as pd
 import pytest
 from sklearn.metrics import precision_score, recall_score
 
