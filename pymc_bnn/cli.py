@@ -695,6 +695,21 @@ def _warning_as_note(message, category, filename, lineno, file=None, line=None) 
     note(f"{category.__name__}: {text}")
 
 
+def _exit_now_if_threads_run(status: int) -> None:
+    """End the process at once where sampler or fit threads still run (Ctrl-C): Python
+    would otherwise wait for them at exit (a NUTS chain is one compiled call of tens of
+    seconds). Nothing partial is lost: outputs are written only when complete. Only for
+    the ``pymc-bnn`` script (``main()`` without arguments), never for a caller's
+    process."""
+    import os
+    import threading
+
+    if threading.active_count() > 1:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (2 for bad input)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -710,6 +725,8 @@ def main(argv=None) -> int:
         return stop.exit_code
     except click.Abort:
         click.echo("pymc-bnn: aborted", err=True)
+        if argv is None:
+            _exit_now_if_threads_run(130)
         return 130
     except click.ClickException as err:
         if debug:

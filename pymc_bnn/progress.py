@@ -87,12 +87,17 @@ class FitProgress:
         with self._lock:
             self._stage = {"name": name, "fits": fits, "done": 0, "start": self.clock()}
             self._write(f"{self.prefix}: {name} ...", end="" if self.live else "\n")
+        outcome = "done"
         try:
             yield self
+        except BaseException as err:  # Ctrl-C or a failure: the stage did not finish
+            outcome = "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
+            raise
         finally:
             with self._lock:
                 seconds = self.clock() - self._stage["start"]
-                line = f"{self.prefix}: {name}: done in {_seconds(seconds)}"
+                line = f"{self.prefix}: {name}: {outcome} after {_seconds(seconds)}" if (
+                    outcome != "done") else f"{self.prefix}: {name}: done in {_seconds(seconds)}"
                 self._write(f"\r\033[K{line}" if self.live else line)
                 self._stage = None
 

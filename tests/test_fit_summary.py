@@ -129,6 +129,11 @@ def test_progress_lines_without_a_terminal_and_in_place_on_one():
         p.fit_done()  # a stage without counted fits still ends cleanly
     text = term.getvalue()
     assert text.count("\n") == 1 and "\r\033[K" in text and text.endswith("done in 2 s\n")
+    stopped = io.StringIO()
+    p = FitProgress(enabled=True, stream=stopped, clock=iter(range(100)).__next__)
+    with pytest.raises(KeyboardInterrupt), p.stage("NUTS sampling"):
+        raise KeyboardInterrupt  # Ctrl-C: the stage does not claim to be done
+    assert stopped.getvalue().splitlines()[-1] == "fit: NUTS sampling: interrupted after 1 s"
     quiet = io.StringIO()
     p = FitProgress(enabled=False, stream=quiet)
     with p.stage("x", fits=1):

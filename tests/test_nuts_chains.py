@@ -229,3 +229,43 @@ def test_a_shallow_copy_of_a_nuts_posterior_keeps_its_model(tiny):
     assert same.model is post.model and same == post
     assert nuts.sample_more(same, 5, random_seed=3).idata.posterior.sizes["draw"] == 35
     assert copy.deepcopy(post).model is None
+
+
+def test_an_interrupt_does_not_wait_for_the_running_chains():
+    """Ctrl-C while chains run in threads reaches the caller at once (the threads are
+    left to finish on their own; the script then exits without waiting for them), where
+    a ``with ThreadPoolExecutor`` block would wait for every chain first."""
+    import os
+    import signal
+    import threading
+    import time
+
+    import jax.numpy as jnp
+
+    release = threading.Event()
+
+    def chain(x):
+        release.wait(60)  # a long compiled call
+        return jnp.asarray(x)
+
+    timer = threading.Timer(0.5, os.kill, args=(os.getpid(), signal.SIGINT))  # Ctrl-C
+    timer.start()
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            nuts.ThreadedChains(2)(chain)(jnp.arange(2.0))
+        assert time.perf_counter() - t0 < 30  # not the 60 s the chains would take
+    finally:
+        release.set()
+
+
+def test_the_script_exits_without_waiting_for_threads():
+    import subprocess
+    import sys
+
+    code = ("import threading, time\n"
+            "from pymc_bnn.cli import _exit_now_if_threads_run\n"
+            "threading.Thread(target=time.sleep, args=(120,)).start()\n"
+            "_exit_now_if_threads_run(130)\n")
+    proc = subprocess.run([sys.executable, "-c", code], timeout=60)
+    assert proc.returncode == 130

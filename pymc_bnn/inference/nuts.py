@@ -111,8 +111,13 @@ class ThreadedChains:
         def run(xs):
             n = jax.tree.flatten(xs)[0][0].shape[0]
             parts = [jax.tree.map(lambda x, i=i: x[i], xs) for i in range(n)]
-            with ThreadPoolExecutor(max_workers=min(n, self.n_threads)) as pool:
+            pool = ThreadPoolExecutor(max_workers=min(n, self.n_threads))
+            try:
                 ys = list(pool.map(one_chain, parts))
+            except BaseException:  # Ctrl-C: do not wait for the running chains here
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown(wait=True)
             self.calls += n
             return jax.tree.map(lambda *a: jnp.stack(a), *ys)
 
