@@ -516,6 +516,12 @@ def _evaluate(model, data, target, interval, sep, cost_fn_fp=None):
     pred = predict_rows(pipeline, frame, meta, path=data, interval=interval)
     pred = _decide({k: v[rows] for k, v in pred.items()}, est, None)
     scores = score_predictions(pred, y, est)
+    if "lower" in pred:  # coverage in fifths of the predicted value
+        from pymc_bnn.metrics import binned_coverage
+
+        bins = binned_coverage(y, pred["mean"], pred["lower"], pred["upper"])
+        for lo, hi, cov in zip(bins["low"], bins["high"], bins["coverage"]):
+            scores[f"coverage, predicted {format_number(lo)} to {format_number(hi)}"] = cov
     if threshold is not None:
         from pymc_bnn.decision import expected_cost, threshold_curves
 

@@ -70,6 +70,7 @@ from pymc_bnn.metrics_classification import (
 )
 from pymc_bnn.metrics_inputs import ROW_SUM_ATOL  # noqa: F401
 from pymc_bnn.metrics_regression import (
+    binned_coverage,
     crps_ensemble,
     crps_gaussian,
     gaussian_nll,
@@ -78,6 +79,7 @@ from pymc_bnn.metrics_regression import (
 )
 
 __all__ = [
+    "binned_coverage",
     "brier_score",
     "classification_summary",
     "crps_ensemble",

@@ -22,6 +22,7 @@ from scipy.special import ndtr
 from pymc_bnn.metrics_inputs import check_finite, check_like_targets, check_targets, float_array
 
 __all__ = [
+    "binned_coverage",
     "crps_ensemble",
     "crps_gaussian",
     "gaussian_nll",
@@ -31,6 +32,40 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------ regression
+def binned_coverage(y_true: ArrayLike, mean: ArrayLike, lower: ArrayLike, upper: ArrayLike,
+                    n_bins: int = 5) -> dict:
+    """Interval coverage in bins of the predicted value: the rows sorted by ``mean``
+    and split into ``n_bins`` groups of (nearly) equal size (quintiles by default).
+    Intervals whose width ignores how the noise grows with the predicted value cover
+    too much at one end and too little at the other; the overall coverage hides it.
+
+    Returns
+    -------
+    dict with ``low``, ``high`` (each bin's smallest and largest predicted value),
+    ``coverage`` and ``count``: lists of ``n_bins`` (fewer where there are fewer rows).
+
+    Examples
+    --------
+    >>> out = binned_coverage([0, 1, 2, 30], [0, 1, 2, 3], [-1, 0, 1, 2], [1, 2, 3, 4],
+    ...                       n_bins=2)
+    >>> out["coverage"], out["count"], out["low"], out["high"]
+    ([1.0, 0.5], [2, 2], [0.0, 2.0], [1.0, 3.0])
+    """
+    y = check_targets(y_true)
+    mu = check_like_targets("mean", mean, y.shape[0])
+    lo = check_like_targets("lower", lower, y.shape[0])
+    hi = check_like_targets("upper", upper, y.shape[0])
+    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
+        raise ValueError(f"n_bins must be a positive integer; got {n_bins!r}.")
+    order = np.argsort(mu, kind="stable")
+    groups = [g for g in np.array_split(order, min(int(n_bins), y.shape[0])) if g.size]
+    inside = (lo <= y) & (y <= hi)
+    return {"low": [float(mu[g].min()) for g in groups],
+            "high": [float(mu[g].max()) for g in groups],
+            "coverage": [float(inside[g].mean()) for g in groups],
+            "count": [int(g.size) for g in groups]}
+
+
 def interval_coverage(y_true: ArrayLike, lower: ArrayLike, upper: ArrayLike) -> float:
     """Fraction of targets inside their predictive interval, ``lower <= y <= upper``.
 

@@ -503,6 +503,16 @@ def write_report(
                 "nominal level", f"nominal level, {_percent(interval)}"))}
         panels = _regression_panels(y, mean, std, lower, upper, interval)
     metric_rows = [(text[k][0], _format(v), text[k][1]) for k, v in summary.items()]
+    if task == "regression" and lower is not None:
+        bins = metrics.binned_coverage(y, mean, lower, upper)
+        for k, (lo, hi, cov, n) in enumerate(zip(bins["low"], bins["high"], bins["coverage"],
+                                                 bins["count"])):
+            metric_rows.append((
+                f"coverage, predicted {_format(lo)} to {_format(hi)}", _format(cov),
+                f"Coverage among the {n} points whose predicted value is in this range "
+                f"(fifth {k + 1} of {len(bins['count'])} by predicted value): near the "
+                "nominal level in every fifth when the intervals follow the data's "
+                "spread."))
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -304,6 +304,7 @@ def test_an_imbalanced_table_gets_a_note_and_a_cost_threshold(spend_model, work)
 def test_evaluate_names_the_interval_of_its_coverage(spend_model, work):
     out = run("evaluate", "spend.nc", "spend_new.csv", "--interval", "0.8", cwd=work).stdout
     assert "coverage of the 80% interval" in out
+    assert out.count("coverage, predicted ") == 5  # by fifths of the predicted value
     assert "e+" not in out and "e-" not in out  # plain notation
 
 

@@ -48,7 +48,7 @@ P4 = np.array([
 def test_metrics_is_a_public_submodule_not_in_the_top_level_all():
     assert pymc_bnn.metrics is metrics
     assert sorted(metrics.__all__) == [
-        "brier_score", "classification_summary", "crps_ensemble", "crps_gaussian",
+        "binned_coverage", "brier_score", "classification_summary", "crps_ensemble", "crps_gaussian",
         "ece_consistency", "expected_calibration_error", "gaussian_nll", "interval_coverage",
         "multiclass_brier", "mutual_information", "negative_log_likelihood", "ood_auroc",
         "predictive_entropy", "regression_summary", "reliability_curve", "risk_coverage_curve",
@@ -712,3 +712,21 @@ def test_labels_that_are_arrays_are_refused_not_called_missing():
     y[0], y[1] = np.array([1, 2]), np.array([0, 1])
     with pytest.raises(ValueError, match="one label per sample; position 0"):
         negative_log_likelihood(y, [[0.5, 0.5], [0.5, 0.5]])
+
+
+def test_binned_coverage_finds_intervals_that_ignore_a_growing_spread():
+    """Noise that grows with the predicted value, intervals of one width: overall
+    coverage near 90 %, but far above it in the lowest fifth and below it in the top
+    one; intervals that follow the spread cover about 90 % in every fifth."""
+    rng = np.random.default_rng(0)
+    mean = rng.uniform(0, 10, 20_000)
+    sd = 0.1 + 0.3 * mean
+    y = mean + sd * rng.standard_normal(mean.size)
+    width = 1.645 * np.sqrt(np.mean(sd**2))
+    flat = metrics.binned_coverage(y, mean, mean - width, mean + width)
+    assert flat["count"] == [4000] * 5 and flat["low"] == sorted(flat["low"])
+    assert flat["coverage"][0] > 0.99 and flat["coverage"][-1] < 0.75
+    follows = metrics.binned_coverage(y, mean, mean - 1.645 * sd, mean + 1.645 * sd)
+    np.testing.assert_allclose(follows["coverage"], 0.9, atol=0.015)
+    with pytest.raises(ValueError, match="n_bins"):
+        metrics.binned_coverage(y, mean, mean - 1, mean + 1, n_bins=0)
