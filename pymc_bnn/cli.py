@@ -694,11 +694,17 @@ CLI_ADVICE = {
 }
 
 
+#: How a warning's class is named in its note: plain words for the package's own and
+#: Python's generic ones (a user of the command line need not know the classes).
+WARNING_WORDS = {"UserWarning": "", "InputScaleWarning": "", "TargetLeakageWarning": "",
+                 "ConvergenceWarning": "not converged: ", "SamplingWarning": "sampling: "}
+
+
 def _warning_as_note(message, category, filename, lineno, file=None, line=None) -> None:
     text = str(message)
     for python, option in CLI_ADVICE.items():
         text = text.replace(python, option)
-    note(f"{category.__name__}: {text}")
+    note(WARNING_WORDS.get(category.__name__, f"{category.__name__}: ") + text)
 
 
 def _exit_now_if_threads_run(status: int) -> None:

@@ -187,3 +187,17 @@ def test_poor_nuts_draws_get_one_plain_line_and_info_says_what_was_kept():
     run = {"chains": 2, "draws": 100, "tune": 100, "chosen": "auto"}
     assert draws_kept_text(run, 200).startswith("200 (2 chains x 100 draws")
     assert draws_kept_text(None, 5) == "5"
+
+
+def test_warnings_are_notes_in_plain_words(capsys):
+    """No ``UserWarning:`` in a note; the package's sampling and convergence warnings
+    say what they are in a word; other classes keep their name."""
+    from pymc_bnn.cli import _warning_as_note
+    from pymc_bnn.exceptions import SamplingWarning
+
+    _warning_as_note("a column was left out", UserWarning, "", 0)
+    _warning_as_note("R-hat 1.2", SamplingWarning, "", 0)
+    _warning_as_note("overflow", RuntimeWarning, "", 0)
+    assert capsys.readouterr().err.splitlines() == [
+        "note: a column was left out", "note: sampling: R-hat 1.2",
+        "note: RuntimeWarning: overflow"]
