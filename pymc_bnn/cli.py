@@ -660,6 +660,16 @@ def info_command(model, as_json):
     if meta.get("linear_part"):
         lines.append(f"  linear part: {meta['linear_part']['weight']:.0%} of the draws from a "
                      "Bayesian logistic regression (its share chosen on held-out rows)")
+    ensemble = meta.get("ensemble")
+    if ensemble:
+        epochs = ensemble.get("epochs") or [0]
+        text = (f"  ensemble: {ensemble['members']} networks at their MAP weights, trained "
+                f"{min(epochs)}-{max(epochs)} epochs")
+        if ensemble.get("noise_sd"):
+            scale = float(target.get("y_scale", 1.0))
+            sds = [float(v) * scale for v in ensemble["noise_sd"]]
+            text += f", noise sd {min(sds):.3g}-{max(sds):.3g}"
+        lines.append(text)
     if meta.get("evidence"):
         lines.append("  prior sd per layer (evidence): "
                      + ", ".join(f"{v:.3g}" for v in meta["evidence"]["sigmas"]))

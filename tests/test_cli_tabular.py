@@ -301,6 +301,19 @@ def test_an_imbalanced_table_gets_a_note_and_a_cost_threshold(spend_model, work)
     assert "--cost-fn-fp applies to a model of two classes" in proc.stderr
 
 
+def test_a_regression_above_the_nuts_limit_fits_the_ensemble_and_info_says_so(work):
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame(rng.normal(size=(1100, 6)), columns=list("abcdef"))
+    frame["y"] = 5 * np.exp(0.3 * frame["a"]) + frame["b"] + rng.normal(0, 1, 1100)
+    frame.to_csv(work / "mid.csv", index=False)  # 1,100 x 529 weights: above 500,000
+    out = run("fit", "mid.csv", "-t", "y", "-o", "mid.nc", "--hidden", "60", cwd=work).stdout
+    assert "inference laplace_ensemble" in out and "noise sd" in out
+    info = run("info", "mid.nc", cwd=work).stdout
+    assert "ensemble: 5 networks at their MAP weights, trained" in info
+    low, high = info.split("noise sd ")[1].split()[0].split("-")
+    assert 0.7 < float(low) <= float(high) < 1.4  # the noise sd is 1
+
+
 def test_evaluate_names_the_interval_of_its_coverage(spend_model, work):
     out = run("evaluate", "spend.nc", "spend_new.csv", "--interval", "0.8", cwd=work).stdout
     assert "coverage of the 80% interval" in out

@@ -154,7 +154,10 @@ def test_auto_above_the_nuts_limit_is_the_ensemble_and_reproducible(default_reg)
     again = BayesianMLPRegressor(hidden_layer_sizes=(100,), random_state=1).fit(X, y)
     np.testing.assert_array_equal(again.predict(X[:50], return_std=True),
                                   reg.predict(X[:50], return_std=True))
-    assert describe(reg)[0].startswith("predictions: 5 networks at their most probable")
+    line = describe(reg)[0]
+    assert line.startswith("predictions: 5 networks at their most probable")
+    sds = np.asarray(rec["noise_sd"]) * reg.y_scale_
+    assert f"noise sd {min(sds):.3g} to {max(sds):.3g}" in line
 
 
 def test_the_regression_predictive_is_the_members_normal_mixture(default_reg):
