@@ -48,9 +48,9 @@ from pymc_bnn.flat_network import n_params
 
 __all__ = ["BATCH_SIZE", "DTYPE", "EPOCHS_PER_CALL", "HOLDOUT_FRACTION", "LEARNING_RATE",
            "MAX_EPOCHS", "MIN_CHECK_STEPS", "MIN_HOLDOUT", "N_ITER_NO_CHANGE", "TOL",
-           "VALIDATION_PATIENCE", "MapEnsemble", "fit_map_ensemble", "holdout_masks", "last_layer_laplace",
-           "last_layer_regression", "member_logit_draws", "member_normal_moments",
-           "member_seeds"]
+           "VALIDATION_PATIENCE", "MapEnsemble", "fit_map_ensemble", "holdout_masks",
+           "last_layer_laplace", "last_layer_regression", "member_logit_draws",
+           "member_normal_moments", "member_seeds"]
 
 #: Rows per Adam step, capped at the rows: scikit-learn's ``MLPClassifier`` default.
 BATCH_SIZE = 200
@@ -227,7 +227,7 @@ def _epochs_program(layer_shapes: tuple, activation: str, n_members: int, batch:
     train = pt.matrix("train", dtype=dtype)
     rows = pt.tensor("rows", dtype="int64", shape=(None, batch))
     delta = pt.tensor("delta", dtype=dtype, shape=(K, P))
-    lr = pt.tensor("lr", dtype=dtype, shape=(K,))
+    lr = pt.scalar("lr", dtype=dtype)
     tol = pt.scalar("tol", dtype=dtype)
     step_no = pt.arange(rows.shape[0])
     nan = np.array(np.nan, dtype=dtype)
@@ -444,13 +444,12 @@ def fit_map_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: 
     most = math.ceil(max_epochs / period)
     curves, done = [], 0
     watch = _HeldOutWatch(X, Y[:, 0], ~train, shapes, activation, mode) if validate else None
-    rates = np.full(K, learning_rate, dtype=dtype)
     while done < most and np.any(stale <= N_ITER_NO_CHANGE):
         checks = min(per_call, most - done)
         rows = _epoch_rows(rng, n_rows, batch, steps, checks * period)
         theta, m, v, t, best, stale, losses = (np.array(a) for a in program(
             theta, m, v, t, best, stale, X, Y, train.astype(dtype), rows, delta,
-            rates, np.asarray(TOL * period, dtype=dtype)))
+            np.asarray(learning_rate, dtype=dtype), np.asarray(TOL * period, dtype=dtype)))
         if not np.all(np.isfinite(theta)):
             raise FloatingPointError(
                 "the MAP fits diverged (non-finite weights): standardise the features, or "
