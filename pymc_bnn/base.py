@@ -357,7 +357,6 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
             "kl_weights": [w for _, w in candidates],
             "scores": [float(sel.scores.min()) for sel in selections],
             "temperatures": [sel.temperature for sel in selections]}
-        self.inference_selection_ = None
         if fixed:
             self.temperature_selection_ = None
             self.posterior_temperature_ = grids[0][0]

@@ -121,11 +121,6 @@ def _not_the_ensemble(estimator) -> str | None:
             f"approximations: {why}")
 
 
-def _g(value: float) -> str:
-    """A number in 3 significant digits."""
-    return f"{value:.3g}"
-
-
 def _ensemble_line(estimator, ensemble: dict) -> str:
     """The mixture of Laplace approximations: its members and their spread."""
     t = float(estimator.posterior_temperature_)
@@ -139,7 +134,7 @@ def _ensemble_line(estimator, ensemble: dict) -> str:
     if "noise_sd" in ensemble:  # a regressor's: each network's noise, in y's units
         sds = [float(v) * float(estimator.y_scale_) for v in ensemble["noise_sd"]]
         scale = float(ensemble.get("noise_scale", 1.0))
-        line += (f"; noise sd {_g(min(sds))} to {_g(max(sds))}"
+        line += (f"; noise sd {min(sds):.3g} to {max(sds):.3g}"
                  + (f" (the fitted variance x {scale:.2g}, held-out rows)" if scale != 1
                     else ""))
     if not all(ensemble.get("converged", [True])):

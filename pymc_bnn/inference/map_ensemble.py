@@ -545,7 +545,8 @@ def last_layer_regression(X: np.ndarray, y: np.ndarray, theta: np.ndarray, noise
     H, _ = shapes[-1]
     first = theta.size - (H + 1)
     phi = _phi(shapes, activation, mode, theta, X)
-    lam, U = np.linalg.eigh(phi.T @ phi)
+    gram = phi.T @ phi
+    lam, U = np.linalg.eigh(gram)
     lam = np.clip(lam, 0.0, None)
     proj = U.T @ (phi.T @ y)
     n, tail = len(y), theta[first:]
@@ -564,7 +565,7 @@ def last_layer_regression(X: np.ndarray, y: np.ndarray, theta: np.ndarray, noise
             break
     mean = U @ (beta * proj / (beta * lam + delta))
     ssr = float(np.sum((y - phi @ mean) ** 2))
-    A = beta * (phi.T @ phi)
+    A = beta * gram
     A[np.diag_indices_from(A)] += delta
     chol = sla.cholesky(A, lower=True, check_finite=False)
     log_evidence = (0.5 * n * math.log(beta / (2 * math.pi)) - 0.5 * beta * ssr
