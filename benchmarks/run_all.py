@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 #: Benchmarks in the order they run (cheapest first).
 BENCHMARKS = ("scaling", "inference_throughput", "ppc_strategies", "wide_network",
               "default_frontier", "fit_scaling", "repeated_fits", "tabular_cli", "dask_scaling", "uci_regression",
-              "calibration")
+              "noise_choice", "calibration")
 
 
 def report(out_dir: Path, names) -> str:

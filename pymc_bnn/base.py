@@ -306,8 +306,15 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
             tasks += [functools.partial(rows_fit, None, seeds["fit"])]
             tasks += fold_tasks(rows_fit, X, y_model, folds=folds or [], groups=group_codes,
                                 seed=seeds["temperature"], per_row=len(methods) > 1)
-        with progress.stage(self._fits_stage_name(len(tasks), folds), fits=len(tasks)):
-            results = iter(fit_concurrently([progress.counted(t) for t in tasks]))
+        # NUTS in threads, without numpyro's bar (the regressor's short run): its chains
+        # are counted as they end, so that a minute of sampling is not one silent step
+        run = self._run_settings(True) if self._fit_method == "nuts" else None
+        by_chain = run is not None and not run["progressbar"] and len(tasks) == 1
+        with progress.stage(self._fits_stage_name(len(tasks), folds),
+                            fits=run["chains"] if by_chain else len(tasks),
+                            unit="chains" if by_chain else "fits"):
+            results = iter(fit_concurrently([t if by_chain else progress.counted(t)
+                                             for t in tasks]))
         # each method's kept fit, then its fits on the folds (each from a start of its
         # own: a fold fit that started from the kept fit, which saw the held-out rows,
         # scored them too well; docs/experiments/calibration-log.md)

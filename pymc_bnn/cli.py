@@ -62,6 +62,7 @@ from pymc_bnn.cli_tables import (
     versions,
     write_table,
 )
+from pymc_bnn.noise_choice import NOISE_MODELS, noise_line
 
 __all__ = ["BadInput", "demo", "main", "moons_split"]
 
@@ -222,6 +223,19 @@ def _parse_hidden(value: str) -> tuple[int, ...]:
     return tuple(sizes)
 
 
+def _choose_noise(est, X, y, groups, noise: str, seed: int):
+    """Set ``est``'s noise model: ``noise`` as given, or (``"auto"``) the best of
+    :func:`~pymc_bnn.noise_choice.choose_noise` on held-out rows."""
+    from pymc_bnn.noise_choice import NoiseChoice, choose_noise
+
+    if noise != "auto":
+        choice = NoiseChoice(noise, reason="as set by --noise")
+    else:
+        choice = choose_noise(est, X, y, groups=groups, random_state=seed)
+    est.set_params(**choice.params)
+    return choice
+
+
 def _positive_or(value: str, words: tuple[str, ...], option: str):
     """One of ``words`` itself, or ``value`` as a finite number > 0 (BadInput otherwise)."""
     if value in words:
@@ -251,8 +265,8 @@ def _positive_or(value: str, words: tuple[str, ...], option: str):
                    "fit mixed, with a linear part, up to 4,096 rows, ADVI beyond; with "
                    "--groups NUTS (unless --batch-size, --n-iter, --n-init or a "
                    "--temperature is given). Regression: a short NUTS run on small tables "
-                   "(rows x weights <= 500,000), ADVI and Laplace mixed beyond; with "
-                   "--groups ADVI. "
+                   "(rows x weights <= 500,000), a mixture of Laplace approximations "
+                   "beyond; with --groups or varying noise ADVI. "
                    "`pymc-bnn info` says which ran.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
               help=f"Minibatch size (implies minibatch ADVI; default {MINIBATCH_SIZE} "
@@ -274,6 +288,12 @@ def _positive_or(value: str, words: tuple[str, ...], option: str):
                    "layer, chosen by the Laplace evidence; without --groups), 'auto' (the "
                    "evidence where available, else 1) or a number. Regression infers "
                    "each layer's scale.")
+@click.option("--noise", type=click.Choice(["auto", *NOISE_MODELS]), default="auto",
+              show_default=True,
+              help="Regression: 'constant' (one noise sd), 'varying' (the noise sd learned "
+                   "as a function of the features), 'log' (y modelled on the log scale: "
+                   "noise a fraction of the value; y > 0). auto: the best on held-out "
+                   "rows (a fifth; log tried for a positive, right-skewed target).")
 @click.option("--groups", default=None, help="Column of group labels: a hierarchical model.")
 @click.option("--features", default=None, help="Comma-separated columns to use (default: all).")
 @click.option("--drop", default=None, help="Comma-separated columns to leave out.")
@@ -288,9 +308,11 @@ def _positive_or(value: str, words: tuple[str, ...], option: str):
               help="Refuse a categorical column with more distinct values.")
 @SEP_OPTION
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--verbose", "-v", is_flag=True,
+              help="Say in full what the fit chose and why, and warnings in full.")
 def fit_command(data, target, output, task, hidden, inference, batch_size, n_iter, draws,
-                n_init, temperature, prior_sigma, groups, features, drop, keep, categorical,
-                max_categories, sep, seed):
+                n_init, temperature, prior_sigma, noise, groups, features, drop, keep,
+                categorical, max_categories, sep, seed, verbose):
     """Fit a Bayesian MLP on the table DATA and save it to a model file."""
     hidden_sizes = _parse_hidden(hidden)
     sep = parse_separator(sep)
@@ -328,6 +350,8 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
         # the regressor's Neal prior infers each layer's scale: a scale would be ignored
         raise BadInput("--prior-sigma is available for classification only: the regressor "
                        "infers each layer's prior scale (a Gamma precision per layer).")
+    if noise != "auto" and task == "classification":
+        raise BadInput("--noise applies to regression only: a classifier has no noise sd.")
     used = features or [c for c in frame.columns if c not in {target, groups, *drop}]
     used = [c for c in used if c not in drop]
     if not used:
@@ -382,11 +406,14 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
         message = (file_rows(str(err)).replace(": drop it", ": --drop it")
                    .replace("(or keep it", "(or --keep it"))
         raise BadInput(f"{data}: {message}") from None
-    from pymc_bnn.tabular import leak_message, leaking_columns
+    from pymc_bnn.tabular import leaking_columns
 
     leaks = leaking_columns(frame[pre.feature_names_in_.tolist()], frame[target])
     if leaks:
-        note(leak_message(leaks).replace("drop it", "--drop it"))
+        # brief: the figures are in the Python warning (columns.leak_message)
+        names = ", ".join(repr(c) for c, _ in leaks)
+        note(f"a single column predicts the target almost perfectly: {names}; if it leaks "
+             "the target, --drop it")
     n_imputed = sum(pre.n_missing_.values())
     if n_imputed:
         cols = sum(1 for v in pre.n_missing_.values() if v)
@@ -407,6 +434,8 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
     X = pre.transform(frame)
     t0 = time.perf_counter()
     try:
+        choice = (_choose_noise(est, X, y, group_values, noise, seed) if task == "regression"
+                  else None)
         est.fit(X, y, groups=group_values)
     except ValueError as err:
         raise BadInput(f"{data}: {err}") from None
@@ -429,6 +458,8 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
                           * est.idata_.posterior.sizes["draw"]),
         "fit_seconds": round(fit_seconds, 2), **train, "versions": versions(),
     }
+    if choice is not None:
+        info["noise"] = choice.as_dict()
     with atomic(output) as tmp:
         save_pipeline(pipeline, tmp, info=info)
     what = (f"{len(est.classes_)} classes ({', '.join(map(str, est.classes_[:8]))}"
@@ -440,7 +471,9 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
                f"{fit_seconds:.1f} s")
     from pymc_bnn.fit_summary import describe
 
-    for line in describe(est):  # the numbers themselves: pymc-bnn info
+    if choice is not None:
+        click.echo(noise_line(choice))
+    for line in describe(est, brief=not verbose):  # the numbers themselves: pymc-bnn info
         click.echo(line)
     key, value = next(iter(train.items()))
     click.echo(f"{key.replace('_', ' ')}: {format_number(value)}")
@@ -516,6 +549,8 @@ def _evaluate(model, data, target, interval, sep, cost_fn_fp=None):
     pred = predict_rows(pipeline, frame, meta, path=data, interval=interval)
     pred = _decide({k: v[rows] for k, v in pred.items()}, est, None)
     scores = score_predictions(pred, y, est)
+    if "mean" in pred:  # the model's own predictive density, not a Normal of its moments
+        scores["nll"] = _predictive_nll(pipeline, meta, frame.loc[rows], y)
     if "lower" in pred:  # coverage in fifths of the predicted value
         from pymc_bnn.metrics import binned_coverage
 
@@ -533,6 +568,26 @@ def _evaluate(model, data, target, interval, sep, cost_fn_fp=None):
             "expected_cost_at_threshold": expected_cost(positive, p, threshold, cost_fn_fp),
             "expected_cost_at_0.5": expected_cost(positive, p, 0.5, cost_fn_fp)})
     return pipeline, meta, y, pred, scores
+
+
+def _predictive_nll(pipeline, meta, frame, y) -> float:
+    """Mean negative log predictive density of the regression targets ``y`` of the rows
+    of ``frame``: of the posterior's mixture (log-normal on the log scale), where the
+    Normal of its mean and sd would misjudge a skewed predictive."""
+    import numpy as np
+
+    from pymc_bnn.cli_tables import by_group
+
+    pre, est = pipeline.named_steps["preprocess"], pipeline.named_steps["model"]
+    column = model_info(meta).get("groups")
+    groups, seen = (match_labels(frame[column].to_numpy(), est.groups_) if column
+                    else (None, None))
+    Xy = np.column_stack([pre.transform(frame), y])  # y goes wherever its rows go
+
+    def density(rows, groups=None):
+        return est.log_predictive_density(rows[:, :-1], rows[:, -1], groups=groups)
+
+    return float(-np.mean(by_group(density, Xy, groups, seen)))
 
 
 def _score_labels(interval: float) -> dict:
@@ -622,74 +677,9 @@ def info_command(model, as_json):
     if as_json:
         click.echo(json.dumps(meta, indent=2))
         return
-    info = model_info(meta)
-    params = meta.get("params", {})
-    pre = (meta.get("extra") or {}).get("preprocessing") or {}
-    lines = [f"{path}: {meta['format'].split('.')[-1]} (format {meta.get('format_version')})"]
-    for key in ("created", "data", "target", "task", "groups", "rows",
-                "features_after_encoding", "inference", "fit_seconds", "training_accuracy",
-                "training_rmse"):
-        if info.get(key) is not None:
-            value = info[key] if key == "fit_seconds" else format_number(info[key])
-            lines.append(f"  {key.replace('_', ' ')}: {value}")
-    target = meta.get("target", {})
-    if "classes" in target:
-        lines.append(f"  classes: {', '.join(map(str, target['classes']))}")
-    for c in pre.get("numeric", []):
-        median, mean, sd = (format_number(c[k], trim=True) for k in ("median", "mean", "scale"))
-        lines.append(f"  numeric {c['name']}: median {median}, mean {mean}, sd {sd}")
-    forced = set(info.get("categorical") or [])
-    for c in pre.get("categorical", []):
-        how = " (--categorical)" if c["name"] in forced else ""
-        lines.append(f"  categorical {c['name']}{how}: {', '.join(c['categories'])}")
-    for c in pre.get("constant", []):
-        lines.append(f"  constant {c['name']}: {format_number(c['value'], trim=True)} (left "
-                     "out: one value in training)")
-    shown = ("hidden_layer_sizes", "activation", "prior", "prior_sigma", "inference", "n_iter",
-             "batch_size", "n_draws", "posterior_temperature", "n_init", "random_state")
-    lines.append("  settings: " + ", ".join(f"{k}={params[k]}" for k in shown if k in params))
-    from pymc_bnn.nuts_summary import draws_kept_text
+    from pymc_bnn.cli_info import info_lines
 
-    kept = draws_kept_text(meta.get("nuts_run"), info.get("draws_kept"))
-    if kept is not None and (meta.get("nuts_run") or kept != str(params.get("n_draws"))):
-        lines.append(f"  draws kept: {kept}")
-    lines.append(f"  posterior temperature used: {meta.get('posterior_temperature', 1.0):g}")
-    if meta.get("mixture"):
-        lines.append("  mixture: half the network's draws from ADVI, half from a Laplace fit "
-                     f"(temperature {meta['mixture']['laplace_temperature']:g})")
-    if meta.get("linear_part"):
-        lines.append(f"  linear part: {meta['linear_part']['weight']:.0%} of the draws from a "
-                     "Bayesian logistic regression (its share chosen on held-out rows)")
-    ensemble = meta.get("ensemble")
-    if ensemble:
-        epochs = ensemble.get("epochs") or [0]
-        text = (f"  ensemble: {ensemble['members']} networks at their MAP weights, trained "
-                f"{min(epochs)}-{max(epochs)} epochs")
-        if ensemble.get("noise_sd"):
-            scale = float(target.get("y_scale", 1.0))
-            sds = [float(v) * scale for v in ensemble["noise_sd"]]
-            text += f", noise sd {min(sds):.3g}-{max(sds):.3g}"
-        lines.append(text)
-    if meta.get("evidence"):
-        lines.append("  prior sd per layer (evidence): "
-                     + ", ".join(f"{v:.3g}" for v in meta["evidence"]["sigmas"]))
-    from pymc_bnn.nuts_summary import nuts_run_text, short_run_diagnostics_text
-
-    run = meta.get("nuts_run")
-    if run:
-        lines.append(f"  sampling: {nuts_run_text(run)}")
-    diagnostics = meta.get("diagnostics") or {}
-    if run and run.get("chosen") == "auto" and diagnostics:
-        lines.append(f"  diagnostics: {short_run_diagnostics_text(diagnostics)}")
-    elif "converged" in diagnostics:
-        steps = diagnostics.get("n_steps")
-        lines.append(f"  converged: {diagnostics['converged']}"
-                     + (f" ({steps} steps)" if steps is not None else "")
-                     + (f"; {diagnostics['message']}" if diagnostics.get("message") else ""))
-    fit_with = info.get("versions") or {}
-    if fit_with:
-        lines.append("  fit with: " + ", ".join(f"{k} {v}" for k, v in fit_with.items()))
-    click.echo("\n".join(lines))
+    click.echo("\n".join(info_lines(path, meta)))
 
 
 # ------------------------------------------------------------------------ main
@@ -714,6 +704,10 @@ def _warning_as_note(message, category, filename, lineno, file=None, line=None) 
     text = str(message)
     for python, option in CLI_ADVICE.items():
         text = text.replace(python, option)
+    context = click.get_current_context(silent=True)
+    if len(text) > 90 and context is not None and context.params.get("verbose") is False:
+        # the headline; the figures and advice with --verbose (fit) or in the docs
+        text = text.split(": ")[0].split(". ")[0].rstrip(".") + " (details: --verbose)"
     note(WARNING_WORDS.get(category.__name__, f"{category.__name__}: ") + text)
 
 
@@ -746,7 +740,7 @@ def main(argv=None) -> int:
     except click.exceptions.Exit as stop:
         return stop.exit_code
     except click.Abort:
-        click.echo("pymc-bnn: aborted", err=True)
+        click.echo("pymc-bnn: interrupted; nothing written", err=True)
         if argv is None:
             _exit_now_if_threads_run(130)
         return 130

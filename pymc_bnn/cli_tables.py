@@ -583,17 +583,16 @@ def predict_rows(pipeline, frame, meta, *, path, interval: float | None = None) 
         raise BadInput(f"{path}: {message}") from None
     for column, values in unseen.items():
         listed = ", ".join(map(repr, values[:5])) + (", ..." if len(values) > 5 else "")
-        note(f"column {column!r} has categories not seen in training ({listed}); "
-             "those rows use none of the known categories (column unseen_categories).")
+        note(f"column {column!r} has categories not seen in training ({listed}): "
+             "see column unseen_categories")
     outside = int((flags["outside_training_range"] != "").sum())
     if outside:
-        note(f"{outside} row{'s are' if outside > 1 else ' is'} outside the training range "
-             "of a numeric column: the network extrapolates there (column "
-             "outside_training_range).")
+        note(f"{outside} row{'s' if outside > 1 else ''} outside the training range: "
+             "extrapolated (see column outside_training_range)")
     n_missing = sum(pre.count_missing(frame).values())
     if n_missing:
-        note(f"imputed {n_missing} missing values with the training medians / most "
-             "frequent values.")
+        note(f"filled {n_missing} missing value{'s' if n_missing > 1 else ''} as in "
+             "training (medians, most frequent categories)")
     groups, seen = None, None
     if groups_column:
         absent = frame[groups_column].isna().to_numpy()
@@ -606,12 +605,11 @@ def predict_rows(pipeline, frame, meta, *, path, interval: float | None = None) 
             listed = ", ".join(map(shown, list(dict.fromkeys(values.tolist()))[:5]))
             more = ", ..." if len(set(values.tolist())) > 5 else ""
             note(f"{int((~seen).sum())} row{'s' if (~seen).sum() > 1 else ''} of groups "
-                 f"not seen in training ({listed}{more}): predicted with the population's "
-                 "weights (column unseen_group).")
+                 f"not seen in training ({listed}{more}): the population's weights")
         # like unseen_categories: the column whose value training did not cover
         flags["unseen_group"] = np.where(seen, "", str(groups_column))
     out = {"flags": flags}
-    u = _by_group(est.predict_uncertainty, X, groups, seen)
+    u = by_group(est.predict_uncertainty, X, groups, seen)
     if hasattr(est, "classes_"):
         out["proba"] = u["mean"]
         out["prediction"] = est.classes_[np.argmax(u["mean"], axis=1)]
@@ -619,12 +617,12 @@ def predict_rows(pipeline, frame, meta, *, path, interval: float | None = None) 
     else:
         out["mean"], out["std"] = u["mean"], u["std"]
         if interval is not None:
-            out["lower"], out["upper"] = _by_group(
+            out["lower"], out["upper"] = by_group(
                 functools.partial(est.predict_interval, coverage=interval), X, groups, seen)
     return out
 
 
-def _by_group(method, X, groups, seen):
+def by_group(method, X, groups, seen):
     """``method(X, groups=groups)``, the rows of groups training did not see (``seen``
     False) predicted without groups: with the population's weights, as the estimator
     predicts an unseen group (no stand-in label, which the fitted labels' type may not

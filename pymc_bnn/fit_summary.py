@@ -31,7 +31,7 @@ __all__ = ["describe"]
 TEMPERATURE_RANGE = (min(TEMPERATURES), max(TEMPERATURES))
 
 
-def describe(estimator) -> list[str]:
+def describe(estimator, *, brief: bool = False) -> list[str]:
     """Plain-word lines on a fitted estimator's temperature, prior scales and KL weight.
 
     Parameters
@@ -41,24 +41,54 @@ def describe(estimator) -> list[str]:
         ``posterior_temperature_``, ``posterior_temperature``, ``evidence_``,
         ``prior_sigma_``, ``kl_weight_``)
 
+    brief : bool, default False
+        At most :data:`BRIEF_WIDTH` characters a line, the figures without their
+        explanation (the command line's ``fit``; ``--verbose`` gives the full lines).
+
     Returns
     -------
     list of str
         One line per choice; a line that ends with ``(unusual: ...)`` names what to
-        check.
+        check (brief: ``unusual``, the full line says why).
     """
+    return [pair[1] if brief else pair[0] for pair in _lines(estimator)]
+
+
+#: The longest line of :func:`describe` with ``brief=True``.
+BRIEF_WIDTH = 100
+_UNUSUAL = " (unusual: see --verbose)"
+
+
+def _pair(full: str, brief: str | None = None) -> tuple[str, str]:
+    """A line of :func:`describe` and its brief form (``full`` itself where short), the
+    brief one flagged where the full one is unusual."""
+    brief = full if brief is None else brief
+    if "(unusual:" in full and "(unusual:" not in brief:
+        brief += _UNUSUAL
+    if len(brief) > BRIEF_WIDTH:  # a long reason of the caller's: the rest is in info
+        brief = brief[: BRIEF_WIDTH - 3].rstrip() + "..."
+    return full, brief
+
+
+def _lines(estimator) -> list[tuple[str, str]]:
+    """Each line of :func:`describe`: (full, brief)."""
     lines = []
+    if getattr(estimator, "target_scale", "linear") == "log":
+        lines.append(_pair("target: modelled on the log scale (its noise a fraction of the "
+                           "value)", "target: modelled on the log scale"))
     why = _not_the_ensemble(estimator)
     if why:
-        lines.append(why)
+        lines.append(_pair(why))
     ensemble = getattr(estimator, "ensemble_", None)
-    if getattr(estimator, "inference_", None) == "laplace_ensemble" and ensemble:
+    method = getattr(estimator, "inference_", None)
+    if method == "laplace_ensemble" and ensemble:
         lines.append(_ensemble_line(estimator, ensemble))
-    elif getattr(estimator, "inference_", None) != "nuts":
+    elif method != "nuts":
         lines.append(_temperature_line(estimator))
     run = getattr(estimator, "nuts_run_", None)
-    if getattr(estimator, "inference_", None) == "nuts" and run:
-        lines.append(f"fit: {nuts_run_text(run)}")
+    if method == "nuts" and run:
+        lines.append(_pair(f"fit: {nuts_run_text(run)}",
+                           f"fit: {nuts_run_text(run).split(', chosen by')[0]}"))
     if getattr(estimator, "evidence_", None) is not None:
         lines.append(_prior_line(estimator.prior_sigma_))
     mixture = getattr(estimator, "mixture_", None)
@@ -66,21 +96,24 @@ def describe(estimator) -> list[str]:
     checked = _mixture_check(getattr(estimator, "inference_selection_", None), bool(mixture),
                              loss)
     if mixture:
-        lines.append(_mixture_line(mixture) + (f", which {checked}" if checked else ""))
-    elif checked and getattr(estimator, "inference_", None) == "laplace":
-        lines.append("predictions: the Laplace approximation's draws alone: the average "
-                     f"with ADVI's was fit too, and {checked}")
+        full, brief = _mixture_line(mixture)
+        lines.append(_pair(full + (f", which {checked}" if checked else ""), brief))
     elif checked:
-        lines.append("predictions: ADVI's draws alone: the average with a Laplace "
-                     f"approximation's was fit too, and {checked}")
+        alone = "the Laplace approximation's" if method == "laplace" else "ADVI's"
+        other = "ADVI's" if method == "laplace" else "a Laplace approximation's"
+        lines.append(_pair(f"predictions: {alone} draws alone: the average with {other} "
+                           f"was fit too, and {checked}",
+                           f"predictions: {alone} draws alone (better than mixed with "
+                           f"{other} on held-out rows)"))
     linear = getattr(estimator, "linear_part_", None)
     if linear:
         lines.append(_linear_line(linear))
     kl = getattr(estimator, "kl_weight_", 1.0)
     if kl is not None and kl != 1.0:
-        lines.append(f"fit: the prior counted {kl:g} times as much as usual against the data "
-                     f"(KL weight {kl:g}, chosen on held-out rows): the data looked smooth "
-                     "and nearly noise-free")
+        lines.append(_pair(f"fit: the prior counted {kl:g} times as much as usual against the "
+                           f"data (KL weight {kl:g}, chosen on held-out rows): the data looked "
+                           "smooth and nearly noise-free",
+                           f"fit: KL weight {kl:g} (chosen on held-out rows)"))
     return lines
 
 
@@ -106,7 +139,7 @@ def _not_the_ensemble(estimator) -> str | None:
     if getattr(estimator, "groups_", None) is not None:
         why = "a hierarchical network (groups=)"
     elif regressor and estimator.heteroscedastic:
-        why = "heteroscedastic=True"
+        return "fit: mean-field ADVI, as the noise sd varies with the features (heteroscedastic)"
     elif estimator.prior != default_prior:
         why = f"prior={estimator.prior!r}" if regressor else "Neal's prior"
     elif not regressor and estimator.prior_sigma not in ("auto", "evidence"):
@@ -121,7 +154,7 @@ def _not_the_ensemble(estimator) -> str | None:
             f"approximations: {why}")
 
 
-def _ensemble_line(estimator, ensemble: dict) -> str:
+def _ensemble_line(estimator, ensemble: dict) -> tuple[str, str]:
     """The mixture of Laplace approximations: its members and their spread."""
     t = float(estimator.posterior_temperature_)
     how = ("chosen on rows each network held out" if estimator.posterior_temperature == "auto"
@@ -131,32 +164,39 @@ def _ensemble_line(estimator, ensemble: dict) -> str:
               f"each one's output layer drawn from its Laplace approximation, the spread "
               f"scaled by temperature {t:g} ({how})")
     line = f"predictions: {ensemble['members']} networks at their most probable weights, {spread}"
+    brief = (f"predictions: {ensemble['members']} networks with Laplace approximations "
+             f"(temperature {t:g})")
     if "noise_sd" in ensemble:  # a regressor's: each network's noise, in y's units
         sds = [float(v) * float(estimator.y_scale_) for v in ensemble["noise_sd"]]
         scale = float(ensemble.get("noise_scale", 1.0))
-        line += (f"; noise sd {min(sds):.3g} to {max(sds):.3g}"
-                 + (f" (the fitted variance x {scale:.2g}, held-out rows)" if scale != 1
-                    else ""))
+        log = " (log scale)" if getattr(estimator, "target_scale", "linear") == "log" else ""
+        noise = f"; noise sd {min(sds):.3g} to {max(sds):.3g}{log}"
+        line += noise + (f" (the fitted variance x {scale:.2g}, held-out rows)" if scale != 1
+                         else "")
+        brief += noise
     if not all(ensemble.get("converged", [True])):
         line += " (unusual: a fit ran out of epochs; standardise the features)"
-    return line
+    return _pair(line, brief)
 
 
-def _temperature_line(estimator) -> str:
+def _temperature_line(estimator) -> tuple[str, str]:
     t = float(estimator.posterior_temperature_)
     chosen = estimator.posterior_temperature == "auto"
     how = "chosen on held-out rows" if chosen else "as set"
     scale = math.sqrt(t)
     if t == 1.0:
         line = f"uncertainty: the fitted posterior's spread as it is (temperature 1, {how})"
+        brief = line
     elif t < 1.0:
         line = (f"uncertainty: narrowed to {scale:.2g} of the fitted posterior's spread "
                 f"(temperature {t:g}, {how})")
+        brief = line.replace(" of the fitted", "x the")
         if chosen:
             line += ", as is usual on clean data"
     else:
         line = (f"uncertainty: widened to {scale:.2g} times the fitted posterior's spread "
                 f"(temperature {t:g}, {how})")
+        brief = line.replace(" times the fitted", "x the")
         if chosen:
             line += ": the held-out rows were predicted better with more doubt"
     # a mixture's ADVI half at the narrowest is not one network's predictions: the
@@ -168,10 +208,10 @@ def _temperature_line(estimator) -> str:
     elif chosen and t >= TEMPERATURE_RANGE[1]:
         line += (" (unusual: the widest tried; the network may over-fit: try fewer hidden "
                  "units)")
-    return line
+    return _pair(line, brief.replace(f", {how})", ")"))
 
 
-def _mixture_line(mixture: dict) -> str:
+def _mixture_line(mixture: dict) -> tuple[str, str]:
     """The ADVI + Laplace mixture: what its second half is (its temperature is not
     flagged: the Laplace half's folds choose ~0, its most probable network, on clean
     data as a rule)."""
@@ -190,9 +230,12 @@ def _mixture_line(mixture: dict) -> str:
     else:  # stacked on the folds (the regressor)
         shares = (f"{advi / (advi + laplace):.0%} and {laplace / (advi + laplace):.0%} of the "
                   "network's draws, the shares that predicted the held-out rows best")
-    return (f"predictions: the average of two approximations of the posterior, {shares}: "
+    full = (f"predictions: the average of two approximations of the posterior, {shares}: "
             f"ADVI's (above) and the Laplace approximation's, {what}, its "
             f"spread scaled by temperature {t:g} (chosen on held-out rows)")
+    brief = (f"predictions: {advi / (advi + laplace):.0%} ADVI's draws, "
+             f"{laplace / (advi + laplace):.0%} a Laplace approximation's (temperature {t:g})")
+    return full, brief
 
 
 #: The approximations' names in :func:`describe`'s lines.
@@ -220,18 +263,20 @@ def _mixture_check(selection, kept: bool, loss: str = "log loss") -> str | None:
     return words + ")"
 
 
-def _linear_line(linear: dict) -> str:
+def _linear_line(linear: dict) -> tuple[str, str]:
     """The linear part stacked with the network (:mod:`pymc_bnn.linear_part`)."""
     share = float(linear["weight"])
     network = float(linear["scores"][0])
     stacked = min(float(v) for v in linear["scores"])
-    return (f"predictions: {share:.0%} of the draws from a linear model (Bayesian "
-            "logistic regression, its prior scale chosen by the evidence), stacked with the "
-            f"network: the share that predicted the held-out rows best (log loss "
-            f"{stacked:.3g} against the network's {network:.3g} per row)")
+    return _pair(f"predictions: {share:.0%} of the draws from a linear model (Bayesian "
+                 "logistic regression, its prior scale chosen by the evidence), stacked with "
+                 "the network: the share that predicted the held-out rows best (log loss "
+                 f"{stacked:.3g} against the network's {network:.3g} per row)",
+                 f"predictions: {share:.0%} of the draws from a linear model (log loss "
+                 f"{stacked:.3g} against {network:.3g} on held-out rows)")
 
 
-def _prior_line(sigmas) -> str:
+def _prior_line(sigmas) -> tuple[str, str]:
     sigmas = [float(s) for s in sigmas]
     names = _layer_names(len(sigmas))
     shown = ", ".join(f"{s:.2g} ({n})" for s, n in zip(sigmas, names))
@@ -245,7 +290,8 @@ def _prior_line(sigmas) -> str:
     if high:
         line += (f" (unusual: {', '.join(high)} at the largest allowed: check the inputs' "
                  "scale)")
-    return line
+    return _pair(line, "weights: prior sd per layer, from the evidence: "
+                 + ", ".join(f"{s:.2g}" for s in sigmas))
 
 
 def _layer_names(n: int) -> list[str]:

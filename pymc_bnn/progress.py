@@ -35,7 +35,18 @@ import sys
 import threading
 import time
 
-__all__ = ["FitProgress"]
+__all__ = ["FitProgress", "chain_done"]
+
+#: Progress displays whose current stage counts sampler chains (innermost last): a
+#: sampler's chains run deep inside a fit, where no display is passed (chain_done).
+_COUNTING_CHAINS: list[FitProgress] = []
+
+
+def chain_done() -> None:
+    """One sampler chain finished: counted by the innermost stage that counts chains
+    (:meth:`FitProgress.stage` with ``unit="chains"``); else nothing."""
+    if _COUNTING_CHAINS:
+        _COUNTING_CHAINS[-1].fit_done()
 
 
 class FitProgress:
@@ -79,14 +90,19 @@ class FitProgress:
         self.stream.flush()
 
     @contextlib.contextmanager
-    def stage(self, name: str, *, fits: int = 0):
-        """A named stage; ``fits``: how many fits it runs (counted by :meth:`fit_done`)."""
+    def stage(self, name: str, *, fits: int = 0, unit: str = "fits"):
+        """A named stage; ``fits``: how many fits it runs (counted by :meth:`fit_done`),
+        or with ``unit="chains"`` how many sampler chains (counted by
+        :func:`chain_done`)."""
         if not self.enabled:
             yield self
             return
         with self._lock:
-            self._stage = {"name": name, "fits": fits, "done": 0, "start": self.clock()}
+            self._stage = {"name": name, "fits": fits, "done": 0, "start": self.clock(),
+                           "unit": unit}
             self._write(f"{self.prefix}: {name} ...", end="" if self.live else "\n")
+        if unit == "chains":
+            _COUNTING_CHAINS.append(self)
         outcome = "done"
         try:
             yield self
@@ -94,6 +110,8 @@ class FitProgress:
             outcome = "interrupted" if isinstance(err, KeyboardInterrupt) else "failed"
             raise
         finally:
+            if unit == "chains":
+                _COUNTING_CHAINS.remove(self)
             with self._lock:
                 seconds = self.clock() - self._stage["start"]
                 line = f"{self.prefix}: {name}: {outcome} after {_seconds(seconds)}" if (
@@ -111,7 +129,7 @@ class FitProgress:
                 return
             stage["done"] += 1
             seconds = _seconds(self.clock() - stage["start"])
-            count = f"{stage['done']} of {stage['fits']} fits done"
+            count = f"{stage['done']} of {stage['fits']} {stage['unit']} done"
             if self.live:
                 self._write(f"\r\033[K{self.prefix}: {stage['name']} ... {count}, {seconds}",
                             end="")

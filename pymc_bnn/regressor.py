@@ -153,6 +153,13 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
     noise_scale : float, default 0.5
         Scale of the HalfCauchy prior on the noise sd, in standardised target units
         (homoscedastic model only).
+    target_scale : {"linear", "log"}, default "linear"
+        ``"log"``: model ``log(y)`` (``y`` must be positive), so that the noise is a
+        fraction of the value, as for incomes, prices or durations; predictions,
+        intervals, draws and densities are back in the units of ``y`` (the mean is
+        the log-normal mixture's, ``E[exp(z)]``, not ``exp(E[z])``).
+        :func:`pymc_bnn.noise_choice.choose_noise` chooses among the noise models
+        by held-out likelihood.
     kl_weight : float in (0, 1] or "auto", default 1.0
         Weight of the KL term of the ADVI objective against the data (1: the ELBO;
         smaller: a tempered, "cold" ELBO, fit as if the likelihood counted
@@ -220,6 +227,7 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         **BayesianMLPBase._parameter_constraints,
         "heteroscedastic": ["boolean"],
         "noise_scale": [Interval(Real, 0, None, closed="neither")],
+        "target_scale": [StrOptions({"linear", "log"})],
         "kl_weight": [Interval(Real, 0, 1, closed="right"), StrOptions({"auto"})],
         "inference": [StrOptions({"auto", *METHODS, "laplace", MIXTURE, LAPLACE_ENSEMBLE})],
     }
@@ -239,6 +247,7 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         *,
         heteroscedastic=False,
         noise_scale=0.5,
+        target_scale="linear",
         prior="gamma_precision",
         prior_sigma=1.0,
         precision_shape=1.0,
@@ -269,10 +278,23 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         )
         self.heteroscedastic = heteroscedastic
         self.noise_scale = noise_scale
+        self.target_scale = target_scale
         self.kl_weight = kl_weight
 
+    def _log_target(self, y: np.ndarray) -> np.ndarray:
+        """``log(y)`` where ``target_scale="log"`` (``y`` checked positive), else ``y``."""
+        if self.target_scale != "log":
+            return y
+        bad = ~(y > 0)
+        if bad.any():
+            raise ValueError(
+                f"target_scale='log' needs a positive target, but {int(bad.sum())} value"
+                f"{'s are' if bad.sum() > 1 else ' is'} zero or negative (the smallest "
+                f"{float(np.min(y)):.4g}): use target_scale='linear', or shift y.")
+        return np.log(y)
+
     def _encode_target(self, y):
-        y = np.asarray(y, dtype=np.float64)
+        y = self._log_target(np.asarray(y, dtype=np.float64))
         with np.errstate(over="ignore", under="ignore"):
             mean, sd, spread = float(y.mean()), float(y.std()), float(np.ptp(y))
         # the model sees the target standardised: a scale that overflows (|y| ~ 1e155
@@ -300,7 +322,11 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
             raise ValueError("y must be numbers for a regressor.") from None
         if not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or infinity.")
-        return (y - self.y_mean_) / self.y_scale_, float(np.log(self.y_scale_))
+        log_jacobian = float(np.log(self.y_scale_))
+        if self.target_scale == "log":  # the density of y = exp(z): p(z) / y
+            y = self._log_target(y)
+            log_jacobian = log_jacobian + y
+        return (y - self.y_mean_) / self.y_scale_, log_jacobian
 
     def _n_network_params(self, shape) -> int:
         """Weights and biases of the network for data of ``shape`` (one output)."""
@@ -344,6 +370,9 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         return self.inference_
 
     def _fit_streamed(self, X, y, groups, use_evidence):
+        if self.target_scale == "log":
+            raise ValueError("target_scale='log' is not available for dask data yet: "
+                             "stream log(y) with target_scale='linear' instead.")
         self.nuts_run_ = None  # streamed fits are minibatch ADVI
         return super()._fit_streamed(X, y, groups, use_evidence)
 
@@ -414,10 +443,28 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         if is_dask_collection(X):
             return self._lazy("predict_uncertainty", X, groups)
         X, codes = self._check_X(X, groups)
+        if self.target_scale == "log":
+            return self._log_normal_moments(X, codes)
         moments = self.predictive_.normal_summary(X, codes)
         out = {k: v * self.y_scale_ for k, v in moments.items()}
         out["mean"] = out["mean"] + self.y_mean_
         return out
+
+    def _log_normal_moments(self, X, codes) -> dict[str, np.ndarray]:
+        """:meth:`predict_uncertainty` of a log-scale model: each draw's noise is
+        log-normal in ``y``, so its conditional mean is ``exp(mu + sd^2 / 2)`` and its
+        variance ``(exp(sd^2) - 1) exp(2 mu + sd^2)``; the law of total variance splits
+        the mixture's variance into the spread of those means and their mean noise."""
+        mean, sd = self.predictive_.sample_normal(X, codes)
+        mu = mean * self.y_scale_ + self.y_mean_
+        var = np.broadcast_to(sd * self.y_scale_, mu.shape) ** 2
+        with np.errstate(over="ignore"):
+            conditional_mean = np.exp(mu + var / 2)
+            noise_var = np.expm1(var) * np.exp(2 * mu + var)
+        epistemic = conditional_mean.std(axis=0)
+        aleatoric = np.sqrt(noise_var.mean(axis=0))
+        return {"mean": conditional_mean.mean(axis=0), "std": np.hypot(epistemic, aleatoric),
+                "epistemic_std": epistemic, "aleatoric_std": aleatoric}
 
     def predict(self, X, return_std=False, groups=None):
         """Posterior predictive mean (and standard deviation).
@@ -464,6 +511,8 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         X, codes = self._check_X(X, groups)
         q = self.predictive_.quantiles(X, [(1 - coverage) / 2, (1 + coverage) / 2], codes)
         lower, upper = q * self.y_scale_ + self.y_mean_
+        if self.target_scale == "log":  # quantiles of exp(z) are exp of z's quantiles
+            lower, upper = np.exp(lower), np.exp(upper)
         return lower, upper
 
     def sample_y(self, X, n_samples=1, random_state=0, groups=None):
@@ -483,5 +532,5 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         mean, sd = self.predictive_.sample_normal(X, codes)
         pick = rng.randint(mean.shape[0], size=n_samples)
         noise = rng.standard_normal((n_samples, X.shape[0]))
-        draws = mean[pick] + sd[pick] * noise
-        return (draws * self.y_scale_ + self.y_mean_).T
+        draws = (mean[pick] + sd[pick] * noise) * self.y_scale_ + self.y_mean_
+        return (np.exp(draws) if self.target_scale == "log" else draws).T

@@ -150,6 +150,27 @@ def test_column_options_name_columns_with_commas_and_spaces():
     assert split_columns(None, columns) == []
 
 
+def test_a_long_warning_is_its_headline_in_fit_unless_verbose(capsys):
+    """``fit`` notes a long warning by its headline; ``--verbose`` (and the commands
+    without the flag) give all of it."""
+    import click
+    from sklearn.exceptions import ConvergenceWarning
+
+    from pymc_bnn.cli import _warning_as_note, fit_command, predict_command
+
+    message = ("ADVI stopped before the ELBO levelled off: the loss was still falling, "
+               "1.6% below that of the steps before. Increase n_iter (e.g. to 3,000).")
+    for command, verbose in ((fit_command, False), (fit_command, True), (predict_command, None)):
+        with click.Context(command) as context:
+            if verbose is not None:
+                context.params["verbose"] = verbose
+            _warning_as_note(message, ConvergenceWarning, "", 0)
+    brief, *full = capsys.readouterr().err.splitlines()
+    assert brief == ("note: not converged: ADVI stopped before the ELBO levelled off "
+                     "(details: --verbose)")
+    assert full == [f"note: not converged: {message}"] * 2
+
+
 def test_sampling_advice_names_the_command_lines_options(capsys):
     """The command line cannot continue chains (sample_more) or set tune: its note says
     what it can do."""

@@ -93,7 +93,7 @@ def churn_model(work):
 def plans_model(work):
     # the 3-class model also exercises the evidence-chosen prior scales
     proc = run("fit", "plans.parquet", "-t", "plan_next_year", "-o", "plans.nc", *SMALL,
-               "--prior-sigma", "evidence", cwd=work)
+               "--prior-sigma", "evidence", "--verbose", cwd=work)
     return work / "plans.nc", proc
 
 
@@ -113,6 +113,10 @@ def test_fit_binary_prints_summary_and_notes(churn_model):
     assert "fit 300 rows x 13 features (from 7 columns), 2 classes (no, yes)" in out
     accuracy = float(out.split("training accuracy: ")[1].split()[0])
     assert 0.6 < accuracy <= 1.0
+    # without --verbose, the choices in brief: the prior scales as figures
+    (said,) = [line for line in out.splitlines() if line.startswith("weights: ")]
+    assert said.startswith("weights: prior sd per layer, from the evidence: ")
+    assert all(len(line) <= 100 for line in out.splitlines()), out
 
 
 def test_predict_binary_csv_matches_the_python_pipeline(churn_model, work):
@@ -136,7 +140,8 @@ def test_predict_binary_csv_matches_the_python_pipeline(churn_model, work):
 def test_predict_notes_unseen_categories_and_keeps_all_columns(churn_model, work):
     proc = run("predict", "churn.nc", "churn_new.csv", "-o", "all.csv", cwd=work)
     assert "'region' has categories not seen in training ('atlantis')" in proc.stderr
-    assert "1 row is outside the training range" in proc.stderr
+    assert "1 row outside the training range" in proc.stderr
+    assert all(len(line) <= 100 for line in proc.stderr.splitlines()), proc.stderr
     out = pd.read_csv(work / "all.csv", keep_default_na=False)
     new = pd.read_csv(work / "churn_new.csv")
     assert list(out.columns[: new.shape[1]]) == list(new.columns)
@@ -177,7 +182,7 @@ def test_info_names_columns_settings_and_versions(churn_model, work):
 
 def test_three_classes_from_parquet_to_parquet(plans_model, work):
     # --prior-sigma evidence: two scales (one hidden layer + output), said in words by
-    # fit and kept as numbers for info
+    # fit --verbose, and kept as numbers for info
     out = plans_model[1].stdout
     (said,) = [line for line in out.splitlines() if line.startswith("weights: ")]
     assert "(input layer)" in said and "(output)" in said
@@ -306,12 +311,74 @@ def test_a_regression_above_the_nuts_limit_fits_the_ensemble_and_info_says_so(wo
     frame = pd.DataFrame(rng.normal(size=(1100, 6)), columns=list("abcdef"))
     frame["y"] = 5 * np.exp(0.3 * frame["a"]) + frame["b"] + rng.normal(0, 1, 1100)
     frame.to_csv(work / "mid.csv", index=False)  # 1,100 x 529 weights: above 500,000
-    out = run("fit", "mid.csv", "-t", "y", "-o", "mid.nc", "--hidden", "60", cwd=work).stdout
+    out = run("fit", "mid.csv", "-t", "y", "-o", "mid.nc", "--hidden", "60", "--noise",
+              "constant", cwd=work).stdout
     assert "inference laplace_ensemble" in out and "noise sd" in out
     info = run("info", "mid.nc", cwd=work).stdout
     assert "ensemble: 5 networks at their MAP weights, trained" in info
     low, high = info.split("noise sd ")[1].split()[0].split("-")
     assert 0.7 < float(low) <= float(high) < 1.4  # the noise sd is 1
+
+
+def test_a_skewed_target_gets_intervals_that_follow_it(work):
+    """A wage-like table (noise a fraction of the value): the default compares noise
+    models on held-out rows, keeps a non-constant one, says so, and its 90% intervals
+    cover every fifth of the predicted wages."""
+    from pymc_bnn.datasets import make_wages
+
+    make_wages(700, random_state=3).to_csv(work / "wages.csv", index=False)
+    make_wages(500, random_state=4).to_csv(work / "wages_new.csv", index=False)
+    fit = run("fit", "wages.csv", "-t", "wage", "-o", "wages.nc", *SMALL[:-2], cwd=work)
+    assert "fit: comparing noise models (constant, log, varying) on 140 held-out rows" \
+        in fit.stderr and "4 of 4 fits done" in fit.stderr
+    line = next(x for x in fit.stdout.splitlines() if x.startswith("noise: "))
+    assert "held-out log-likelihood +" in line and len(line) <= 100, line
+    info = json.loads(run("info", "wages.nc", "--json", cwd=work).stdout)["extra"]["info"]
+    assert info["noise"]["chosen"] in ("log", "varying")
+    assert info["noise"]["n_held_out"] == 140
+    text = run("info", "wages.nc", cwd=work).stdout
+    assert "noise models on held-out rows (quick fits): constant " in text
+    assert "noise models on held-out rows: " in text and "varying" in text
+    out = run("evaluate", "wages.nc", "wages_new.csv", cwd=work).stdout
+    fifths = [float(x.split()[-1]) for x in out.splitlines() if "coverage, predicted " in x]
+    assert len(fifths) == 5 and min(fifths) >= 0.8, out  # nominal 0.9, 100 rows each
+
+
+def test_ctrl_c_stops_a_nuts_fit_at_once_and_writes_nothing(work):
+    """Ctrl-C during a long explicit NUTS run (with its progress bar, numpyro steps the
+    chains from Python): the command stops at once, status 130, no model file."""
+    import signal
+    import threading
+    import time
+
+    lines, started = [], threading.Event()
+    with subprocess.Popen(
+            [_script(), "fit", "spend.csv", "-t", "monthly_spend", "-o", "long.nc", "--hidden",
+             "5", "--inference", "nuts", "--draws", "20000", "--noise", "constant",
+             "--drop", "customer_id"],
+            cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as proc:
+
+        def read():
+            for line in proc.stderr:
+                lines.append(line[-300:])  # numpyro's bar: one long line of updates
+                if "NUTS sampling" in line:
+                    started.set()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        try:
+            assert started.wait(300), "".join(lines)
+            time.sleep(2)  # inside the chains' compiled loop
+            sent = time.perf_counter()
+            proc.send_signal(signal.SIGINT)
+            status = proc.wait(timeout=60)  # 20,000 draws a chain would take minutes
+            waited = time.perf_counter() - sent
+        finally:
+            proc.kill()
+            assert status == 130, "".join(lines)
+    assert "pymc-bnn: interrupted; nothing written" in "".join(lines)
+    assert not (work / "long.nc").exists()
+    assert waited < 30, waited  # not the rest of the run (minutes)
 
 
 def test_evaluate_names_the_interval_of_its_coverage(spend_model, work):
@@ -409,6 +476,11 @@ BAD = {
                                "nope"], "ok.csv has no column 'nope'"),
     "regression on text": (["fit", "ok.csv", "-t", "plan", "-o", "m.nc", "--task",
                             "regression"], "target 'plan' is not numeric"),
+    "noise for classification": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--noise",
+                                  "varying"], "--noise applies to regression only"),
+    "log noise of a target with zeros": (
+        ["fit", "ok.csv", "-t", "support_calls", "-o", "m.nc", "--task", "regression",
+         "--noise", "log"], "needs a positive target, but \\d+ values are zero or negative"),
     "bad hidden": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--hidden", "5,x"],
                    "--hidden must be"),
     "bad prior sigma": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--prior-sigma",

@@ -189,3 +189,29 @@ def test_the_default_fit_reports_its_stage(capsys):
     BayesianMLPClassifier((3,), progressbar=True, random_state=0).fit(X, y)
     err = capsys.readouterr().err
     assert "fit: 5 MAP fits and their Laplace approximations: done" in err
+
+
+def test_brief_lines_keep_the_figures_within_the_width_and_flag_the_unusual():
+    """``describe(brief=True)``, what ``pymc-bnn fit`` prints: one line a choice, at most
+    BRIEF_WIDTH characters, the figures kept and an unusual value still flagged."""
+    est = _est(0.001, sigmas=[0.01, 0.76, 2.04], kl=0.25)
+    est.mixture_ = None
+    est.linear_part_ = {"weight": 0.6, "scores": [0.554, 0.54]}
+    est.ensemble_ = None
+    full, brief = describe(est), describe(est, brief=True)
+    assert len(full) == len(brief) == 4
+    assert max(map(len, full)) > fit_summary.BRIEF_WIDTH
+    assert all(len(line) <= fit_summary.BRIEF_WIDTH for line in brief), brief
+    assert brief[0] == ("uncertainty: narrowed to 0.032x the posterior's spread "
+                        "(temperature 0.001) (unusual: see --verbose)")
+    assert brief[1] == ("weights: prior sd per layer, from the evidence: 0.01, 0.76, 2 "
+                        "(unusual: see --verbose)")
+    assert brief[2] == ("predictions: 60% of the draws from a linear model (log loss 0.54 "
+                        "against 0.554 on held-out rows)")
+    assert brief[3] == "fit: KL weight 0.25 (chosen on held-out rows)"
+    assert describe(_est(0.5), brief=True) == [
+        "uncertainty: narrowed to 0.71x the posterior's spread (temperature 0.5)"]
+    ens = _est(0.5, inference="laplace_ensemble")
+    ens.ensemble_, ens.y_scale_ = {"members": 5, "noise_sd": [0.5, 0.6]}, 2.0
+    assert describe(ens, brief=True) == [
+        "predictions: 5 networks with Laplace approximations (temperature 0.5); noise sd 1 to 1.2"]

@@ -274,3 +274,23 @@ def test_the_script_exits_without_waiting_for_threads():
             "_exit_now_if_threads_run(130)\n")
     proc = subprocess.run([sys.executable, "-c", code], timeout=60)
     assert proc.returncode == 130
+
+
+def test_threaded_chains_are_counted_by_the_fits_progress():
+    """The short NUTS run's stage counts its chains as they end (``progress.chain_done``
+    from ThreadedChains), and only a stage that counts chains does."""
+    import io
+
+    import jax.numpy as jnp
+
+    from pymc_bnn.progress import FitProgress
+
+    out = io.StringIO()
+    p = FitProgress(enabled=True, stream=out, clock=iter(range(100)).__next__)
+    with p.stage("NUTS sampling", fits=3, unit="chains"):
+        nuts.ThreadedChains(2)(lambda x: jnp.asarray(x) * 2)(jnp.arange(3.0))
+    with p.stage("other fits", fits=1):  # counts fits, not chains
+        nuts.ThreadedChains(2)(lambda x: jnp.asarray(x))(jnp.arange(2.0))
+    lines = [line.split(" (")[0] for line in out.getvalue().splitlines()]
+    assert lines[1:4] == [f"fit:   {k} of 3 chains done" for k in (1, 2, 3)]
+    assert lines[5:] == ["fit: other fits ...", "fit: other fits: done in 1 s"]

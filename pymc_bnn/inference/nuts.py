@@ -100,7 +100,9 @@ class ThreadedChains:
     def __call__(self, f):
         import jax
         import jax.numpy as jnp
-        from concurrent.futures import ThreadPoolExecutor
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        from pymc_bnn.progress import chain_done
 
         def one_chain(x):
             # JAX dispatches asynchronously: without the wait a thread would return at
@@ -113,7 +115,11 @@ class ThreadedChains:
             parts = [jax.tree.map(lambda x, i=i: x[i], xs) for i in range(n)]
             pool = ThreadPoolExecutor(max_workers=min(n, self.n_threads))
             try:
-                ys = list(pool.map(one_chain, parts))
+                futures = [pool.submit(one_chain, part) for part in parts]
+                for future in as_completed(futures):  # the fit's progress counts chains
+                    future.result()
+                    chain_done()
+                ys = [future.result() for future in futures]
             except BaseException:  # Ctrl-C: do not wait for the running chains here
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
