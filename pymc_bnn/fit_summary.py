@@ -173,7 +173,7 @@ def _ensemble_line(estimator, ensemble: dict) -> tuple[str, str]:
         noise = f"; noise sd {min(sds):.3g} to {max(sds):.3g}{log}"
         line += noise + (f" (the fitted variance x {scale:.2g}, held-out rows)" if scale != 1
                          else "")
-        brief += noise
+        brief += noise.replace(" (log scale)", " (log)")
     if not all(ensemble.get("converged", [True])):
         line += " (unusual: a fit ran out of epochs; standardise the features)"
     return _pair(line, brief)

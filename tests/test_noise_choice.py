@@ -173,3 +173,26 @@ def test_a_screens_preference_for_varying_noise_is_confirmed_as_fit(monkeypatch)
     calls.clear()
     choose_noise(BayesianMLPRegressor(), X, y, screen=None)  # as set from the start
     assert calls == [("constant", True), ("log", True), ("varying", True)]
+
+
+@pytest.mark.slow
+def test_log_scale_above_the_nuts_limit_is_the_ensemble_on_log_y():
+    """The default above the short NUTS run's limit (the mixture of Laplace
+    approximations) on the log scale: the interval is the exponentiated interval of the
+    same ensemble fit to log(y), the mean that of the draws, the brief line short."""
+    from pymc_bnn.fit_summary import BRIEF_WIDTH, describe
+
+    X, y = _skewed(1100, seed=3)
+    X = np.column_stack([X, np.random.default_rng(3).normal(size=(1100, 4))])
+    log = BayesianMLPRegressor((80,), target_scale="log", random_state=0).fit(X, y)
+    linear = BayesianMLPRegressor((80,), random_state=0).fit(X, np.log(y))
+    assert log.inference_ == linear.inference_ == "laplace_ensemble"
+    lo, hi = log.predict_interval(X[:30], coverage=0.9)
+    lin_lo, lin_hi = linear.predict_interval(X[:30], coverage=0.9)
+    np.testing.assert_allclose([lo, hi], np.exp([lin_lo, lin_hi]), rtol=1e-10)
+    draws = log.sample_y(X[:3], n_samples=20_000, random_state=0)
+    np.testing.assert_allclose(draws.mean(axis=1), log.predict(X[:3]), rtol=0.05)
+    brief = describe(log, brief=True)
+    assert brief[0] == "target: modelled on the log scale"
+    assert "noise sd" in brief[1] and brief[1].endswith("(log)")
+    assert all(len(line) <= BRIEF_WIDTH for line in brief)
