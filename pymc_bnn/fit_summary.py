@@ -12,8 +12,11 @@ Examples
 >>> from types import SimpleNamespace
 >>> est = SimpleNamespace(posterior_temperature="auto", posterior_temperature_=0.5,
 ...                       evidence_=None, kl_weight_=1.0, inference_="advi")
->>> print(describe(est)[0])
-uncertainty: narrowed to 0.71 of the fitted posterior's spread (temperature 0.5, chosen on held-out rows), as is usual on clean data
+>>> print(describe(est)[0])  # doctest: +NORMALIZE_WHITESPACE
+uncertainty: narrowed to 0.71 of the fitted posterior's spread (temperature 0.5, chosen
+on held-out rows), as is usual on clean data
+>>> print(describe(est, brief=True)[0])
+uncertainty: narrowed to 0.71x the posterior's spread (temperature 0.5)
 """
 
 from __future__ import annotations

@@ -162,7 +162,9 @@ def choose_noise(estimator, X, y, *, groups=None, candidates=None, random_state=
     if unknown or not candidates:
         raise ValueError(f"candidates must be among {list(NOISE_MODELS)}; got {candidates!r}.")
     n_held_out = max(round(HELD_OUT_FRACTION * len(y)), MIN_HELD_OUT)
-    if set(candidates) <= {"constant"} or len(y) < 2 * n_held_out:
+    if set(candidates) <= {"constant"}:
+        return NoiseChoice("constant", reason="the only candidate")
+    if len(y) < 2 * n_held_out:
         return NoiseChoice("constant", reason=f"too few rows to compare noise models "
                                               f"({len(y)}; {2 * MIN_HELD_OUT} needed)")
     order = np.random.default_rng(random_state).permutation(len(y))

@@ -177,7 +177,7 @@ def reliability_diagram(
         twin.set(ylim=(0, 3.0 * max(top, 1.0)), ylabel="samples per bin (bars)")
         ax.set_zorder(twin.get_zorder() + 1)
         ax.patch.set_visible(False)
-    ax.legend(loc="upper left")
+    ax.legend(loc="best")  # where it hides the fewest points (a fixed corner hid some)
     return ax
 
 
@@ -361,7 +361,7 @@ def uncertainty_histogram(
                 ax.hist(u[mask], bins=edges, density=True, color=colour, alpha=0.55,
                         edgecolor="white", lw=0.4,
                         label=f"{name} (n={int(mask.sum())}, median {np.median(u[mask]):.3g})")
-        ax.legend(loc="upper right")
+        ax.legend(loc="best")  # where it hides the fewest bars
         ylabel = "density"
     ax.set(xlabel=xlabel, ylabel=ylabel, title=ax.get_title() or "Uncertainty")
     return ax

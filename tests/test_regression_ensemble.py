@@ -218,5 +218,5 @@ def test_describe_says_why_auto_did_not_fit_the_ensemble():
     reg = BayesianMLPRegressor((3,), heteroscedastic=True, n_iter=300, n_draws=20,
                                random_state=0).fit(X, y)
     assert reg.inference_ == "advi"
-    assert describe(reg)[0] == ("fit: mean-field ADVI, not the default mixture of Laplace "
-                                "approximations: heteroscedastic=True")
+    assert describe(reg)[0] == ("fit: mean-field ADVI, as the noise sd varies with the "
+                                "features (heteroscedastic)")
