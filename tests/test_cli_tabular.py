@@ -212,6 +212,12 @@ def test_regression_intervals_and_scores(spend_model, work):
     scores = json.loads(run("evaluate", "spend.nc", "spend_new.csv", "--interval", "0.8",
                             "--json", cwd=work).stdout)
     assert 0.6 < scores["coverage"] < 0.95  # nominal 0.8, 120 rows
+    # nll: the model's own predictive density (not a Normal of its mean and sd)
+    from pymc_bnn import tabular
+
+    new = pd.read_csv(work / "spend_new.csv")
+    density = tabular.load_pipeline(path).log_predictive_density(new, new["monthly_spend"])
+    assert scores["nll"] == pytest.approx(-np.mean(density), rel=1e-9)
     run("report", "spend.nc", "spend_new.csv", "-o", "spend_report", cwd=work)
     assert (work / "spend_report" / "predicted_vs_actual.png").is_file()
 
