@@ -261,9 +261,9 @@ def _positive_or(value: str, words: tuple[str, ...], option: str):
 @click.option("--hidden", default="5,5", show_default=True,
               help="Hidden layer sizes, comma-separated.")
 @click.option("--inference", type=click.Choice(INFERENCE), default="auto", show_default=True,
-              help="auto: the estimators' default. Classification: ADVI and a Laplace "
-                   "fit mixed, with a linear part, up to 4,096 rows, ADVI beyond; with "
-                   "--groups NUTS (unless --batch-size, --n-iter, --n-init or a "
+              help="auto: the estimators' default. Classification: a mixture of Laplace "
+                   "approximations (five MAP networks) up to 100,000 rows, ADVI beyond; "
+                   "with --groups NUTS (unless --batch-size, --n-iter, --n-init or a "
                    "--temperature is given). Regression: a short NUTS run on small tables "
                    "(rows x weights <= 500,000), a mixture of Laplace approximations "
                    "beyond; with --groups or varying noise ADVI. "
