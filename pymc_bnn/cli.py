@@ -22,6 +22,7 @@ written; ``--debug`` shows the traceback. Preprocessing lives in
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -221,6 +222,33 @@ def _parse_hidden(value: str) -> tuple[int, ...]:
                            f"32 or 32,16; got {value!r} ({why}).")
         sizes.append(int(entry))
     return tuple(sizes)
+
+
+def _in_worker(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` in a worker thread while the main thread waits in short
+    joins. Python runs a Ctrl-C handler only in the main thread, between bytecodes: a
+    fit holds that thread for as long as XLA compiles its sampler (tens of seconds on a
+    new machine) or runs a compiled loop, so Ctrl-C waited for them; now ``main`` gets
+    it at once and ends the process, the worker with it (nothing was written). The
+    command's click context goes along (warnings read ``--verbose`` from it)."""
+    import threading
+
+    context, outcome = click.get_current_context(silent=True), {}
+
+    def work():
+        try:
+            with context.scope(cleanup=False) if context else contextlib.nullcontext():
+                outcome["value"] = fn(*args, **kwargs)
+        except BaseException as err:  # re-raised in the main thread
+            outcome["error"] = err
+
+    worker = threading.Thread(target=work, name="pymc-bnn-fit", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.2)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
 
 
 def _choose_noise(est, X, y, groups, noise: str, seed: int):
@@ -434,9 +462,9 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
     X = pre.transform(frame)
     t0 = time.perf_counter()
     try:
-        choice = (_choose_noise(est, X, y, group_values, noise, seed) if task == "regression"
-                  else None)
-        est.fit(X, y, groups=group_values)
+        choice = (_in_worker(_choose_noise, est, X, y, group_values, noise, seed)
+                  if task == "regression" else None)
+        _in_worker(est.fit, X, y, groups=group_values)
     except ValueError as err:
         raise BadInput(f"{data}: {err}") from None
     fit_seconds = time.perf_counter() - t0
