@@ -239,6 +239,9 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
     # (docs/experiments/uci_regression.md)
     _MIXTURE_WEIGHTS = MIXTURE_WEIGHTS
     _LAPLACE_STARTS = LAPLACE_STARTS
+    # rows per block of the log-scale moments: 500 draws x 4,096 rows x 8 bytes = 16 MB
+    # an array
+    _LOG_MOMENT_ROWS = 4096
 
     def __init__(
         self,
@@ -454,16 +457,22 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         """:meth:`predict_uncertainty` of a log-scale model: each draw's noise is
         log-normal in ``y``, so its conditional mean is ``exp(mu + sd^2 / 2)`` and its
         variance ``(exp(sd^2) - 1) exp(2 mu + sd^2)``; the law of total variance splits
-        the mixture's variance into the spread of those means and their mean noise."""
-        mean, sd = self.predictive_.sample_normal(X, codes)
-        mu = mean * self.y_scale_ + self.y_mean_
-        var = np.broadcast_to(sd * self.y_scale_, mu.shape) ** 2
-        with np.errstate(over="ignore"):
-            conditional_mean = np.exp(mu + var / 2)
-            noise_var = np.expm1(var) * np.exp(2 * mu + var)
-        epistemic = conditional_mean.std(axis=0)
-        aleatoric = np.sqrt(noise_var.mean(axis=0))
-        return {"mean": conditional_mean.mean(axis=0), "std": np.hypot(epistemic, aleatoric),
+        the mixture's variance into the spread of those means and their mean noise.
+        Rows go in blocks, so that the (draws x rows) arrays stay small."""
+        parts = []
+        for start in range(0, X.shape[0], self._LOG_MOMENT_ROWS):
+            rows = slice(start, start + self._LOG_MOMENT_ROWS)
+            mean, sd = self.predictive_.sample_normal(
+                X[rows], None if codes is None else codes[rows])
+            mu = mean * self.y_scale_ + self.y_mean_
+            var = np.broadcast_to(sd * self.y_scale_, mu.shape) ** 2
+            with np.errstate(over="ignore"):
+                conditional_mean = np.exp(mu + var / 2)
+                noise_var = np.expm1(var) * np.exp(2 * mu + var)
+            parts.append((conditional_mean.mean(axis=0), conditional_mean.std(axis=0),
+                          np.sqrt(noise_var.mean(axis=0))))
+        mean, epistemic, aleatoric = (np.concatenate(p) for p in zip(*parts))
+        return {"mean": mean, "std": np.hypot(epistemic, aleatoric),
                 "epistemic_std": epistemic, "aleatoric_std": aleatoric}
 
     def predict(self, X, return_std=False, groups=None):

@@ -196,3 +196,12 @@ def test_log_scale_above_the_nuts_limit_is_the_ensemble_on_log_y():
     assert brief[0] == "target: modelled on the log scale"
     assert "noise sd" in brief[1] and brief[1].endswith("(log)")
     assert all(len(line) <= BRIEF_WIDTH for line in brief)
+
+
+def test_log_scale_moments_in_row_blocks_equal_one_block(log_pair, monkeypatch):
+    X, _, log, _ = log_pair
+    whole = log.predict_uncertainty(X[:50])
+    monkeypatch.setattr(log, "_LOG_MOMENT_ROWS", 7)  # 8 blocks, the last short
+    blocks = log.predict_uncertainty(X[:50])
+    for key in whole:
+        np.testing.assert_allclose(blocks[key], whole[key], rtol=1e-12)
