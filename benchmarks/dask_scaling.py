@@ -40,7 +40,7 @@ Parts (the issue's letters; ``--parts a,b,c`` runs a subset, default all):
     posterior draws; in memory, copies of X) are 1-7 s against 0.02-0.1 s per 1,000
     steps and vary by seconds, so the time is taken inside the fits: the engine runs
     the steps in calls of 1,000, and :class:`ChunkClock` timestamps the return of
-    each call (a wrapper around the ``pymc_bnn.inference.compiled_vi.ScanADVI.run``,
+    each call (a wrapper around the ``pymc_bnn.inference._compiled_vi.ScanADVI.run``,
     observation only); the median over all fits of the intervals between consecutive
     calls of a fit (the first call of each fit excluded) is ``ADVI s / 1000 steps``,
     with everything a streamed call waits for (block loads) included. ``fixed s per
@@ -355,7 +355,7 @@ class ChunkClock:
         self.stamps: list[tuple[int, float]] = []
         self.installed = False
         try:
-            from pymc_bnn.inference.compiled_vi import ScanADVI
+            from pymc_bnn.inference._compiled_vi import ScanADVI
         except ImportError:
             try:  # an older pymc_bnn
                 from pymc_bnn._compiled_vi import ScanADVI

@@ -51,7 +51,7 @@ from _peers import numpyro_bnn  # noqa: E402
 
 NAME = "fit_scaling"
 TEST_ROWS = 10_000
-SVI_BATCH = 1024  # pymc_bnn.estimator.AUTO_BATCH_SIZE, written out: an independent peer
+SVI_BATCH = 1024  # pymc_bnn.estimators.AUTO_BATCH_SIZE, written out: an independent peer
 
 
 def table(n_rows: int, n_features: int, seed: int):
@@ -78,7 +78,8 @@ def _scores(y, proba) -> dict:
 def stage_clock(stages: dict):
     """Time the default fit's stages (seconds added to ``stages``) by wrapping the
     estimator's methods for the duration."""
-    from pymc_bnn import base, fit_settings
+    from pymc_bnn.estimators import _base as base
+    from pymc_bnn.policy import _settings as fit_settings
 
     cls = base.BayesianMLPBase
     wrapped = {"evidence": (fit_settings.FitSettingsMixin, "_choose_prior_scales"),

@@ -474,7 +474,7 @@ def main(argv=None) -> int:
         args.svi_run = not q
     import pymc  # noqa: F401  (PyMC sets its logger to INFO on import; quieten it after)
 
-    from pymc_bnn.compile_cache import keep_generated_source
+    from pymc_bnn._runtime.compile_cache import keep_generated_source
 
     logging.getLogger("pymc").setLevel(logging.WARNING)
     # PyMC's own engines (the pm.fit and pm.sample rows) compile before any pymc_bnn fit

@@ -4,7 +4,7 @@ What ``pymc-bnn fit`` does by default on a regression table (``--noise auto``): 
 candidate noise models (constant, varying, and log-scale for a positive right-skewed
 target) on four fifths of the training rows with ADVI, keep the best on the fifth held
 out unless constant noise is within two standard errors, and fit that one on all rows
-(``pymc_bnn.noise_choice.choose_noise``). Beside it, in the same run: the same network
+(``pymc_bnn.policy.choose_noise``). Beside it, in the same run: the same network
 with constant noise (the former default), and scikit-learn's
 ``HistGradientBoostingRegressor`` with the quantile loss at 5 % and 95 % (intervals
 that follow the data, with no likelihood).
@@ -39,7 +39,7 @@ UCI_SETS = ("bostonHousing", "concrete", "energy", "wine-quality-red", "yacht")
 
 def wages(n_rows: int, seed: int):
     from pymc_bnn.datasets import make_wages
-    from pymc_bnn.tabular import TabularPreprocessor
+    from pymc_bnn.tabular._transform import TabularPreprocessor
 
     frame = make_wages(n_rows, random_state=seed)
     order = np.random.default_rng(seed).permutation(n_rows)
@@ -80,7 +80,7 @@ def run_bnn(X, y, Xt, yt, *, auto: bool, seed: int) -> dict:
     from sklearn.preprocessing import StandardScaler
 
     from pymc_bnn import BayesianMLPRegressor
-    from pymc_bnn.noise_choice import choose_noise
+    from pymc_bnn.policy._noise import choose_noise
 
     scaler = StandardScaler().fit(X)  # as the command line's preprocessing does
     X, Xt = scaler.transform(X), scaler.transform(Xt)

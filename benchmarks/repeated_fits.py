@@ -52,7 +52,7 @@ that later runs reuse, which is the point):
 7. Not run by default (``--workloads hierarchical``; NUTS, about a minute per fit):
    3 default fits with ``groups=`` (seeds 0, 1, 2; ``--quick`` 2) on the 18 rotated
    moons tasks, one after the other in this process: the first fit compiles nutpie's
-   model, later ones reuse it (``pymc_bnn.inference.compiled_nuts``); mean test accuracy.
+   model, later ones reuse it (``pymc_bnn.inference._compiled_nuts``); mean test accuracy.
 
 sklearn ``ConvergenceWarning``s (short MLP fits, and the BNN's own ELBO check) are
 silenced and counted per row.

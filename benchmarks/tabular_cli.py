@@ -275,7 +275,7 @@ def run_anchors(train, test, task: str, target: str, seed: int,
     from sklearn.model_selection import KFold, cross_val_predict
 
     from pymc_bnn import metrics
-    from pymc_bnn.tabular import TabularPreprocessor
+    from pymc_bnn.tabular._transform import TabularPreprocessor
 
     features = [c for c in train.columns if c not in ("customer_id", target)]
     t0 = time.perf_counter()
@@ -396,7 +396,7 @@ def main(argv=None) -> int:
                              "--quick 300)")
     parser.add_argument("--tasks", nargs="+", choices=TASKS, default=None,
                         help="default all; --quick: classification regression (the "
-                             "three-class path is tested in tests/test_cli_tabular.py)")
+                             "three-class path is tested in tests/integration/test_cli_tabular.py)")
     parser.add_argument("--compile-cache", choices=("fresh", "user", "off"), default="fresh",
                         help="JAX compilation cache of the commands: a new empty folder for "
                              "this run (default), the user's (PYMC_BNN_COMPILE_CACHE as set, "

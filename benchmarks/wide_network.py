@@ -145,10 +145,10 @@ def bench_predictive(args, rows, platform):
     import jax
     import jax.numpy as jnp
 
-    from pymc_bnn.predictive import PosteriorPredictive
+    from pymc_bnn.predictive._predictive import PosteriorPredictive
 
     try:
-        from pymc_bnn._jax_device import GPU_MATMUL_PRECISION
+        from pymc_bnn._runtime.device import GPU_MATMUL_PRECISION
     except ImportError:  # an older pymc_bnn, measured for comparison
         GPU_MATMUL_PRECISION = "default"
 
@@ -232,7 +232,7 @@ def bench_advi(args, rows, platform):
 
     import pymc_bnn
     try:
-        from pymc_bnn.inference import compiled_vi
+        from pymc_bnn.inference import _compiled_vi as compiled_vi
     except ImportError:  # an older pymc_bnn
         from pymc_bnn import _compiled_vi as compiled_vi
 

@@ -301,7 +301,7 @@ print(f"per-task weights (predict with groups): test accuracy "
 #   the issue's reference numbers (87.3% for the blog's hierarchical BNN, 88.2% for the
 #   quick PyMC model). With nutpie, the default NUTS backend for hierarchical networks,
 #   2 chains of 1,500 steps took 51 s here. That is why `BayesianMLPClassifier().fit(X, y, groups=g)` samples with NUTS by
-#   default (`inference="auto"`; see `docs/experiments/calibration-log.md`).
+#   default (`inference="auto"`; see `research/notes/calibration-log.md`).
 # * The separate networks' surfaces are close to straight lines through 50 noisy
 #   points; the hierarchical network's are all the same S-shaped moons boundary,
 #   rotated per task, with the uncertainty band hugging it: each task borrows the

@@ -473,7 +473,7 @@ display(Markdown("\n".join(lines)))
 # regressor samples the whole model (weights, their precisions, the noise) with NUTS
 # where a short run is affordable: chains of 100 warm-up iterations and 100 draws,
 # run two at a time in threads, wherever the training rows times the network's
-# parameters are at most 500,000 (`pymc_bnn.regressor.AUTO_NUTS_MAX_WORK`; here
+# parameters are at most 500,000 (`pymc_bnn.policy.thresholds.AUTO_NUTS_MAX_WORK`; here
 # 150 × 46): two chains, or four where four cost no more than two at the limit (at most
 # 250,000, as here; the chains find different modes and predict better together). Under Neal's prior nearly every NUTS iteration takes the most leapfrog
 # steps (1,023), each a gradient over all the rows, so that product sets the run's
@@ -535,4 +535,4 @@ with plt.rc_context({"font.size": 11}):
 # Laplace fit does. It costs more than the approximations (about 9 s here against 1-2
 # s; the first fit also compiles). On the standard UCI tables the short run
 # beat the approximations by 0.05-0.35 nats in the mean; the comparison is in
-# `docs/experiments/uci_regression.md`.
+# `research/notes/uci_regression.md`.

@@ -132,7 +132,7 @@ display(Markdown("\n".join(lines)))
 # trained to their most probable weights under the prior (one compiled program, Adam,
 # scikit-learn's stopping rule), each output layer gets the Gaussian of a Laplace
 # approximation, and rows each network held out choose how much of that Gaussian's
-# spread to use (`docs/experiments/laplace-ensemble.md`). Beside it: a deep ensemble of
+# spread to use (`research/notes/laplace-ensemble.md`). Beside it: a deep ensemble of
 # five `MLPClassifier((100,))` (seeds 0-4, probabilities averaged), the anchor it is
 # measured against (`benchmarks/default_frontier.py`). The last column is the AUROC of
 # the predictive entropy for telling the test digits from the same digits rotated 90
@@ -141,7 +141,7 @@ display(Markdown("\n".join(lines)))
 # %%
 from sklearn.metrics import roc_auc_score
 
-from pymc_bnn.fit_summary import describe
+from pymc_bnn.policy import describe
 
 n_fit = 1000 if QUICK else len(X_train)  # quick mode: fewer rows
 rotated = np.rot90(X_test.reshape(-1, 28, 28), axes=(1, 2)).reshape(len(X_test), -1)

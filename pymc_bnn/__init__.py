@@ -22,45 +22,38 @@ scikit-learn functions of ``(y_true, predictions)`` in the submodule
 :mod:`pymc_bnn.metrics` (``from pymc_bnn import metrics``), not re-exported here.
 """
 
-import importlib
+from pymc_bnn._runtime.lazy import lazy_exports
 
 # Names are imported on first use (PEP 562), so that ``import pymc_bnn`` and the
 # command line start without importing PyMC until a model is needed.
-_LAZY = {
-    "BayesianMLPClassifier": "pymc_bnn.classifier",
-    "BayesianMLPRegressor": "pymc_bnn.regressor",
+_EXPORTS = {
+    "BayesianMLPClassifier": "pymc_bnn.estimators._classifier",
+    "BayesianMLPRegressor": "pymc_bnn.estimators._regressor",
     "Posterior": "pymc_bnn.inference",
     "fit": "pymc_bnn.inference",
     "sample_more": "pymc_bnn.inference",
-    "NetworkSpec": "pymc_bnn.model",
-    "build_model": "pymc_bnn.model",
-    "default_initial_values": "pymc_bnn.model",
-    "forward": "pymc_bnn.model",
-    "network_spec": "pymc_bnn.model",
-    "PosteriorPredictive": "pymc_bnn.predictive",
-    "posterior_predictive": "pymc_bnn.predictive",
-    "summarize_proba": "pymc_bnn.predictive",
-    "BayesianPipeline": "pymc_bnn.pipeline",
-    "make_tabular_pipeline": "pymc_bnn.pipeline",
+    "NetworkSpec": "pymc_bnn.network.spec",
+    "build_model": "pymc_bnn.network.model",
+    "default_initial_values": "pymc_bnn.network.model",
+    "forward": "pymc_bnn.network.model",
+    "network_spec": "pymc_bnn.network.model",
+    "PosteriorPredictive": "pymc_bnn.predictive._predictive",
+    "posterior_predictive": "pymc_bnn.predictive._predictive",
+    "summarize_proba": "pymc_bnn.predictive._predictive",
+    "BayesianPipeline": "pymc_bnn.tabular.pipeline",
+    "make_tabular_pipeline": "pymc_bnn.tabular.pipeline",
+    # submodules, by the names they had before the stages became subpackages
+    "metrics": "pymc_bnn.metrics",
+    "tabular": "pymc_bnn.tabular",
+    "datasets": "pymc_bnn.datasets",
+    "plotting": "pymc_bnn.plotting",
+    "exceptions": "pymc_bnn.exceptions",
+    "persistence": "pymc_bnn.estimators.persistence",
+    "report": "pymc_bnn.plotting.report",
+    "evidence": "pymc_bnn.inference.evidence",
+    "pipeline": "pymc_bnn.tabular.pipeline",
 }
-_SUBMODULES = {"metrics", "pipeline", "tabular", "datasets", "plotting", "persistence", "report", "evidence",
-               "exceptions"}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-    elif name in _SUBMODULES:
-        value = importlib.import_module(f"pymc_bnn.{name}")
-    else:
-        raise AttributeError(f"module 'pymc_bnn' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
-
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "BayesianMLPClassifier",

@@ -1,5 +1,5 @@
 import sys
 
-from pymc_bnn.cli import main
+from pymc_bnn.cli._main import main
 
 sys.exit(main())

@@ -31,7 +31,7 @@ import warnings
 
 import numpy as np
 
-from pymc_bnn._validation import is_dask_collection
+from pymc_bnn.network._checks import is_dask_collection
 
 __all__ = ["INSTALL", "BlockSampler", "compute", "is_dask_collection", "predict_blocks",
            "streamed_inputs"]
@@ -273,7 +273,7 @@ def predict_blocks(estimator, X, method: str, *, groups=None, **kwargs):
 class BlockSampler:
     """Minibatch rows drawn from a pool of row blocks of dask arrays, refreshed as it goes.
 
-    The ADVI engine (:mod:`pymc_bnn.inference.compiled_vi`) asks for the rows of ``n_steps``
+    The ADVI engine (:mod:`pymc_bnn.inference._compiled_vi`) asks for the rows of ``n_steps``
     steps at a time (:meth:`fill`). The sampler holds ``pool_blocks`` row blocks in
     memory, each drawn at random with probability proportional to its length, and
     draws each row as: a pool block uniformly, then a row of it uniformly. With every
@@ -288,7 +288,7 @@ class BlockSampler:
     replacement have drawn ``echo`` times the mean block length, at most once per call.
     Each loaded row is then drawn about ``echo`` times on average, so reading and
     decompressing blocks (which can take longer than the steps that draw as many rows;
-    measurements: docs/experiments/code-measurements.md) keeps up with the steps
+    measurements: research/notes/code-measurements.md) keeps up with the steps
     whatever the chunking;
     small blocks are still replaced every call. The schedule depends only on the row
     counts and the generator, never on timing, so a seed gives the same fit.

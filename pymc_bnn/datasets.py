@@ -137,7 +137,7 @@ def make_customers(
     """
     import pandas as pd
 
-    from pymc_bnn._validation import check_choice, check_positive_int
+    from pymc_bnn.network._checks import check_choice, check_positive_int
 
     check_choice("task", task, tuple(CUSTOMER_TARGETS))
     n = check_positive_int("n_rows", n_rows)
@@ -209,7 +209,7 @@ def make_wages(n_rows: int = 3000, *, random_state: int | None = 0):
     """
     import pandas as pd
 
-    from pymc_bnn._validation import check_positive_int
+    from pymc_bnn.network._checks import check_positive_int
 
     n = check_positive_int("n_rows", n_rows)
     rng = np.random.default_rng(random_state)

@@ -5,7 +5,7 @@ once per test run. No test assumes that a compile cache is warm: every test pass
 with the caches empty (as on a new machine, or with ``PYMC_BNN_COMPILE_CACHE`` set to a
 new empty folder) or switched off, and the tests of the cache itself use folders of
 their own. The run (and the notebook, CLI and benchmark processes it starts) uses the
-compilation cache a user's process uses (pymc_bnn.compile_cache: JAX's programs and
+compilation cache a user's process uses (pymc_bnn._runtime.compile_cache: JAX's programs and
 pymc_bnn's compiled functions, in ``$XDG_CACHE_HOME/pymc_bnn/jax`` unless
 ``PYMC_BNN_COMPILE_CACHE`` says otherwise), as PyTensor's compile directory always was:
 a later run, from any clone of the same commit, reads what an earlier one compiled
@@ -179,7 +179,7 @@ def tiny():
 @pytest.fixture(scope="session")
 def advi_clf(moons):
     """The default estimator with mean-field ADVI alone (full batch) fit on moons
-    (``inference="auto"`` fits it with a Laplace half too: tests/test_mixture_classifier.py)."""
+    (``inference="auto"`` fits it with a Laplace half too: tests/policy/test_mixture_classifier.py)."""
     X_train, _, y_train, _ = moons
     return BayesianMLPClassifier(inference="advi", random_state=SEED).fit(X_train, y_train)
 

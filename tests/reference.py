@@ -28,9 +28,9 @@ def numpy_forward_proba(X, weights, activation="tanh"):
 
 
 def numpy_logits(theta, X, shapes):
-    """A tanh MLP's logits from its flat weights (``pymc_bnn.flat_network``'s order), by
+    """A tanh MLP's logits from its flat weights (``pymc_bnn.network._flat``'s order), by
     hand: the slow, obvious path."""
-    from pymc_bnn.flat_network import unflatten
+    from pymc_bnn.network._flat import unflatten
 
     h = X
     layers = unflatten(theta, shapes)

@@ -25,13 +25,17 @@ def test_public_api_is_pinned():
 
 
 def test_lazy_names_resolve_to_their_modules():
-    from pymc_bnn import estimator, inference, metrics, pipeline, tabular
+    from pymc_bnn import estimators, inference, metrics, tabular
+    from pymc_bnn.tabular import pipeline
 
-    assert pymc_bnn.BayesianMLPClassifier is estimator.BayesianMLPClassifier
+    assert pymc_bnn.BayesianMLPClassifier is estimators.BayesianMLPClassifier
     assert pymc_bnn.BayesianPipeline is pipeline.BayesianPipeline
-    assert tabular.make_tabular_pipeline is pipeline.make_tabular_pipeline  # moved
+    assert tabular.make_tabular_pipeline is pipeline.make_tabular_pipeline
     assert pymc_bnn.fit is inference.fit
     assert pymc_bnn.metrics is metrics and pymc_bnn.tabular is tabular
+    # the names submodules had before the stages became subpackages
+    assert pymc_bnn.persistence is estimators.persistence
+    assert pymc_bnn.pipeline is pipeline
     assert set(pymc_bnn.__all__) <= set(dir(pymc_bnn))
     import pytest
 
@@ -67,8 +71,10 @@ def _package_modules() -> dict[str, "Path"]:
 
 
 def _imports(name: str, path, modules) -> list[tuple[str, str | None]]:
-    """(module imported, name taken from it or None) of every import statement of a
-    package module, at the top or inside a function; relative imports resolved."""
+    """(module imported, name taken from it or None) of every import of a package
+    module: import statements at the top or inside a function (relative ones resolved),
+    and lazy ones, a string naming a package module (``importlib.import_module(
+    "pymc_bnn.x")``, a lazy-export table's ``"pymc_bnn.x"``)."""
     import ast
 
     out = []
@@ -91,27 +97,50 @@ def _imports(name: str, path, modules) -> list[tuple[str, str | None]]:
         elif isinstance(node, ast.Import):
             out += [(a.name[len("pymc_bnn."):], None) for a in node.names
                     if a.name.startswith("pymc_bnn.")]
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and node.value.startswith("pymc_bnn.")
+              and node.value[len("pymc_bnn."):] in modules):
+            out.append((node.value[len("pymc_bnn."):], None))
     return out
 
 
 def test_no_import_circles_among_the_modules():
     """Imports point one way (``docs/design.md``'s pipeline): no module imports, at
-    the top or inside a function, a module that imports it back, directly or through
-    others. (Imports of the package itself are left out: its ``__init__`` imports
-    lazily; a subpackage's ``__init__`` may re-export its own modules.)"""
+    the top, inside a function or lazily, a module that imports it back, directly or
+    through others. A subpackage's ``__init__`` counts as a module: one of its modules
+    importing from its own package's ``__init__`` is a circle. (Imports of the package
+    itself are left out: its ``__init__`` imports lazily.)"""
     import graphlib
 
     modules = _package_modules()
-    graph = {}
-    for name, path in modules.items():
-        deps = {m for m, _ in _imports(name, path, modules)}
-        if path.name == "__init__.py":  # a subpackage re-exporting its modules
-            deps = {d for d in deps if not d.startswith(name + ".")}
-        graph[name] = deps & set(modules) - {name}
+    graph = {name: {m for m, _ in _imports(name, path, modules)} & set(modules) - {name}
+             for name, path in modules.items()}
     try:
         list(graphlib.TopologicalSorter(graph).static_order())
     except graphlib.CycleError as exc:
         pytest.fail(f"import circle: {' -> '.join(exc.args[1])}")
+
+
+def test_the_circle_check_sees_lazy_imports(tmp_path):
+    """The import test above sees a function's import and a lazy one (by name)."""
+    (tmp_path / "a.py").write_text("def f():\n    from pymc_bnn.b import g\n")
+    (tmp_path / "b.py").write_text("import importlib\nM = importlib.import_module('pymc_bnn.a')\n")
+    modules = {"a": tmp_path / "a.py", "b": tmp_path / "b.py"}
+    assert _imports("a", modules["a"], modules) == [("b", "g")]
+    assert _imports("b", modules["b"], modules) == [("a", None)]
+
+
+def test_the_package_is_a_few_stages():
+    """One folder per stage: at most 16 entries at the top of the package."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "pymc_bnn"
+    entries = [p.name for p in root.iterdir() if p.name != "__pycache__"
+               and (p.suffix == ".py" or (p / "__init__.py").exists())]
+    assert len(entries) <= 16, sorted(entries)
+    stray = [p.name for p in root.iterdir() if p.is_dir() and p.name != "__pycache__"
+             and not (p / "__init__.py").exists()]
+    assert not stray, stray
 
 
 def test_no_module_imports_another_modules_private_names():
@@ -137,10 +166,25 @@ def test_public_warnings_live_in_exceptions():
     """One module holds the warnings; the old import paths still give the same class."""
     from sklearn.exceptions import ConvergenceWarning
 
-    from pymc_bnn import estimator, exceptions, inference
+    from pymc_bnn import exceptions, inference
+    from pymc_bnn import estimators as estimator
 
     assert exceptions.SamplingWarning is inference.SamplingWarning
     assert exceptions.InputScaleWarning is estimator.InputScaleWarning
     assert issubclass(exceptions.SamplingWarning, ConvergenceWarning)
     assert exceptions.ConvergenceWarning is ConvergenceWarning
     assert pymc_bnn.exceptions is exceptions
+
+
+def test_the_tests_mirror_the_package():
+    """A folder of tests per stage of the package (``runtime`` for ``_runtime``), and
+    the package run as a user runs it in ``integration``."""
+    from pathlib import Path
+
+    tests = Path(__file__).resolve().parent
+    root = tests.parent / "pymc_bnn"
+    stages = {p.name.lstrip("_") for p in root.iterdir() if (p / "__init__.py").exists()}
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders - stages == {"integration"}, folders - stages
+    assert not [p.name for p in tests.glob("test_*.py")
+                if p.stem[len("test_"):] in stages], "a stage's tests belong in its folder"

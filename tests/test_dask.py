@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor
-from pymc_bnn.estimator import InputScaleWarning
+from pymc_bnn.estimators import InputScaleWarning
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -214,7 +214,7 @@ def test_evidence_reads_only_its_rows_of_a_dask_array(in_process):
     """The evidence of dask arrays equals the evidence of the same rows in memory, for
     the random subset (more rows than max_rows) and for all rows; a non-finite value in
     a row it reads is named."""
-    from pymc_bnn.evidence import evidence_prior_scales
+    from pymc_bnn.inference.evidence import evidence_prior_scales
 
     rng = np.random.default_rng(SEED)
     X = rng.normal(size=(600, 3))
@@ -515,7 +515,7 @@ if __name__ == "__main__":
             fitted = clf(3000).fit(*data())
             peak = rss("VmHWM:")
             test = dask.compute(*[a[:20000] for a in data()])
-        from pymc_bnn.inference.runner_cache import RUNNERS
+        from pymc_bnn.inference._runner_cache import RUNNERS
         print(before, peak, fitted.score(*test), RUNNERS.hits)
 """
 

@@ -13,18 +13,19 @@ import tempfile
 import matplotlib.pyplot as plt
 import pytest
 
-MODULES = ("columns", "compile_cache", "datasets", "decision", "metrics", "model",
-           "plotting", "predictive", "report", "tempering",
+MODULES = ("tabular._columns", "_runtime.compile_cache", "datasets", "estimators._decision",
+           "metrics", "network.model", "plotting", "predictive._predictive", "plotting.report",
+           "policy._tempering",
            # the modules of the inference package that hold examples
-           "inference.concurrency", "inference.diagnostics", "inference.fitting",
-           "inference.nuts",
-           # the estimators (pymc_bnn.estimator re-exports them; doctest finds an
+           "inference._concurrency", "inference.diagnostics", "inference._fitting",
+           "inference._nuts",
+           # the estimators (pymc_bnn.estimators re-exports them; doctest finds an
            # example only in the module that defines it)
-           "classifier", "regressor",
+           "estimators._classifier", "estimators._regressor",
            # the parts of metrics and plotting (their functions' examples run there)
-           "metrics_calibration", "metrics_classification", "metrics_inputs",
-           "metrics_regression", "plotting_common", "plotting_fits", "plotting_maps",
-           "plotting_predictions")
+           "metrics._calibration", "metrics._classification", "metrics._inputs",
+           "metrics._regression", "plotting._common", "plotting._fits", "plotting._maps",
+           "plotting._predictions")
 
 
 # Every example runs under the suite's filterwarnings = error: an example that warns

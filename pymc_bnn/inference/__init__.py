@@ -1,4 +1,4 @@
-"""Fit a model from :func:`pymc_bnn.model.build_model` by ADVI, full-rank ADVI or NUTS.
+"""Fit a model from :func:`pymc_bnn.network.model.build_model` by ADVI, full-rank ADVI or NUTS.
 
 All three go through PyMC's own machinery (``pm.ADVI`` / ``pm.FullRankADVI`` with
 Adam, ``pm.sample`` with the fastest installed NUTS backend). This package adds the
@@ -9,43 +9,43 @@ warning when they fail) and an immutable result.
 Its modules, by concept (each public name is re-exported here):
 
 - :mod:`~pymc_bnn.inference.posterior`: the result type, :class:`Posterior`;
-- :mod:`~pymc_bnn.inference.fitting`: :func:`fit`, which dispatches to
-- :mod:`~pymc_bnn.inference.vi`: ADVI and full-rank ADVI (step sizes, the compiled
+- :mod:`~pymc_bnn.inference._fitting`: :func:`fit`, which dispatches to
+- :mod:`~pymc_bnn.inference._vi`: ADVI and full-rank ADVI (step sizes, the compiled
   engine's calls, ``pm.fit``), on
-- :mod:`~pymc_bnn.inference.compiled_vi`: the compiled ADVI scan
-  (:class:`~pymc_bnn.inference.compiled_vi.ScanADVI`), and
-  :mod:`~pymc_bnn.inference.runner_cache`: its runners kept per model structure, in
+- :mod:`~pymc_bnn.inference._compiled_vi`: the compiled ADVI scan
+  (:class:`~pymc_bnn.inference._compiled_vi.ScanADVI`), and
+  :mod:`~pymc_bnn.inference._runner_cache`: its runners kept per model structure, in
   memory and on disk;
-- :mod:`~pymc_bnn.inference.nuts`: NUTS with the fastest installed backend and
-  :func:`sample_more`, on :mod:`~pymc_bnn.inference.compiled_nuts` (nutpie's compiled
+- :mod:`~pymc_bnn.inference._nuts`: NUTS with the fastest installed backend and
+  :func:`sample_more`, on :mod:`~pymc_bnn.inference._compiled_nuts` (nutpie's compiled
   models kept per model structure);
-- :mod:`~pymc_bnn.inference.structure`: what identifies a model's structure for both
+- :mod:`~pymc_bnn.inference._structure`: what identifies a model's structure for both
   caches;
 - :mod:`~pymc_bnn.inference.diagnostics`: :func:`diagnose` and the warnings;
-- :mod:`~pymc_bnn.inference.concurrency`: :func:`fit_concurrently` and the lock that
+- :mod:`~pymc_bnn.inference._concurrency`: :func:`fit_concurrently` and the lock that
   serialises concurrent fits' graph work.
 """
 
 # re-exported: every public name of the modules below that pymc_bnn.inference had
 from pymc_bnn.exceptions import ConvergenceWarning, SamplingWarning
-from pymc_bnn.inference.concurrency import fit_concurrently
+from pymc_bnn.inference._concurrency import fit_concurrently
 from pymc_bnn.inference.diagnostics import (ELBO_MIN_STEPS, ELBO_MIN_WINDOW, ELBO_NOISE_Z,
                                             ELBO_RELATIVE_TOL, ELBO_TRIM,
                                             ELBO_WINDOW_FRACTION, ESS_PER_CHAIN,
                                             N_DIAGNOSTIC_POINTS, RHAT_THRESHOLD, diagnose)
-from pymc_bnn.inference.fitting import METHODS, fit
-from pymc_bnn.inference.nuts import (NUTS_INITS, NUTS_SAMPLERS, NUTS_SAMPLERS_HIERARCHICAL,
+from pymc_bnn.inference._fitting import METHODS, fit
+from pymc_bnn.inference._nuts import (NUTS_INITS, NUTS_SAMPLERS, NUTS_SAMPLERS_HIERARCHICAL,
                                      default_nuts_sampler, sample_more)
 from pymc_bnn.inference.posterior import Posterior
-from pymc_bnn.inference.vi import (ENGINES, MINIBATCH_ADVI_LEARNING_RATE,
+from pymc_bnn.inference._vi import (ENGINES, MINIBATCH_ADVI_LEARNING_RATE,
                                    MINIBATCH_FINAL_LR_FRACTION, SCAN_CALL_BYTES, SCAN_CHUNK,
                                    VI_DEFAULTS, minibatch_learning_rate)
 # importable from here before inference was a package (Posterior.spec is a NetworkSpec)
-from pymc_bnn.model import NetworkSpec, network_spec
+from pymc_bnn.network.model import NetworkSpec, network_spec
 # default_threads is public here (fit_concurrently's default); it lives in its own
-# module so that the NUTS chains (pymc_bnn.inference.compiled_nuts) need not import
+# module so that the NUTS chains (pymc_bnn.inference._compiled_nuts) need not import
 # the concurrency helpers
-from pymc_bnn.threads import THREADS_ENV, default_threads
+from pymc_bnn._runtime.threads import THREADS_ENV, default_threads
 
 __all__ = [
     "ENGINES",

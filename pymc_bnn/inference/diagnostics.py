@@ -71,18 +71,9 @@ def diagnose(posterior: Posterior, *, X: np.ndarray | None = None, groups=None) 
       under Adam's constant step (on moons a default run's loss *rose* by 2.7 such
       standard errors between its last two windows), and
     - by more than 1% of the loss (``ELBO_RELATIVE_TOL``; relative to
-      ``max(|final_loss|, 1)``, the loss being in nats). Measured on moons (500 rows,
-      (5, 5) tanh units; relative decrease between the last two windows, z):
-      default 10,000-step ADVI, 10 seeds: -0.6% to +0.4%, |z| <= 2.7, none flagged
-      (BNN losses level off in plateaus with occasional small drops); 5,000 steps,
-      4 seeds: -0.9% to +1.4%, 1 flagged; 2,000 steps: 1.4-3.3%, 1 of 3 flagged;
-      1,000 steps: 3.2-3.9%, z 4.6-6.7, all flagged; 300 steps: 13-42%, z >= 30.
-      With the 0.1% one might first pick, the z test alone would decide (one
-      standard error is 0.2-0.3% of the loss there), and the wander puts default fits
-      within reach of 3 standard errors; 1% lies above every default full-batch fit
-      and below every 1,000-step fit. Defaults flagged in 6 seeds: minibatch (batch
-      50) 1 (3.5%, z 3.4), full-rank 1 (1.6%, z 5.6); both were indeed still falling
-      over their last 4,000-8,000 steps.
+      ``max(|final_loss|, 1)``, the loss being in nats): above every default
+      full-batch fit on moons and below every 1,000-step fit (the measurement:
+      ``research/notes/code-measurements.md``, "ELBO convergence thresholds").
 
     Both are needed to flag a run: a decrease within the noise (minibatch runs) is no
     evidence of progress, and a significant decrease smaller than 1% of the loss (long
@@ -219,7 +210,7 @@ def _network_outputs(posterior: Posterior, X: np.ndarray, groups) -> tuple[np.nd
     Uses the predictive's compiled forward pass (the same graph as the likelihood)
     with its identity head, in float64 (``PosteriorPredictive._outputs``).
     """
-    from pymc_bnn.predictive import from_idata
+    from pymc_bnn.predictive._predictive import from_idata
 
     spec = posterior.spec
     post = posterior.idata.posterior

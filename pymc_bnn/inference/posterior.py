@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pymc_bnn.spec import NetworkSpec
+from pymc_bnn.network.spec import NetworkSpec
 
 __all__ = ["Posterior"]
 
@@ -76,7 +76,7 @@ class Posterior:
         chains); None for VI (the approximation holds it) and after loading.
     laplace : LaplaceGaussian or None
         The Gaussian of a Laplace fit (``method="laplace"``,
-        :mod:`pymc_bnn.laplace`); None otherwise and after loading (the stored draws
+        :mod:`pymc_bnn.inference.laplace`); None otherwise and after loading (the stored draws
         and their linearisation point serve the predictions).
     diagnostics : Mapping
         Convergence diagnostics of the run, computed once by :func:`fit` (or
