@@ -1,6 +1,8 @@
 # Set-up and entry points. Every target installs what it needs into .venv first.
 #   make demo   - fit the two-moons demo, print test accuracy, write figures/
-#   make test   - the test suite (fast + slow tiers, notebook 09, command line, README blocks)
+#   make test   - lint (ruff check, ruff format --check), then the test suite (fast + slow
+#                 tiers, notebook 09, command line, README blocks)
+#   make lint   - ruff check and ruff format --check alone (make format: apply both)
 #   make test-fast - the inner loop: neither the slow nor the integration tier
 #   make test-benchmarks - every benchmark script's --quick smoke run (CI runs it after make test)
 #   make test-notebooks - every notebook's quick run but 09's (in make test) (CI runs it too)
@@ -10,7 +12,7 @@ PY    := $(VENV)/bin/python
 # Re-install when the package metadata changes.
 STAMP  = $(VENV)/.installed-$(1)-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: demo test test-fast test-benchmarks test-notebooks test-extended bench clean venv
+.PHONY: demo test lint format test-fast test-benchmarks test-notebooks test-extended bench clean venv
 
 $(VENV)/bin/python:
 	@interp="$$(bash tools/find_python.sh)" || exit 1; \
@@ -36,7 +38,15 @@ demo: $(call STAMP,run)
 # go out in the order conftest.py gives them, heaviest first
 XDIST := -n 2 --dist loadgroup --no-loadscope-reorder
 
-test: $(call STAMP,test)
+lint: $(call STAMP,test)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(call STAMP,test)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+test: lint
 	$(PY) -m pytest $(XDIST) -m "not benchmark and not notebook and not extended"
 
 test-fast: $(call STAMP,test)

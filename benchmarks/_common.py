@@ -43,8 +43,20 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 #: Where ``--quick`` runs write unless told otherwise (never over the committed results).
 QUICK_DIR = Path(tempfile.gettempdir()) / "pymc_bnn_benchmarks_quick"
 
-_VERSIONED = ("numpy", "scipy", "pymc", "pytensor", "arviz", "sklearn", "jax", "jaxlib",
-              "numpyro", "nutpie", "numba", "pymc_bnn")
+_VERSIONED = (
+    "numpy",
+    "scipy",
+    "pymc",
+    "pytensor",
+    "arviz",
+    "sklearn",
+    "jax",
+    "jaxlib",
+    "numpyro",
+    "nutpie",
+    "numba",
+    "pymc_bnn",
+)
 
 
 def _cpu_model() -> str:
@@ -77,7 +89,8 @@ def machine_info() -> dict:
     info = {
         "cpu_model": _cpu_model(),
         "cores": os.cpu_count(),
-        "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+        "cores_usable": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
         else os.cpu_count(),
         "load_avg_1_5_15": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "mem_total_gb": None,
@@ -99,9 +112,11 @@ def machine_info() -> dict:
         info["pytensor_floatX"] = pytensor.config.floatX
     except Exception:  # pragma: no cover - informational only
         pass
-    info["threads_env"] = {k: os.environ.get(k) for k in
-                           ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                            "XLA_FLAGS") if os.environ.get(k)}
+    info["threads_env"] = {
+        k: os.environ.get(k)
+        for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "XLA_FLAGS")
+        if os.environ.get(k)
+    }
     return info
 
 
@@ -122,19 +137,27 @@ class _Parser(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         parsed, rest = super().parse_known_args(args, namespace)
         if getattr(parsed, "out", "") is None:
-            parsed.out = default_out_dir(bool(getattr(parsed, "quick", False))) / f"{self._name}.json"
+            parsed.out = (
+                default_out_dir(bool(getattr(parsed, "quick", False))) / f"{self._name}.json"
+            )
         return parsed, rest
 
 
 def base_parser(description: str, name: str) -> argparse.ArgumentParser:
     """Arguments every script shares: ``--quick``, ``--out``, ``--seed``."""
-    parser = _Parser(description=description, name=name,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true",
-                        help="shrink everything (smoke test, a minute or two)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help=f"JSON output path (default: benchmarks/results/{name}.json; "
-                             f"with --quick, {name}.json in {QUICK_DIR})")
+    parser = _Parser(
+        description=description, name=name, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="shrink everything (smoke test, a minute or two)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"JSON output path (default: benchmarks/results/{name}.json; "
+        f"with --quick, {name}.json in {QUICK_DIR})",
+    )
     parser.add_argument("--seed", type=int, default=0, help="master seed (default 0)")
     return parser
 
@@ -304,10 +327,13 @@ def time_call(fn, *args, **kwargs):
 def print_header(title: str, info: dict) -> None:
     v = info["versions"]
     print(f"## {title}\n")
-    print(f"{info['cpu_model']}, {info['cores_usable']} usable cores, load "
-          f"{info['load_avg_1_5_15']}; Python {info['python']}, pymc {v['pymc']}, "
-          f"pytensor {v['pytensor']} ({info.get('pytensor_linker')}), jax {v['jax']}, "
-          f"numpyro {v['numpyro']}, nutpie {v['nutpie']}\n", flush=True)
+    print(
+        f"{info['cpu_model']}, {info['cores_usable']} usable cores, load "
+        f"{info['load_avg_1_5_15']}; Python {info['python']}, pymc {v['pymc']}, "
+        f"pytensor {v['pytensor']} ({info.get('pytensor_linker')}), jax {v['jax']}, "
+        f"numpyro {v['numpyro']}, nutpie {v['nutpie']}\n",
+        flush=True,
+    )
 
 
 def flush() -> None:

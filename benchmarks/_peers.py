@@ -70,8 +70,7 @@ def pymc_classic_model(X: np.ndarray, y: np.ndarray, layer_shapes, *, sigma: flo
         X_data = pm.Data("X", X)
         y_data = pm.Data("y", y)
         h = X_data
-        for i, ((w, b), (fan_in, fan_out)) in enumerate(zip(weight_names(n_layers),
-                                                             layer_shapes)):
+        for i, ((w, b), (fan_in, fan_out)) in enumerate(zip(weight_names(n_layers), layer_shapes)):
             W = pm.Normal(w, 0.0, sigma, shape=(fan_in, fan_out))
             B = pm.Normal(b, 0.0, sigma, shape=(fan_out,))
             h = pm.math.dot(h, W) + B
@@ -83,8 +82,9 @@ def pymc_classic_model(X: np.ndarray, y: np.ndarray, layer_shapes, *, sigma: flo
     return model
 
 
-def numpyro_bnn(X, y=None, *, layer_shapes, sigma: float = 1.0, subsample_size=None,
-                with_p: bool = True):
+def numpyro_bnn(
+    X, y=None, *, layer_shapes, sigma: float = 1.0, subsample_size=None, with_p: bool = True
+):
     """NumPyro model identical to ``pymc_bnn.build_model`` (binary, tanh).
 
     With ``subsample_size`` the likelihood sees a random minibatch of rows per call,
@@ -153,11 +153,11 @@ def jax_mean_proba(n_layers: int, *, chunk: int = 1024):
         step = min(chunk, n)
         out = np.empty(n)
         for start in range(0, n, step):
-            Xc = X[start:start + step]
+            Xc = X[start : start + step]
             m = Xc.shape[0]
             if m < step:
                 Xc = np.concatenate([Xc, np.zeros((step - m, X.shape[1]), dtype=X.dtype)])
-            out[start:start + m] = np.asarray(chunk_mean(Xc, ws))[:m]
+            out[start : start + m] = np.asarray(chunk_mean(Xc, ws))[:m]
         return out
 
     return f

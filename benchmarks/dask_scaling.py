@@ -191,8 +191,12 @@ def mem_cpu() -> dict:
     hwm_kb = _status_kb("VmHWM")
     if hwm_kb is None:
         hwm_kb = usage.ru_maxrss  # KB on Linux
-    return {"rss_mb": None if rss_kb is None else rss_kb / 1024, "peak_mb": hwm_kb / 1024,
-            "cpu_s": usage.ru_utime + usage.ru_stime, "pid": os.getpid()}
+    return {
+        "rss_mb": None if rss_kb is None else rss_kb / 1024,
+        "peak_mb": hwm_kb / 1024,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "pid": os.getpid(),
+    }
 
 
 def measured(fn, client=None) -> dict:
@@ -210,16 +214,20 @@ def measured(fn, client=None) -> dict:
     seconds = time.perf_counter() - t0
     c1 = mem_cpu()
     w1 = client.run(mem_cpu) if client is not None else {}
-    cpu = (c1["cpu_s"] - c0["cpu_s"]) + sum(w1[w]["cpu_s"] - w0[w]["cpu_s"] for w in w1
-                                            if w in w0)
+    cpu = (c1["cpu_s"] - c0["cpu_s"]) + sum(w1[w]["cpu_s"] - w0[w]["cpu_s"] for w in w1 if w in w0)
     return {
-        "seconds": seconds, "value": value, "memory_method": method,
-        "client_peak_mb": c1["peak_mb"], "client_rss_before_mb": c0["rss_mb"],
-        "client_peak_extra_mb": None if c0["rss_mb"] is None
+        "seconds": seconds,
+        "value": value,
+        "memory_method": method,
+        "client_peak_mb": c1["peak_mb"],
+        "client_rss_before_mb": c0["rss_mb"],
+        "client_peak_extra_mb": None
+        if c0["rss_mb"] is None
         else max(c1["peak_mb"] - c0["rss_mb"], 0.0),
         "workers_peak_mb": {w: v["peak_mb"] for w, v in w1.items()},
         "workers_rss_before_mb": {w: v["rss_mb"] for w, v in w0.items()},
-        "cpu_s": cpu, "cores_busy": cpu / seconds if seconds > 0 else None,
+        "cpu_s": cpu,
+        "cores_busy": cpu / seconds if seconds > 0 else None,
     }
 
 
@@ -234,8 +242,7 @@ def _restore_env(name: str, value: str | None):
 
 
 def worker_env() -> dict:
-    return {k: os.environ.get(k) for k in (TRIM_VAR, "OMP_NUM_THREADS",
-                                           "PYMC_BNN_COMPILE_CACHE")}
+    return {k: os.environ.get(k) for k in (TRIM_VAR, "OMP_NUM_THREADS", "PYMC_BNN_COMPILE_CACHE")}
 
 
 @contextlib.contextmanager
@@ -262,9 +269,18 @@ def local_cluster(n_workers: int, cache_mode: str, tmp: Path, *, trim_unset: boo
     # workers through inheritance: remove it for a "trim unset" cluster.
     saved = os.environ.pop(TRIM_VAR, None) if trim_unset else None
     t0 = time.perf_counter()
-    with _restore_env(TRIM_VAR, saved), dask.config.set(unset), distributed.LocalCluster(
-            n_workers=n_workers, threads_per_worker=1, processes=True,
-            dashboard_address=None, silence_logs=logging.ERROR, env=env) as cluster:
+    with (
+        _restore_env(TRIM_VAR, saved),
+        dask.config.set(unset),
+        distributed.LocalCluster(
+            n_workers=n_workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+            env=env,
+        ) as cluster,
+    ):
         with distributed.Client(cluster) as client:
             client.wait_for_workers(n_workers)
             yield client, time.perf_counter() - t0, cache
@@ -306,36 +322,56 @@ def zarr_data(folder: Path, n: int, chunk: int, seed: int) -> dict:
     the same description already there are reused."""
     import zarr
 
-    meta = {"n_rows": n, "chunk_rows": chunk, "seed": seed, "features": FIT_FEATURES,
-            "noise_sd": FIT_NOISE_SD,
-            "rule": "x0 + 0.5 x1^2 - x2 x3 + N(0, noise_sd^2) > 0.5"}
-    paths = {"X": folder / f"X_{n}_{chunk}_{seed}.zarr",
-             "y": folder / f"y_{n}_{chunk}_{seed}.zarr"}
+    meta = {
+        "n_rows": n,
+        "chunk_rows": chunk,
+        "seed": seed,
+        "features": FIT_FEATURES,
+        "noise_sd": FIT_NOISE_SD,
+        "rule": "x0 + 0.5 x1^2 - x2 x3 + N(0, noise_sd^2) > 0.5",
+    }
+    paths = {"X": folder / f"X_{n}_{chunk}_{seed}.zarr", "y": folder / f"y_{n}_{chunk}_{seed}.zarr"}
     info = {"x_path": str(paths["X"]), "y_path": str(paths["y"]), **meta}
     try:
         if all(dict(zarr.open_array(str(p), mode="r").attrs) == meta for p in paths.values()):
-            return {**info, "reused": True, "write_s": None,
-                    "x_store_mib": _store_mib(paths["X"]),
-                    "y_store_mib": _store_mib(paths["y"])}
+            return {
+                **info,
+                "reused": True,
+                "write_s": None,
+                "x_store_mib": _store_mib(paths["X"]),
+                "y_store_mib": _store_mib(paths["y"]),
+            }
     except Exception:  # missing or unreadable: (re)write
         pass
     t0 = time.perf_counter()
-    zx = zarr.create_array(store=str(paths["X"]), shape=(n, FIT_FEATURES),
-                           chunks=(chunk, FIT_FEATURES), dtype="float64", overwrite=True)
-    zy = zarr.create_array(store=str(paths["y"]), shape=(n,), chunks=(chunk,),
-                           dtype="int64", overwrite=True)
+    zx = zarr.create_array(
+        store=str(paths["X"]),
+        shape=(n, FIT_FEATURES),
+        chunks=(chunk, FIT_FEATURES),
+        dtype="float64",
+        overwrite=True,
+    )
+    zy = zarr.create_array(
+        store=str(paths["y"]), shape=(n,), chunks=(chunk,), dtype="int64", overwrite=True
+    )
     positives = 0
     for i, start in enumerate(range(0, n, chunk)):
         m = min(chunk, n - start)
         X, y = synthetic_block(seed, 1, i, m)
-        zx[start:start + m] = X
-        zy[start:start + m] = y
+        zx[start : start + m] = X
+        zy[start : start + m] = y
         positives += int(y.sum())
     zx.attrs.update(meta)
     zy.attrs.update(meta)
-    return {**info, "reused": False, "write_s": time.perf_counter() - t0,
-            "class_1_share": positives / n, "compressors": str(zx.compressors),
-            "x_store_mib": _store_mib(paths["X"]), "y_store_mib": _store_mib(paths["y"])}
+    return {
+        **info,
+        "reused": False,
+        "write_s": time.perf_counter() - t0,
+        "class_1_share": positives / n,
+        "compressors": str(zx.compressors),
+        "x_store_mib": _store_mib(paths["X"]),
+        "y_store_mib": _store_mib(paths["y"]),
+    }
 
 
 class ChunkClock:
@@ -403,9 +439,13 @@ def fit_worker(spec: dict) -> dict:
     from pymc_bnn import BayesianMLPClassifier
 
     clock = ChunkClock()
-    out = {"pid": os.getpid(), "rss_start_mb": rss_start,
-           "imports_s": time.perf_counter() - t_start, "rss_after_imports_mb": _common.rss_mb(),
-           "chunk_clock": clock.installed}
+    out = {
+        "pid": os.getpid(),
+        "rss_start_mb": rss_start,
+        "imports_s": time.perf_counter() - t_start,
+        "rss_after_imports_mb": _common.rss_mb(),
+        "chunk_clock": clock.installed,
+    }
     X_test, y_test = synthetic_block(spec["seed"], 2, 0, spec["test_rows"])
     streamed = spec["method"] == "streamed"
     t0 = time.perf_counter()
@@ -418,8 +458,12 @@ def fit_worker(spec: dict) -> dict:
     out["rss_after_data_mb"] = _common.rss_mb()
     # prior_sigma=1.0: one fixed prior for both paths ("auto" would add the evidence
     # step, on 20,000 rows either way, to both fits; this part measures the steps)
-    kw = {"hidden_layer_sizes": (16,), "batch_size": spec["batch_size"], "prior_sigma": 1.0,
-          "random_state": spec["seed"]}
+    kw = {
+        "hidden_layer_sizes": (16,),
+        "batch_size": spec["batch_size"],
+        "prior_sigma": 1.0,
+        "random_state": spec["seed"],
+    }
     if not streamed:  # the streamed fit's "auto" is T = 1 (no held-out folds)
         kw["posterior_temperature"] = 1.0
 
@@ -445,11 +489,14 @@ def fit_worker(spec: dict) -> dict:
         per_1000.append(steps)
         loss = np.asarray(clf.loss_curve_, dtype=np.float64)
         out.update(
-            n_steps=int(loss.size), loss_last1000=float(loss[-1000:].mean()),
+            n_steps=int(loss.size),
+            loss_last1000=float(loss[-1000:].mean()),
             loss_last1000_sem=float(loss[-1000:].std() / np.sqrt(min(1000, loss.size))),
             loss_first1000=float(loss[:1000].mean()),
             posterior_temperature=float(clf.posterior_temperature_),
-            n_rows_model=int(clf.posterior_.spec.n_rows), engine=clf.posterior_.engine)
+            n_rows_model=int(clf.posterior_.spec.n_rows),
+            engine=clf.posterior_.engine,
+        )
         out["score_s"], acc = _common.time_call(clf.score, X_test, y_test)
         out["test_accuracy"] = float(acc)
         # a fitted estimator holds its training data (model containers, and the
@@ -464,10 +511,14 @@ def fit_worker(spec: dict) -> dict:
             fit_s.append(t)
             per_1000.append(steps)
         out["peak_after_repeats_mb"] = _common._status_kb("VmHWM") / 1024
-    out["convergence_warnings"] = sum(issubclass(w.category, ConvergenceWarning)
-                                      for w in caught)
-    out["other_warnings"] = sorted({f"{w.category.__name__}: {w.message}" for w in caught
-                                    if not issubclass(w.category, ConvergenceWarning)})[:5]
+    out["convergence_warnings"] = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
+    out["other_warnings"] = sorted(
+        {
+            f"{w.category.__name__}: {w.message}"
+            for w in caught
+            if not issubclass(w.category, ConvergenceWarning)
+        }
+    )[:5]
     out["fit_s_runs"], out["fit_s"] = fit_s, _common.median(fit_s)
     out["advi_s_per_1000_runs"] = per_1000
     every = [v for run in per_1000 for v in run]
@@ -478,8 +529,11 @@ def fit_worker(spec: dict) -> dict:
         # the rest of a fit: model build, target encoding (on dask: reads all of y),
         # the first pool blocks, the first call, posterior draws and predictive
         out["fixed_s"] = out["fit_s"] - (spec["n_iter"] / 1000 - 1) * out["advi_s_per_1000"]
-        out["compile_s"] = (out["first_fit_s"] - out["fixed_s"]
-                            - (spec["warm_iter"] / 1000 - 1) * out["advi_s_per_1000"])
+        out["compile_s"] = (
+            out["first_fit_s"]
+            - out["fixed_s"]
+            - (spec["warm_iter"] / 1000 - 1) * out["advi_s_per_1000"]
+        )
     out["fit_growth_mb"] = out["peak_fit_mb"] - out["rss_before_fit_mb"]
     out["cpu_s"] = sum(os.times()[:2])
     out["process_s"] = time.perf_counter() - t_start
@@ -493,7 +547,11 @@ def start_fit_worker(spec: dict, env: dict):
 
     return subprocess.Popen(
         [sys.executable, str(Path(__file__).resolve()), "--fit-worker", json.dumps(spec)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **env})
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
+    )
 
 
 def finish_fit_worker(proc, timeout: float) -> dict:
@@ -509,9 +567,8 @@ def finish_fit_worker(proc, timeout: float) -> dict:
         raise
     lines = [ln for ln in stdout.splitlines() if ln.startswith(FIT_RESULT)]
     if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"fit process exited with {proc.returncode}: "
-                           f"{stderr.strip()[-1500:]}")
-    return json.loads(lines[-1][len(FIT_RESULT):])
+        raise RuntimeError(f"fit process exited with {proc.returncode}: {stderr.strip()[-1500:]}")
+    return json.loads(lines[-1][len(FIT_RESULT) :])
 
 
 def fit_section(rows, args, s, tmp: Path) -> dict:
@@ -520,31 +577,59 @@ def fit_section(rows, args, s, tmp: Path) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     data_info = {}
     for n in args.fit_sizes:
-        base = {"section": "fit", "n_rows": n, "chunk_rows": s["fit_chunk_rows"],
-                "x_mib": n * FIT_FEATURES * 8 / 2**20, "y_mib": n * 8 / 2**20}
+        base = {
+            "section": "fit",
+            "n_rows": n,
+            "chunk_rows": s["fit_chunk_rows"],
+            "x_mib": n * FIT_FEATURES * 8 / 2**20,
+            "y_mib": n * 8 / 2**20,
+        }
         try:
             info = zarr_data(folder, n, s["fit_chunk_rows"], args.seed)
         except Exception as exc:
             traceback.print_exc()
-            rows.extend({**base, "method": m, "status": "failed",
-                         "reason": f"data: {type(exc).__name__}: {exc}"} for m in FIT_METHODS)
+            rows.extend(
+                {
+                    **base,
+                    "method": m,
+                    "status": "failed",
+                    "reason": f"data: {type(exc).__name__}: {exc}",
+                }
+                for m in FIT_METHODS
+            )
             continue
         data_info[str(n)] = info
-        print(f"fit data N={n:,}: {'reused' if info['reused'] else 'written'} "
-              f"({info['x_store_mib']:.0f} MiB X on disk)", file=sys.stderr, flush=True)
+        print(
+            f"fit data N={n:,}: {'reused' if info['reused'] else 'written'} "
+            f"({info['x_store_mib']:.0f} MiB X on disk)",
+            file=sys.stderr,
+            flush=True,
+        )
         started = {}
         for method in FIT_METHODS:
-            spec = {"method": method, "n_rows": n, "x_path": info["x_path"],
-                    "y_path": info["y_path"], "seed": args.seed,
-                    "batch_size": s["fit_batch_size"], "n_iter": s["fit_n_iter"],
-                    "warm_iter": s["fit_warm_iter"], "repeats": args.repeats,
-                    "test_rows": s["fit_test_rows"]}
+            spec = {
+                "method": method,
+                "n_rows": n,
+                "x_path": info["x_path"],
+                "y_path": info["y_path"],
+                "seed": args.seed,
+                "batch_size": s["fit_batch_size"],
+                "n_iter": s["fit_n_iter"],
+                "warm_iter": s["fit_warm_iter"],
+                "repeats": args.repeats,
+                "test_rows": s["fit_test_rows"],
+            }
             env = {}
             if args.compile_cache == "fresh":  # each process compiles from scratch
                 env["PYMC_BNN_COMPILE_CACHE"] = tempfile.mkdtemp(
-                    prefix=f"fit-{method}-{n}-", dir=tmp)
-            row = {**base, "method": method, "load_avg_before": list(os.getloadavg()),
-                   "concurrent": s["fit_concurrent"]}
+                    prefix=f"fit-{method}-{n}-", dir=tmp
+                )
+            row = {
+                **base,
+                "method": method,
+                "load_avg_before": list(os.getloadavg()),
+                "concurrent": s["fit_concurrent"],
+            }
             started[method] = row, start_fit_worker(spec, env)
             if not s["fit_concurrent"]:  # one process at a time: measured alone
                 collect_fit(rows, *started.pop(method), args.fit_timeout)
@@ -566,11 +651,24 @@ def collect_fit(rows, row: dict, proc, timeout: float) -> None:
         row["peak_over_x"] = row["peak_fit_mb"] / row["x_mib"]
     row["load_avg_after"] = list(os.getloadavg())
     rows.append(row)
-    shown = [f"{k} {row[k]:.4g}" for k in (
-        "first_fit_s", "fit_s", "advi_s_per_1000", "rss_before_fit_mb",
-        "peak_fit_mb", "test_accuracy", "loss_last1000") if row.get(k) is not None]
-    print(f"fit {row['method']:9s} N={row['n_rows']:>10,} {row['status']:7s} "
-          + "  ".join(shown), file=sys.stderr, flush=True)
+    shown = [
+        f"{k} {row[k]:.4g}"
+        for k in (
+            "first_fit_s",
+            "fit_s",
+            "advi_s_per_1000",
+            "rss_before_fit_mb",
+            "peak_fit_mb",
+            "test_accuracy",
+            "loss_last1000",
+        )
+        if row.get(k) is not None
+    ]
+    print(
+        f"fit {row['method']:9s} N={row['n_rows']:>10,} {row['status']:7s} " + "  ".join(shown),
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def fit_targets(rows, n: int) -> None:
@@ -585,21 +683,30 @@ def fit_targets(rows, n: int) -> None:
     ratio = st["advi_s_per_1000"] / mem["advi_s_per_1000"]
     peak_bytes = st["peak_fit_mb"] * 2**20
     row.update(
-        status="ok", x_mib=st["x_mib"],
+        status="ok",
+        x_mib=st["x_mib"],
         streamed_baseline_mb=st["rss_before_fit_mb"],
         streamed_after_imports_mb=st["rss_after_imports_mb"],
-        streamed_peak_mb=st["peak_fit_mb"], streamed_growth_mb=st["fit_growth_mb"],
-        in_memory_peak_mb=mem["peak_fit_mb"], in_memory_growth_mb=mem["fit_growth_mb"],
-        streamed_s_per_1000=st["advi_s_per_1000"], in_memory_s_per_1000=mem["advi_s_per_1000"],
-        time_ratio=ratio, fit_time_ratio=st["fit_s"] / mem["fit_s"],
-        streamed_accuracy=st["test_accuracy"], in_memory_accuracy=mem["test_accuracy"],
-        streamed_loss=st["loss_last1000"], in_memory_loss=mem["loss_last1000"],
+        streamed_peak_mb=st["peak_fit_mb"],
+        streamed_growth_mb=st["fit_growth_mb"],
+        in_memory_peak_mb=mem["peak_fit_mb"],
+        in_memory_growth_mb=mem["fit_growth_mb"],
+        streamed_s_per_1000=st["advi_s_per_1000"],
+        in_memory_s_per_1000=mem["advi_s_per_1000"],
+        time_ratio=ratio,
+        fit_time_ratio=st["fit_s"] / mem["fit_s"],
+        streamed_accuracy=st["test_accuracy"],
+        in_memory_accuracy=mem["test_accuracy"],
+        streamed_loss=st["loss_last1000"],
+        in_memory_loss=mem["loss_last1000"],
         loss_ratio=st["loss_last1000"] / mem["loss_last1000"],
         peak_target_met=bool(peak_bytes <= TARGET_PEAK_BYTES),
         growth_within_target=bool(st["fit_growth_mb"] * 2**20 <= TARGET_PEAK_BYTES),
-        time_target_met=bool(ratio <= TARGET_TIME_RATIO))
-    row["peak_target"] = ("yes" if row["peak_target_met"] else "no") + \
-        f" ({peak_bytes / 1e6:,.0f} MB)"
+        time_target_met=bool(ratio <= TARGET_TIME_RATIO),
+    )
+    row["peak_target"] = (
+        "yes" if row["peak_target_met"] else "no"
+    ) + f" ({peak_bytes / 1e6:,.0f} MB)"
     row["time_target"] = ("yes" if row["time_target_met"] else "no") + f" ({ratio:.2f}x)"
     rows.append(row)
 
@@ -616,9 +723,12 @@ def fit_moons(seed: int):
     scaler = StandardScaler().fit(X)
     clf = BayesianMLPClassifier((5, 5), posterior_temperature=1.0, random_state=0)
     t, _ = _common.time_call(clf.fit, scaler.transform(X), y)
-    return clf, {"fit_s": t, "train_accuracy": float(clf.score(scaler.transform(X), y)),
-                 "test_accuracy": float(clf.score(scaler.transform(Xt), yt)),
-                 "n_draws": clf.n_draws}
+    return clf, {
+        "fit_s": t,
+        "train_accuracy": float(clf.score(scaler.transform(X), y)),
+        "test_accuracy": float(clf.score(scaler.transform(Xt), yt)),
+        "n_draws": clf.n_draws,
+    }
 
 
 def rows_array(n: int, chunk: int, seed: int):
@@ -668,8 +778,13 @@ def block_workers(task_stream) -> dict:
 
 def block_compute_s(task_stream) -> float:
     """Seconds the workers spent computing prediction blocks (summed over blocks)."""
-    return sum(ss["stop"] - ss["start"] for t in task_stream if _is_block(t)
-               for ss in t.get("startstops", ()) if ss.get("action") == "compute")
+    return sum(
+        ss["stop"] - ss["start"]
+        for t in task_stream
+        if _is_block(t)
+        for ss in t.get("startstops", ())
+        if ss.get("action") == "compute"
+    )
 
 
 def summarise_calls(calls: list[dict]) -> dict:
@@ -698,8 +813,9 @@ def predict_path(rows, path, clf, sizes, args, chunk, client=None, extra=None):
             first = measured(lambda: float(mean_proba_1(clf, x)))
         elif client is None:
             x = rows_array(WARMUP_ROWS, WARMUP_ROWS // 4, args.seed + 1)
-            first = measured(lambda: float(dask.compute(mean_proba_1(clf, x),
-                                                        scheduler="threads")[0]))
+            first = measured(
+                lambda: float(dask.compute(mean_proba_1(clf, x), scheduler="threads")[0])
+            )
         else:
             import distributed
 
@@ -708,9 +824,13 @@ def predict_path(rows, path, clf, sizes, args, chunk, client=None, extra=None):
 
             def warm_all():
                 t0 = time.perf_counter()
-                futs = {client.compute(mean_proba_1(clf, rows_array(
-                    WARMUP_ROWS, WARMUP_ROWS, args.seed + 1 + i)), workers=[w]): w
-                    for i, w in enumerate(workers)}
+                futs = {
+                    client.compute(
+                        mean_proba_1(clf, rows_array(WARMUP_ROWS, WARMUP_ROWS, args.seed + 1 + i)),
+                        workers=[w],
+                    ): w
+                    for i, w in enumerate(workers)
+                }
                 for fut in distributed.as_completed(futs):
                     fut.result()
                     done[futs[fut]] = time.perf_counter() - t0
@@ -724,42 +844,60 @@ def predict_path(rows, path, clf, sizes, args, chunk, client=None, extra=None):
     except Exception as exc:
         traceback.print_exc()
         for n in sizes:
-            rows.append({"section": "predict", "path": path, "n_rows": n, "status": "failed",
-                         "reason": f"first call: {type(exc).__name__}: {exc}", **extra})
+            rows.append(
+                {
+                    "section": "predict",
+                    "path": path,
+                    "n_rows": n,
+                    "status": "failed",
+                    "reason": f"first call: {type(exc).__name__}: {exc}",
+                    **extra,
+                }
+            )
         return
 
     for n in sizes:
-        row = {"section": "predict", "path": path, "n_rows": n, "chunk_rows": chunk,
-               "first_call_s": first["seconds"], "first_call": _strip(first), **extra}
+        row = {
+            "section": "predict",
+            "path": path,
+            "n_rows": n,
+            "chunk_rows": chunk,
+            "first_call_s": first["seconds"],
+            "first_call": _strip(first),
+            **extra,
+        }
         try:
             X = rows_array(n, chunk, args.seed)
             if path == "numpy":
                 gb, avail = numpy_gb(n, len(clf.classes_)), mem_available_gb()
                 row["numpy_estimated_gb"] = gb
                 if gb > args.max_numpy_gb or (avail is not None and gb > avail / 2):
-                    raise Skip(f"the NumPy path would hold ~{gb:.1f} GB "
-                                      f"(limit {args.max_numpy_gb} GB, available "
-                                      f"{avail:.1f} GB)")
+                    raise Skip(
+                        f"the NumPy path would hold ~{gb:.1f} GB "
+                        f"(limit {args.max_numpy_gb} GB, available "
+                        f"{avail:.1f} GB)"
+                    )
                 t_mat, x = _common.time_call(X.compute, scheduler="threads")
                 row["materialise_s"] = t_mat
                 data = measured(lambda: float(x[:, 1].mean()))
-                calls = [measured(lambda: float(mean_proba_1(clf, x)))
-                         for _ in range(args.repeats)]
+                calls = [measured(lambda: float(mean_proba_1(clf, x))) for _ in range(args.repeats)]
                 del x
             elif client is None:
                 data = measured(lambda: float(X[:, 1].mean().compute(scheduler="threads")))
-                calls = [measured(lambda: float(mean_proba_1(clf, X).compute(
-                    scheduler="threads"))) for _ in range(args.repeats)]
+                calls = [
+                    measured(lambda: float(mean_proba_1(clf, X).compute(scheduler="threads")))
+                    for _ in range(args.repeats)
+                ]
             else:
                 import distributed
 
-                data = measured(lambda: float(client.compute(X[:, 1].mean()).result()),
-                                client)
+                data = measured(lambda: float(client.compute(X[:, 1].mean()).result()), client)
                 calls = []
                 for _ in range(args.repeats):
                     with distributed.get_task_stream(client) as ts:
-                        c = measured(lambda: float(client.compute(
-                            mean_proba_1(clf, X)).result()), client)
+                        c = measured(
+                            lambda: float(client.compute(mean_proba_1(clf, X)).result()), client
+                        )
                     c["blocks_per_worker"] = block_workers(ts.data)
                     c["blocks_compute_s"] = block_compute_s(ts.data)
                     calls.append(c)
@@ -770,19 +908,29 @@ def predict_path(rows, path, clf, sizes, args, chunk, client=None, extra=None):
             row.update(status="failed", reason=f"{type(exc).__name__}: {exc}")
         else:
             values = [c["value"] for c in calls]
-            row.update(status="ok", data_only_s=data["seconds"], mean_proba_1=values[0],
-                       values_spread=max(values) - min(values),
-                       calls=[_strip(c) for c in calls], **summarise_calls(calls))
+            row.update(
+                status="ok",
+                data_only_s=data["seconds"],
+                mean_proba_1=values[0],
+                values_spread=max(values) - min(values),
+                calls=[_strip(c) for c in calls],
+                **summarise_calls(calls),
+            )
             row["rows_per_s"] = n / row["warm_s"]
             if calls[-1].get("blocks_per_worker") is not None:
                 counts = sorted(calls[-1]["blocks_per_worker"].values(), reverse=True)
                 row["blocks_split"] = "+".join(map(str, counts))
         rows.append(row)
-        shown = [f"{k} {row[k]:.3g}" for k in ("first_call_s", "warm_s", "rows_per_s",
-                                              "client_peak_mb", "worker_peak_mb")
-                 if row.get(k) is not None]
-        print(f"predict {path:15s} N={n:>10,} {row['status']:8s} " + "  ".join(shown),
-              file=sys.stderr, flush=True)
+        shown = [
+            f"{k} {row[k]:.3g}"
+            for k in ("first_call_s", "warm_s", "rows_per_s", "client_peak_mb", "worker_peak_mb")
+            if row.get(k) is not None
+        ]
+        print(
+            f"predict {path:15s} N={n:>10,} {row['status']:8s} " + "  ".join(shown),
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _strip(call: dict) -> dict:
@@ -819,8 +967,11 @@ def cv_scores(model: str, folds: int, bnn_kw: dict, dask_backend: bool):
 
     from pymc_bnn import BayesianMLPClassifier
 
-    est = (BayesianMLPClassifier((16,), random_state=0, **bnn_kw) if model == "pymc_bnn"
-           else MLPClassifier((16,), max_iter=2000, random_state=0))
+    est = (
+        BayesianMLPClassifier((16,), random_state=0, **bnn_kw)
+        if model == "pymc_bnn"
+        else MLPClassifier((16,), max_iter=2000, random_state=0)
+    )
     X, y = breast_cancer()
     pipe = make_pipeline(StandardScaler(), est)
     if dask_backend:
@@ -839,8 +990,11 @@ def cv_call(model, folds, bnn_kw, dask_backend, client=None) -> dict:
 
 def cv_section(rows, args, s, tmp: Path) -> None:
     folds, kw = s["cv_folds"], s["cv_bnn_overrides"]
-    runs = {("pymc_bnn", "serial"): [], ("sklearn", "serial"): [],
-            ("pymc_bnn", "dask 2 workers"): []}
+    runs = {
+        ("pymc_bnn", "serial"): [],
+        ("sklearn", "serial"): [],
+        ("pymc_bnn", "dask 2 workers"): [],
+    }
     errors: dict = {}
     for r in range(args.repeats):
         for model in ("pymc_bnn", "sklearn"):
@@ -854,7 +1008,8 @@ def cv_section(rows, args, s, tmp: Path) -> None:
                 first = cv_call("pymc_bnn", folds, kw, True, client)
                 warm = cv_call("pymc_bnn", folds, kw, True, client)
             runs[("pymc_bnn", "dask 2 workers")].append(
-                {"cluster_start_s": start_s, "first": first, "warm": warm})
+                {"cluster_start_s": start_s, "first": first, "warm": warm}
+            )
         except Exception as exc:
             traceback.print_exc()
             errors[("pymc_bnn", "dask 2 workers")] = f"{type(exc).__name__}: {exc}"
@@ -879,77 +1034,138 @@ def cv_section(rows, args, s, tmp: Path) -> None:
             row["cluster_start_s"] = med(g["cluster_start_s"] for g in got)
         every = firsts + warms
         row.update(
-            status="ok", first_s=med(c["seconds"] for c in firsts),
+            status="ok",
+            first_s=med(c["seconds"] for c in firsts),
             warm_s=med(c["seconds"] for c in warms) if warms else None,
-            mean_score=float(np.mean(every[0]["scores"])), scores=every[0]["scores"],
+            mean_score=float(np.mean(every[0]["scores"])),
+            scores=every[0]["scores"],
             scores_identical_across_runs=all(c["scores"] == every[0]["scores"] for c in every),
             client_peak_mb=max(c["client_peak_mb"] for c in every),
-            worker_peak_mb=max((max(c["workers_peak_mb"].values()) for c in every
-                                if c["workers_peak_mb"]), default=None),
+            worker_peak_mb=max(
+                (max(c["workers_peak_mb"].values()) for c in every if c["workers_peak_mb"]),
+                default=None,
+            ),
             cores_busy=med(c["cores_busy"] for c in every),
-            convergence_warnings=sum(c["convergence_warnings"] for c in every))
+            convergence_warnings=sum(c["convergence_warnings"] for c in every),
+        )
         rows.append(row)
     for row in rows:
         if row.get("section") != "cv" or row["status"] != "ok":
             continue
         ref = serial_scores.get(row["model"])
         if ref is not None and row["backend"] != "serial":
-            diffs = [max(abs(a - b) for a, b in zip(run[k]["scores"], ref))
-                     for run in row["runs"] for k in ("first", "warm")]
+            diffs = [
+                max(abs(a - b) for a, b in zip(run[k]["scores"], ref))
+                for run in row["runs"]
+                for k in ("first", "warm")
+            ]
             row["scores_equal_serial"] = all(d == 0 for d in diffs)
             row["max_abs_diff_vs_serial"] = max(diffs)
-        bnn_serial = next((o for o in rows if o.get("section") == "cv" and o["status"] == "ok"
-                           and o["model"] == "pymc_bnn" and o["backend"] == "serial"), None)
+        bnn_serial = next(
+            (
+                o
+                for o in rows
+                if o.get("section") == "cv"
+                and o["status"] == "ok"
+                and o["model"] == "pymc_bnn"
+                and o["backend"] == "serial"
+            ),
+            None,
+        )
         if bnn_serial is not None and row["model"] == "pymc_bnn":
             for k in ("first_s", "warm_s"):
                 if row.get(k) and bnn_serial.get(k):
                     row[f"{k[:-2]}_speedup_vs_serial"] = bnn_serial[k] / row[k]
-        sk = next((o for o in rows if o.get("section") == "cv" and o["status"] == "ok"
-                   and o["model"] == "sklearn"), None)
+        sk = next(
+            (
+                o
+                for o in rows
+                if o.get("section") == "cv" and o["status"] == "ok" and o["model"] == "sklearn"
+            ),
+            None,
+        )
         if sk is not None and row["model"] == "pymc_bnn":
             ref_s = sk.get("warm_s") or sk["first_s"]
             row["warm_vs_sklearn"] = (row.get("warm_s") or row["first_s"]) / ref_s
     for row in rows:
         if row.get("section") == "cv":
-            shown = [f"{k} {row[k]:.3g}" for k in ("first_s", "warm_s", "mean_score")
-                     if row.get(k) is not None]
-            print(f"cv {row['model']:9s} {row['backend']:15s} {row['status']:7s} "
-                  + "  ".join(shown), file=sys.stderr, flush=True)
+            shown = [
+                f"{k} {row[k]:.3g}"
+                for k in ("first_s", "warm_s", "mean_score")
+                if row.get(k) is not None
+            ]
+            print(
+                f"cv {row['model']:9s} {row['backend']:15s} {row['status']:7s} " + "  ".join(shown),
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 # ----------------------------------------------------------------- main
 FIT_COLUMNS = [
-    ("method", "fit (a)"), ("n_rows", "rows"), ("x_mib", "X MB"),
+    ("method", "fit (a)"),
+    ("n_rows", "rows"),
+    ("x_mib", "X MB"),
     ("rss_after_imports_mb", "RSS after imports MB"),
-    ("rss_before_fit_mb", "RSS before fit MB"), ("peak_fit_mb", "peak RSS in fit MB"),
-    ("fit_growth_mb", "fit growth MB"), ("first_fit_s", "1st fit s (compiles)"),
-    ("fit_s", "fit s"), ("advi_s_per_1000", "ADVI s / 1000 steps"),
-    ("fixed_s", "fixed s per fit"), ("test_accuracy", "test accuracy"),
-    ("loss_last1000", "-ELBO (last 1000)"), ("status", "status")]
+    ("rss_before_fit_mb", "RSS before fit MB"),
+    ("peak_fit_mb", "peak RSS in fit MB"),
+    ("fit_growth_mb", "fit growth MB"),
+    ("first_fit_s", "1st fit s (compiles)"),
+    ("fit_s", "fit s"),
+    ("advi_s_per_1000", "ADVI s / 1000 steps"),
+    ("fixed_s", "fixed s per fit"),
+    ("test_accuracy", "test accuracy"),
+    ("loss_last1000", "-ELBO (last 1000)"),
+    ("status", "status"),
+]
 FIT_TARGET_COLUMNS = [
-    ("n_rows", "rows"), ("x_mib", "X MB"), ("streamed_baseline_mb", "streamed RSS before fit MB"),
-    ("streamed_peak_mb", "streamed peak MB"), ("in_memory_peak_mb", "in-memory peak MB"),
-    ("peak_target", "peak <= 500 MB"), ("time_ratio", "time / 1000 steps streamed ÷ in-memory"),
-    ("time_target", "<= 1.5x"), ("fit_time_ratio", "whole fit s streamed ÷ in-memory"),
+    ("n_rows", "rows"),
+    ("x_mib", "X MB"),
+    ("streamed_baseline_mb", "streamed RSS before fit MB"),
+    ("streamed_peak_mb", "streamed peak MB"),
+    ("in_memory_peak_mb", "in-memory peak MB"),
+    ("peak_target", "peak <= 500 MB"),
+    ("time_ratio", "time / 1000 steps streamed ÷ in-memory"),
+    ("time_target", "<= 1.5x"),
+    ("fit_time_ratio", "whole fit s streamed ÷ in-memory"),
     ("streamed_accuracy", "accuracy streamed"),
-    ("in_memory_accuracy", "accuracy in-memory"), ("streamed_loss", "-ELBO streamed"),
-    ("in_memory_loss", "-ELBO in-memory"), ("loss_ratio", "-ELBO ratio"), ("status", "status")]
+    ("in_memory_accuracy", "accuracy in-memory"),
+    ("streamed_loss", "-ELBO streamed"),
+    ("in_memory_loss", "-ELBO in-memory"),
+    ("loss_ratio", "-ELBO ratio"),
+    ("status", "status"),
+]
 PREDICT_COLUMNS = [
-    ("path", "predict_proba path"), ("n_rows", "rows"), ("first_call_s", "first call s"),
-    ("warm_s", "warm s (median)"), ("data_only_s", "data only s"),
-    ("rows_per_s", "rows/s"), ("speedup_vs_1_worker", "× 1 worker"),
-    ("client_peak_mb", "client peak RSS MB"), ("worker_peak_mb", "worker peak RSS MB"),
-    ("cores_busy", "cores busy"), ("blocks_split", "blocks per worker"),
+    ("path", "predict_proba path"),
+    ("n_rows", "rows"),
+    ("first_call_s", "first call s"),
+    ("warm_s", "warm s (median)"),
+    ("data_only_s", "data only s"),
+    ("rows_per_s", "rows/s"),
+    ("speedup_vs_1_worker", "× 1 worker"),
+    ("client_peak_mb", "client peak RSS MB"),
+    ("worker_peak_mb", "worker peak RSS MB"),
+    ("cores_busy", "cores busy"),
+    ("blocks_split", "blocks per worker"),
     ("blocks_compute_s", "worker block s"),
     ("abs_diff_vs_ref", "|Δ mean p| vs numpy"),
-    ("status", "status")]
+    ("status", "status"),
+]
 CV_COLUMNS = [
-    ("model", "cross_val_score model"), ("backend", "backend"), ("folds", "folds"),
-    ("cluster_start_s", "cluster start s"), ("first_s", "first run s"),
-    ("warm_s", "warm run s"), ("warm_speedup_vs_serial", "× serial (warm)"),
-    ("warm_vs_sklearn", "÷ sklearn (warm)"), ("mean_score", "mean accuracy"),
-    ("scores_equal_serial", "scores = serial"), ("client_peak_mb", "client peak RSS MB"),
-    ("worker_peak_mb", "worker peak RSS MB"), ("status", "status")]
+    ("model", "cross_val_score model"),
+    ("backend", "backend"),
+    ("folds", "folds"),
+    ("cluster_start_s", "cluster start s"),
+    ("first_s", "first run s"),
+    ("warm_s", "warm run s"),
+    ("warm_speedup_vs_serial", "× serial (warm)"),
+    ("warm_vs_sklearn", "÷ sklearn (warm)"),
+    ("mean_score", "mean accuracy"),
+    ("scores_equal_serial", "scores = serial"),
+    ("client_peak_mb", "client peak RSS MB"),
+    ("worker_peak_mb", "worker peak RSS MB"),
+    ("status", "status"),
+]
 
 
 def git_state() -> dict:
@@ -960,14 +1176,17 @@ def git_state() -> dict:
 
     def git(*cmd):
         try:
-            return subprocess.run(["git", *cmd], capture_output=True, text=True, cwd=root,
-                                  timeout=30).stdout.strip()
+            return subprocess.run(
+                ["git", *cmd], capture_output=True, text=True, cwd=root, timeout=30
+            ).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return None
 
     changed = git("status", "--porcelain", "--", "pymc_bnn")
-    return {"git_head": git("rev-parse", "HEAD"),
-            "pymc_bnn_uncommitted": changed.splitlines() if changed else []}
+    return {
+        "git_head": git("rev-parse", "HEAD"),
+        "pymc_bnn_uncommitted": changed.splitlines() if changed else [],
+    }
 
 
 def parse_parts(values) -> list[str]:
@@ -977,8 +1196,9 @@ def parse_parts(values) -> list[str]:
     names = [v.strip().lower() for value in values for v in value.split(",") if v.strip()]
     bad = [v for v in names if v not in PART_ALIASES]
     if bad:
-        raise argparse.ArgumentTypeError(f"unknown part(s) {bad}; choose from a (fit), "
-                                         "b (predict), c (cv)")
+        raise argparse.ArgumentTypeError(
+            f"unknown part(s) {bad}; choose from a (fit), b (predict), c (cv)"
+        )
     return [p for p in PARTS if p in {PART_ALIASES[v] for v in names}]
 
 
@@ -991,38 +1211,87 @@ def main(argv=None) -> int:
         print(FIT_RESULT + json.dumps(_common._clean(result)), flush=True)
         return 0
     parser = _common.base_parser(__doc__.split("\n\n")[0], NAME)
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="part (a): fits per process of the measured length; (b): "
-                             "timed calls per (path, N); (c): cross-validation rounds "
-                             "(default 3; --quick 1)")
-    parser.add_argument("--parts", nargs="+", default=["a,b,c"],
-                        help="parts to run: a (fit), b (predict), c (cv), comma- or "
-                             "space-separated, letters or names (default: a,b,c)")
-    parser.add_argument("--fit-sizes", type=int, nargs="+", default=None,
-                        help="rows N of part (a) (default 10^6 10^7; --quick 2x10^5)")
-    parser.add_argument("--fit-chunk-rows", type=int, default=None,
-                        help="zarr row chunks of part (a) (default 250,000; --quick 50,000)")
-    parser.add_argument("--fit-iter", type=int, default=None,
-                        help="ADVI steps of part (a)'s measured fit (default 10,000; "
-                             "--quick 2,000)")
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="folder of part (a)'s zarr stores, kept and reused (default: "
-                             "a temporary folder, removed at the end)")
-    parser.add_argument("--fit-timeout", type=float, default=3600,
-                        help="seconds allowed per part (a) process (default 3600)")
-    parser.add_argument("--sizes", type=int, nargs="+", default=None,
-                        help="rows N of part (b) (default 10^6 10^7; --quick 40,000)")
-    parser.add_argument("--chunk-rows", type=int, default=None,
-                        help="dask row chunks (default 250,000; --quick 10,000)")
-    parser.add_argument("--max-numpy-gb", type=float, default=4.0,
-                        help="skip the NumPy path when it would hold more (default 4)")
-    parser.add_argument("--malloc-trim", choices=("default", "unset", "both"), default=None,
-                        help="prediction clusters with distributed's default "
-                             "MALLOC_TRIM_THRESHOLD_=65536 in the workers, without it, or "
-                             "both (default; --quick: default only)")
-    parser.add_argument("--compile-cache", choices=("fresh", "user", "off"), default="fresh",
-                        help="JAX compilation cache of this process and of each cluster's "
-                             "workers: a new empty folder each (default), the user's, or off")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="part (a): fits per process of the measured length; (b): "
+        "timed calls per (path, N); (c): cross-validation rounds "
+        "(default 3; --quick 1)",
+    )
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        default=["a,b,c"],
+        help="parts to run: a (fit), b (predict), c (cv), comma- or "
+        "space-separated, letters or names (default: a,b,c)",
+    )
+    parser.add_argument(
+        "--fit-sizes",
+        type=int,
+        nargs="+",
+        default=None,
+        help="rows N of part (a) (default 10^6 10^7; --quick 2x10^5)",
+    )
+    parser.add_argument(
+        "--fit-chunk-rows",
+        type=int,
+        default=None,
+        help="zarr row chunks of part (a) (default 250,000; --quick 50,000)",
+    )
+    parser.add_argument(
+        "--fit-iter",
+        type=int,
+        default=None,
+        help="ADVI steps of part (a)'s measured fit (default 10,000; --quick 2,000)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="folder of part (a)'s zarr stores, kept and reused (default: "
+        "a temporary folder, removed at the end)",
+    )
+    parser.add_argument(
+        "--fit-timeout",
+        type=float,
+        default=3600,
+        help="seconds allowed per part (a) process (default 3600)",
+    )
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=None,
+        help="rows N of part (b) (default 10^6 10^7; --quick 40,000)",
+    )
+    parser.add_argument(
+        "--chunk-rows",
+        type=int,
+        default=None,
+        help="dask row chunks (default 250,000; --quick 10,000)",
+    )
+    parser.add_argument(
+        "--max-numpy-gb",
+        type=float,
+        default=4.0,
+        help="skip the NumPy path when it would hold more (default 4)",
+    )
+    parser.add_argument(
+        "--malloc-trim",
+        choices=("default", "unset", "both"),
+        default=None,
+        help="prediction clusters with distributed's default "
+        "MALLOC_TRIM_THRESHOLD_=65536 in the workers, without it, or "
+        "both (default; --quick: default only)",
+    )
+    parser.add_argument(
+        "--compile-cache",
+        choices=("fresh", "user", "off"),
+        default="fresh",
+        help="JAX compilation cache of this process and of each cluster's "
+        "workers: a new empty folder each (default), the user's, or off",
+    )
     args = parser.parse_args(argv)
     try:
         args.parts = parse_parts(args.parts)
@@ -1049,7 +1318,8 @@ def main(argv=None) -> int:
         "cv_bnn_overrides": {"n_iter": 500} if q else {},
         "warmup_rows": WARMUP_ROWS,
         "psutil": _common._version("psutil"),
-        "dask": _common._version("dask"), "distributed": _common._version("distributed"),
+        "dask": _common._version("dask"),
+        "distributed": _common._version("distributed"),
         "joblib": _common._version("joblib"),
         **git_state(),
     }
@@ -1061,8 +1331,10 @@ def main(argv=None) -> int:
     settings["client_compile_cache"] = os.environ.get("PYMC_BNN_COMPILE_CACHE", "user")
 
     info = _common.machine_info()
-    _common.print_header("Dask scaling: out-of-core fits, block-wise predictions, "
-                         "cross-validation on a cluster", info)
+    _common.print_header(
+        "Dask scaling: out-of-core fits, block-wise predictions, cross-validation on a cluster",
+        info,
+    )
     t_start = time.perf_counter()
     rows: list[dict] = []
     extra_payload: dict = {}
@@ -1075,34 +1347,68 @@ def main(argv=None) -> int:
             clf, fit_info = fit_moons(args.seed)
         except Exception as exc:
             traceback.print_exc()
-            rows.append({"section": "predict", "path": "fit", "status": "failed",
-                         "reason": f"{type(exc).__name__}: {exc}"})
+            rows.append(
+                {
+                    "section": "predict",
+                    "path": "fit",
+                    "status": "failed",
+                    "reason": f"{type(exc).__name__}: {exc}",
+                }
+            )
         else:
             extra_payload["moons_fit"] = fit_info
-            print(f"moons fit {fit_info['fit_s']:.1f} s, test accuracy "
-                  f"{fit_info['test_accuracy']:.3f}", file=sys.stderr, flush=True)
+            print(
+                f"moons fit {fit_info['fit_s']:.1f} s, test accuracy "
+                f"{fit_info['test_accuracy']:.3f}",
+                file=sys.stderr,
+                flush=True,
+            )
             for path in PATHS[:2]:
                 predict_path(rows, path, clf, args.sizes, args, args.chunk_rows)
-            clusters = [(k, trim) for trim in {"default": [False], "unset": [True],
-                                               "both": [False, True]}[args.malloc_trim]
-                        for k in (1, 2)]
+            clusters = [
+                (k, trim)
+                for trim in {"default": [False], "unset": [True], "both": [False, True]}[
+                    args.malloc_trim
+                ]
+                for k in (1, 2)
+            ]
             for k, trim in clusters:
                 path = PATHS[1 + k] + (TRIM_SUFFIX if trim else "")
                 try:
                     with local_cluster(k, args.compile_cache, tmp, trim_unset=trim) as (
-                            client, start_s, cache):
+                        client,
+                        start_s,
+                        cache,
+                    ):
                         env = client.run(worker_env)
-                        predict_path(rows, path, clf, args.sizes, args, args.chunk_rows,
-                                     client, extra={"workers": k, "cluster_start_s": start_s,
-                                                    "workers_compile_cache": str(cache),
-                                                    "malloc_trim_threshold": sorted(
-                                                        {str(e[TRIM_VAR]) for e in
-                                                         env.values()}),
-                                                    "workers_env": env})
+                        predict_path(
+                            rows,
+                            path,
+                            clf,
+                            args.sizes,
+                            args,
+                            args.chunk_rows,
+                            client,
+                            extra={
+                                "workers": k,
+                                "cluster_start_s": start_s,
+                                "workers_compile_cache": str(cache),
+                                "malloc_trim_threshold": sorted(
+                                    {str(e[TRIM_VAR]) for e in env.values()}
+                                ),
+                                "workers_env": env,
+                            },
+                        )
                 except Exception as exc:
                     traceback.print_exc()
-                    rows.append({"section": "predict", "path": path, "status": "failed",
-                                 "reason": f"cluster: {type(exc).__name__}: {exc}"})
+                    rows.append(
+                        {
+                            "section": "predict",
+                            "path": path,
+                            "status": "failed",
+                            "reason": f"cluster: {type(exc).__name__}: {exc}",
+                        }
+                    )
             predict_ratios(rows)
 
     if "cv" in args.parts:
@@ -1111,20 +1417,27 @@ def main(argv=None) -> int:
     tables = {}
     if "fit" in args.parts:
         tables["fit"] = _common.markdown_table(
-            [r for r in rows if r["section"] == "fit"], FIT_COLUMNS)
+            [r for r in rows if r["section"] == "fit"], FIT_COLUMNS
+        )
         tables["fit_targets"] = _common.markdown_table(
-            [r for r in rows if r["section"] == "fit_targets"], FIT_TARGET_COLUMNS)
+            [r for r in rows if r["section"] == "fit_targets"], FIT_TARGET_COLUMNS
+        )
     if "predict" in args.parts:
         tables["predict"] = _common.markdown_table(
-            [r for r in rows if r["section"] == "predict"], PREDICT_COLUMNS)
+            [r for r in rows if r["section"] == "predict"], PREDICT_COLUMNS
+        )
     if "cv" in args.parts:
-        tables["cv"] = _common.markdown_table([r for r in rows if r["section"] == "cv"],
-                                              CV_COLUMNS)
+        tables["cv"] = _common.markdown_table([r for r in rows if r["section"] == "cv"], CV_COLUMNS)
     table = "\n\n".join(tables.values())
     print("\n" + table + "\n")
     payload = {
-        "benchmark": NAME, "machine": info, "config": {**vars(args), **settings},
-        "rows": rows, "table": table, "tables": tables, **extra_payload,
+        "benchmark": NAME,
+        "machine": info,
+        "config": {**vars(args), **settings},
+        "rows": rows,
+        "table": table,
+        "tables": tables,
+        **extra_payload,
         "load_avg_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "git_state_end": git_state(),
         "elapsed_s": time.perf_counter() - t_start,

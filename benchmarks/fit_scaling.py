@@ -59,8 +59,7 @@ def table(n_rows: int, n_features: int, seed: int):
     from sklearn.datasets import make_classification
     from sklearn.preprocessing import StandardScaler
 
-    X, y = make_classification(n_rows + TEST_ROWS, n_features, n_informative=10,
-                               random_state=seed)
+    X, y = make_classification(n_rows + TEST_ROWS, n_features, n_informative=10, random_state=seed)
     X_train, y_train, X_test, y_test = X[:n_rows], y[:n_rows], X[n_rows:], y[n_rows:]
     scaler = StandardScaler().fit(X_train)
     return scaler.transform(X_train), y_train, scaler.transform(X_test), y_test
@@ -69,9 +68,11 @@ def table(n_rows: int, n_features: int, seed: int):
 def _scores(y, proba) -> dict:
     from pymc_bnn.metrics import expected_calibration_error, negative_log_likelihood
 
-    return {"nll": negative_log_likelihood(y, proba, classes=np.arange(2)),
-            "accuracy": float(np.mean(proba.argmax(1) == y)),
-            "ece": expected_calibration_error(y, proba)}
+    return {
+        "nll": negative_log_likelihood(y, proba, classes=np.arange(2)),
+        "accuracy": float(np.mean(proba.argmax(1) == y)),
+        "ece": expected_calibration_error(y, proba),
+    }
 
 
 @contextlib.contextmanager
@@ -82,9 +83,11 @@ def stage_clock(stages: dict):
     from pymc_bnn.policy import _settings as fit_settings
 
     cls = base.BayesianMLPBase
-    wrapped = {"evidence": (fit_settings.FitSettingsMixin, "_choose_prior_scales"),
-               "fits": (base, "fit_concurrently"),
-               "draws": (cls, "_set_posterior")}
+    wrapped = {
+        "evidence": (fit_settings.FitSettingsMixin, "_choose_prior_scales"),
+        "fits": (base, "fit_concurrently"),
+        "draws": (cls, "_set_posterior"),
+    }
     saved = {}
     for stage, (owner, attr) in wrapped.items():
         original = saved[stage] = getattr(owner, attr)
@@ -114,24 +117,31 @@ def fit_bnn(X, y, X_test, y_test, args) -> dict:
         clf = BayesianMLPClassifier(random_state=args.seed, **extra).fit(X, y)
         fit_s = time.perf_counter() - t0
     proba = clf.predict_proba(X_test)
-    return {"model": "pymc_bnn default", "fit_s": fit_s,
-            **{f"{k}_s": v for k, v in stages.items()},
-            "batch": clf._batch_rows(X.shape[0]) or X.shape[0],
-            "temperature": clf.posterior_temperature_,
-            "prior_sigma": [round(s, 3) for s in clf.prior_sigma_], **_scores(y_test, proba)}
+    return {
+        "model": "pymc_bnn default",
+        "fit_s": fit_s,
+        **{f"{k}_s": v for k, v in stages.items()},
+        "batch": clf._batch_rows(X.shape[0]) or X.shape[0],
+        "temperature": clf.posterior_temperature_,
+        "prior_sigma": [round(s, 3) for s in clf.prior_sigma_],
+        **_scores(y_test, proba),
+    }
 
 
 def fit_mlp(X, y, X_test, y_test, args) -> dict:
     from sklearn.neural_network import MLPClassifier
 
-    mlp = MLPClassifier((5, 5), random_state=args.seed,
-                        **({"max_iter": 20} if args.quick else {}))
+    mlp = MLPClassifier((5, 5), random_state=args.seed, **({"max_iter": 20} if args.quick else {}))
     warned: list = []
     t0 = time.perf_counter()
     with _common.counting_convergence_warnings(warned):
         mlp.fit(X, y)
-    return {"model": "sklearn MLPClassifier((5, 5))", "fit_s": time.perf_counter() - t0,
-            "epochs": mlp.n_iter_, **_scores(y_test, mlp.predict_proba(X_test))}
+    return {
+        "model": "sklearn MLPClassifier((5, 5))",
+        "fit_s": time.perf_counter() - t0,
+        "epochs": mlp.n_iter_,
+        **_scores(y_test, mlp.predict_proba(X_test)),
+    }
 
 
 def fit_numpyro(X, y, X_test, y_test, args) -> dict:
@@ -147,15 +157,19 @@ def fit_numpyro(X, y, X_test, y_test, args) -> dict:
     shapes = ((X.shape[1], 5), (5, 5), (5, 1))
     batch = SVI_BATCH if X.shape[0] > SVI_BATCH else None
     steps = args.n_iter or 10_000
-    model = functools.partial(numpyro_bnn, layer_shapes=shapes, subsample_size=batch,
-                              with_p=False)
+    model = functools.partial(numpyro_bnn, layer_shapes=shapes, subsample_size=batch, with_p=False)
     guide = AutoNormal(model)
     svi = SVI(model, guide, Adam(0.03 if batch else 0.01), Trace_ELBO())
 
     def run(n_steps):
         t0 = time.perf_counter()
-        res = svi.run(jax.random.PRNGKey(args.seed), n_steps, jnp.asarray(X), jnp.asarray(y),
-                      progress_bar=False)
+        res = svi.run(
+            jax.random.PRNGKey(args.seed),
+            n_steps,
+            jnp.asarray(X),
+            jnp.asarray(y),
+            progress_bar=False,
+        )
         jax.block_until_ready(res.losses)
         return res, time.perf_counter() - t0
 
@@ -164,25 +178,42 @@ def fit_numpyro(X, y, X_test, y_test, args) -> dict:
     # size; a one-step run (compilation and one step) shows how much that is
     _, compile_s = run(1)
     res, fit_s = run(steps)
-    draws = guide.sample_posterior(jax.random.PRNGKey(args.seed + 1), res.params,
-                                   sample_shape=(200,))
+    draws = guide.sample_posterior(
+        jax.random.PRNGKey(args.seed + 1), res.params, sample_shape=(200,)
+    )
     h = jnp.asarray(X_test)[None]
     for i in range(3):
         h = h @ draws[f"w{i}"] + draws[f"b{i}"][:, None, :]
         if i < 2:
             h = jnp.tanh(h)
     p1 = np.asarray(jax.nn.sigmoid(h[..., 0]).mean(axis=0), dtype=np.float64)
-    return {"model": "numpyro SVI (one fit)", "fit_s": fit_s, "compile_s": compile_s,
-            "batch": batch or X.shape[0],
-            **_scores(y_test, np.column_stack([1 - p1, p1]))}
+    return {
+        "model": "numpyro SVI (one fit)",
+        "fit_s": fit_s,
+        "compile_s": compile_s,
+        "batch": batch or X.shape[0],
+        **_scores(y_test, np.column_stack([1 - p1, p1])),
+    }
 
 
 def build_table(rows) -> str:
-    return _common.markdown_table(rows, [
-        ("n_rows", "rows"), ("n_features", "features"), ("model", "model"),
-        ("fit_s", "fit s"), ("compile_s", "compile s"), ("evidence_s", "evidence s"), ("fits_s", "fits s"),
-        ("draws_s", "draws s"), ("nll", "test NLL"), ("accuracy", "accuracy"),
-        ("ece", "ECE"), ("status", "status")])
+    return _common.markdown_table(
+        rows,
+        [
+            ("n_rows", "rows"),
+            ("n_features", "features"),
+            ("model", "model"),
+            ("fit_s", "fit s"),
+            ("compile_s", "compile s"),
+            ("evidence_s", "evidence s"),
+            ("fits_s", "fits s"),
+            ("draws_s", "draws s"),
+            ("nll", "test NLL"),
+            ("accuracy", "accuracy"),
+            ("ece", "ECE"),
+            ("status", "status"),
+        ],
+    )
 
 
 def plot(rows, path: Path) -> None:
@@ -195,9 +226,11 @@ def plot(rows, path: Path) -> None:
     fig, axes = plt.subplots(1, len(features), figsize=(5 * len(features), 4), squeeze=False)
     for ax, p in zip(axes[0], features):
         for model in dict.fromkeys(r["model"] for r in rows):
-            pts = sorted((r["n_rows"], r["fit_s"]) for r in rows
-                         if r["n_features"] == p and r["model"] == model
-                         and r["status"] == "ok")
+            pts = sorted(
+                (r["n_rows"], r["fit_s"])
+                for r in rows
+                if r["n_features"] == p and r["model"] == model and r["status"] == "ok"
+            )
             if pts:
                 ax.plot(*zip(*pts), marker="o", label=model)
         ax.set_xscale("log")
@@ -214,21 +247,34 @@ def plot(rows, path: Path) -> None:
 
 def main(argv=None) -> int:
     parser = _common.base_parser(__doc__.split("\n\n")[0], NAME)
-    parser.add_argument("--rows", type=int, nargs="+",
-                        default=[1_000, 10_000, 100_000, 1_000_000])
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000, 10_000, 100_000, 1_000_000])
     parser.add_argument("--features", type=int, nargs="+", default=[20, 100])
-    parser.add_argument("--models", nargs="+", default=["bnn", "mlp", "numpyro"],
-                        choices=["bnn", "mlp", "numpyro"])
-    parser.add_argument("--mlp-max-rows", type=int, default=1_000_000,
-                        help="largest table MLPClassifier is fit on (default 1,000,000)")
-    parser.add_argument("--numpyro-max-rows", type=int, default=10_000,
-                        help="largest table NumPyro SVI is fit on (default 10,000: its "
-                             "plate subsampling permutes all rows at every step)")
-    parser.add_argument("--n-iter", type=int, default=None,
-                        help="ADVI / SVI steps (default: the estimator's own)")
-    parser.add_argument("--figure", type=Path, default=None,
-                        help="log-log figure (default: next to the JSON, .png; 'none' to "
-                        "skip, as calibration.py's)")
+    parser.add_argument(
+        "--models", nargs="+", default=["bnn", "mlp", "numpyro"], choices=["bnn", "mlp", "numpyro"]
+    )
+    parser.add_argument(
+        "--mlp-max-rows",
+        type=int,
+        default=1_000_000,
+        help="largest table MLPClassifier is fit on (default 1,000,000)",
+    )
+    parser.add_argument(
+        "--numpyro-max-rows",
+        type=int,
+        default=10_000,
+        help="largest table NumPyro SVI is fit on (default 10,000: its "
+        "plate subsampling permutes all rows at every step)",
+    )
+    parser.add_argument(
+        "--n-iter", type=int, default=None, help="ADVI / SVI steps (default: the estimator's own)"
+    )
+    parser.add_argument(
+        "--figure",
+        type=Path,
+        default=None,
+        help="log-log figure (default: next to the JSON, .png; 'none' to "
+        "skip, as calibration.py's)",
+    )
     args = parser.parse_args(argv)
     if args.quick:  # one size past AUTO_BATCH_SIZE (the minibatch path), no warm-up
         args.rows, args.features, args.n_iter = [1_500], [20], args.n_iter or 300
@@ -242,12 +288,17 @@ def main(argv=None) -> int:
     info = _common.machine_info()
     _common.print_header("Default fit time against rows", info)
     fitters = {"bnn": fit_bnn, "mlp": fit_mlp, "numpyro": fit_numpyro}
-    missing = [] if "numpyro" not in args.models else [
-        m for m in ("jax", "numpyro") if importlib.util.find_spec(m) is None]
+    missing = (
+        []
+        if "numpyro" not in args.models
+        else [m for m in ("jax", "numpyro") if importlib.util.find_spec(m) is None]
+    )
     if missing:  # a peer not installed is a skipped row, not a crash
         args.models = [m for m in args.models if m != "numpyro"]
-        print(f"numpyro SVI skipped: {' and '.join(missing)} not installed "
-              f"(pip install -e '.[jax]')", flush=True)
+        print(
+            f"numpyro SVI skipped: {' and '.join(missing)} not installed (pip install -e '.[jax]')",
+            flush=True,
+        )
     rows: list[dict] = []
     t_all = time.perf_counter()
     for p in args.features:
@@ -264,24 +315,47 @@ def main(argv=None) -> int:
             for name in args.models:
                 if n > limits.get(name, n):
                     continue
-                row = {"n_rows": n, "n_features": p, **fitters[name](X, y, Xt, yt, args),
-                       "status": "ok"}
+                row = {
+                    "n_rows": n,
+                    "n_features": p,
+                    **fitters[name](X, y, Xt, yt, args),
+                    "status": "ok",
+                }
                 rows.append(row)
-                print(f"{n:>9,} x {p:<3} {row['model']:<32} fit {row['fit_s']:8.1f} s  "
-                      f"NLL {row['nll']:.4f}  accuracy {row['accuracy']:.4f}", flush=True)
+                print(
+                    f"{n:>9,} x {p:<3} {row['model']:<32} fit {row['fit_s']:8.1f} s  "
+                    f"NLL {row['nll']:.4f}  accuracy {row['accuracy']:.4f}",
+                    flush=True,
+                )
             if missing and n <= args.numpyro_max_rows:
-                rows.append({"n_rows": n, "n_features": p, "model": "numpyro SVI (one fit)",
-                             "status": "skipped",
-                             "reason": f"{' and '.join(missing)} not installed"})
+                rows.append(
+                    {
+                        "n_rows": n,
+                        "n_features": p,
+                        "model": "numpyro SVI (one fit)",
+                        "status": "skipped",
+                        "reason": f"{' and '.join(missing)} not installed",
+                    }
+                )
     md = build_table(rows)
     print("\n" + md)
-    out = _common.write_json(args.out, {
-        "benchmark": NAME, "machine": info, "config": vars(args) | {"out": str(args.out)},
-        "rows": rows, "table": md, "elapsed_s": time.perf_counter() - t_all,
-        "notes": ["MLPClassifier and NumPyro run one fit each; the default runs the "
-                  "evidence step, its fits (ADVI, and on up to 4,096 rows the Laplace "
-                  "approximation and a linear model too, each also on three folds) and "
-                  "the predictive draws"]})
+    out = _common.write_json(
+        args.out,
+        {
+            "benchmark": NAME,
+            "machine": info,
+            "config": vars(args) | {"out": str(args.out)},
+            "rows": rows,
+            "table": md,
+            "elapsed_s": time.perf_counter() - t_all,
+            "notes": [
+                "MLPClassifier and NumPyro run one fit each; the default runs the "
+                "evidence step, its fits (ADVI, and on up to 4,096 rows the Laplace "
+                "approximation and a linear model too, each also on three folds) and "
+                "the predictive draws"
+            ],
+        },
+    )
     out.with_suffix(".md").write_text(md + "\n")
     figure = args.figure or out.with_suffix(".png")
     if str(figure).lower() == "none":

@@ -118,25 +118,42 @@ class AccuracyWatch:
 
     def summary(self) -> dict:
         steps, t = self.reached if self.reached else (None, None)
-        return {"reached": self.reached is not None, "steps_to_target": steps,
-                "time_to_target_s": t,
-                "last_accuracy": self.history[-1][2] if self.history else None,
-                "checks": len(self.history)}
+        return {
+            "reached": self.reached is not None,
+            "steps_to_target": steps,
+            "time_to_target_s": t,
+            "last_accuracy": self.history[-1][2] if self.history else None,
+            "checks": len(self.history),
+        }
 
 
 # --------------------------------------------------------------------- PyMC ADVI
 def _pm_fit(model, n, *, seed, lr, callbacks=()):
     import pymc as pm
 
-    return pm.fit(n, method="advi", model=model, random_seed=seed, progressbar=False,
-                  obj_optimizer=pm.adam(learning_rate=lr), callbacks=list(callbacks))
+    return pm.fit(
+        n,
+        method="advi",
+        model=model,
+        random_seed=seed,
+        progressbar=False,
+        obj_optimizer=pm.adam(learning_rate=lr),
+        callbacks=list(callbacks),
+    )
 
 
 def _toolkit_fit(model, n, *, seed, lr, callbacks=(), **kw):
     import pymc_bnn
 
-    return pymc_bnn.fit(model, method="advi", n_iter=n, learning_rate=lr, random_seed=seed,
-                        callbacks=callbacks, **kw).approx
+    return pymc_bnn.fit(
+        model,
+        method="advi",
+        n_iter=n,
+        learning_rate=lr,
+        random_seed=seed,
+        callbacks=callbacks,
+        **kw,
+    ).approx
 
 
 def toolkit_variants() -> list[tuple[str, object]]:
@@ -148,8 +165,10 @@ def toolkit_variants() -> list[tuple[str, object]]:
     if "engine" not in inspect.signature(pymc_bnn.fit).parameters:
         return [("pymc_bnn.fit (ADVI)", _toolkit_fit)]
     engines = ["pymc"] + (["jax"] if HAVE_JAX else [])
-    return [(f"pymc_bnn.fit (ADVI, engine={e})", functools.partial(_toolkit_fit, engine=e))
-            for e in engines]
+    return [
+        (f"pymc_bnn.fit (ADVI, engine={e})", functools.partial(_toolkit_fit, engine=e))
+        for e in engines
+    ]
 
 
 def rate_by_difference(run, n_steps: int, *, step_clock: bool = False) -> dict:
@@ -168,8 +187,15 @@ def rate_by_difference(run, n_steps: int, *, step_clock: bool = False) -> dict:
         t_big, _ = _common.time_call(run, n_steps)
     dt = t_big - t_small
     rate = (n_steps - small) / dt if dt > 0 else float("nan")
-    out = {"n_steps": n_steps, "cold_s": cold, "t_small_s": t_small, "t_big_s": t_big,
-           "it_per_s": rate, "ms_per_it": 1e3 / rate, "compile_s": t_small - small / rate}
+    out = {
+        "n_steps": n_steps,
+        "cold_s": cold,
+        "t_small_s": t_small,
+        "t_big_s": t_big,
+        "it_per_s": rate,
+        "ms_per_it": 1e3 / rate,
+        "compile_s": t_small - small / rate,
+    }
     if step_clock and clock.ms_per_it:
         out["ms_per_it_clock"] = clock.ms_per_it
         out["it_per_s_clock"] = 1e3 / clock.ms_per_it
@@ -181,8 +207,9 @@ def bench_pymc_vi(args, data, rows):
 
     X_train, X_test, y_train, y_test = data
     for batch in (None, 50):
-        model = pymc_bnn.build_model(X_train, y_train, hidden_layer_sizes=(5, 5),
-                                     batch_size=batch, random_state=args.seed)
+        model = pymc_bnn.build_model(
+            X_train, y_train, hidden_layer_sizes=(5, 5), batch_size=batch, random_state=args.seed
+        )
         names = [v for pair in pymc_bnn.network_spec(model).weight_names for v in pair]
         n_layers = len(names) // 2
         for impl, fitter in [("pm.fit (ADVI)", _pm_fit), *toolkit_variants()]:
@@ -191,12 +218,18 @@ def bench_pymc_vi(args, data, rows):
             if args.quick and batch and not impl.endswith("engine=jax)"):
                 # the same PyTensor step function with a minibatch slice: ~13 s of
                 # compiling that the full-batch rows already exercise
-                rows.append({**row, "status": "skipped",
-                             "reason": "--quick (the full-batch row runs the same code)"})
+                rows.append(
+                    {
+                        **row,
+                        "status": "skipped",
+                        "reason": "--quick (the full-batch row runs the same code)",
+                    }
+                )
                 continue
             row.update(rate_by_difference(run, args.n_steps, step_clock=True))
-            watch = AccuracyWatch(X_test, y_test, n_layers, every=args.every,
-                                  target=args.target_accuracy)
+            watch = AccuracyWatch(
+                X_test, y_test, n_layers, every=args.every, target=args.target_accuracy
+            )
             watch.start()
             run(args.max_steps, callbacks=[watch.pymc_callback(names)])
             row.update(watch.summary())
@@ -220,8 +253,9 @@ def bench_numpyro_svi(args, data, rows):
     n_layers = len(shapes)
     # --quick: full batch only (the same code with a subsample plate; ~4 s of compiling)
     for batch in (None,) if args.quick else (None, 50):
-        model = functools.partial(_peers.numpyro_bnn, layer_shapes=shapes, sigma=1.0,
-                                  subsample_size=batch, with_p=False)
+        model = functools.partial(
+            _peers.numpyro_bnn, layer_shapes=shapes, sigma=1.0, subsample_size=batch, with_p=False
+        )
 
         def make_svi(model=model):
             guide = AutoNormal(model)
@@ -270,16 +304,25 @@ def bench_numpyro_svi(args, data, rows):
         jax.block_until_ready(losses)
         dt = time.perf_counter() - t0
         rate = n_calls * K / dt
-        row = {"section": "vi", "implementation": f"numpyro jit(scan {K} x svi.update)",
-               "batch": batch or "full", "n_steps": (n_calls + 1) * K, "cold_s": None,
-               "it_per_s": rate, "ms_per_it": 1e3 / rate, "it_per_s_clock": rate,
-               "ms_per_it_clock": 1e3 / rate, "compile_s": t_first - K / rate}
+        row = {
+            "section": "vi",
+            "implementation": f"numpyro jit(scan {K} x svi.update)",
+            "batch": batch or "full",
+            "n_steps": (n_calls + 1) * K,
+            "cold_s": None,
+            "it_per_s": rate,
+            "ms_per_it": 1e3 / rate,
+            "it_per_s_clock": rate,
+            "ms_per_it_clock": 1e3 / rate,
+            "compile_s": t_first - K / rate,
+        }
         # time to target accuracy, chunks of `every` steps
         # (the same compiled chunk when K equals the check interval, as in --quick)
         every_chunk = chunk if args.every == K else chunk_fn(args.every)
         svi2, guide2 = svi, guide
-        watch = AccuracyWatch(X_test, y_test, n_layers, every=args.every,
-                              target=args.target_accuracy)
+        watch = AccuracyWatch(
+            X_test, y_test, n_layers, every=args.every, target=args.target_accuracy
+        )
         eval_key = jax.random.PRNGKey(12345)
 
         def draw(n, state_box):
@@ -311,16 +354,25 @@ def _ess_of_p(draws_by_chain: dict, n_layers: int) -> dict:
     p = _peers.numpy_proba_draws(ESS_POINTS, flat, n_layers).reshape(n_chain, n_draw, -1)
     ess = np.asarray(az.ess(p, method="bulk"))
     rhat = np.asarray(az.rhat(p))
-    return {"ess_p_min": float(ess.min()), "ess_p_median": float(np.median(ess)),
-            "rhat_p_max": float(rhat.max()), "n_draws_total": n_chain * n_draw}
+    return {
+        "ess_p_min": float(ess.min()),
+        "ess_p_median": float(np.median(ess)),
+        "rhat_p_max": float(rhat.max()),
+        "n_draws_total": n_chain * n_draw,
+    }
 
 
 #: NUTS runs: the toolkit's fit per backend, PyMC's own NUTS with one process per chain
 #: (PyMC's default ``cores`` is cpu_count // 2, i.e. 1 on a 2-core machine; and
 #: ``nuts_sampler=None`` means nutpie in PyMC 6 when installed), and NumPyro's own MCMC
 #: on the NumPyro model.
-NUTS_RUNS = ("toolkit-numpyro", "toolkit-nutpie", "toolkit-pymc", "pm.sample-cores2",
-             "numpyro-native")
+NUTS_RUNS = (
+    "toolkit-numpyro",
+    "toolkit-nutpie",
+    "toolkit-pymc",
+    "pm.sample-cores2",
+    "numpyro-native",
+)
 NUTS_QUICK = ("toolkit-numpyro",)
 
 
@@ -330,14 +382,20 @@ def bench_nuts(args, data, rows):
     import pymc_bnn
 
     X_train, X_test, y_train, y_test = data
-    model = pymc_bnn.build_model(X_train, y_train, hidden_layer_sizes=(5, 5),
-                                 random_state=args.seed)
+    model = pymc_bnn.build_model(
+        X_train, y_train, hidden_layer_sizes=(5, 5), random_state=args.seed
+    )
     names = [v for pair in pymc_bnn.network_spec(model).weight_names for v in pair]
     n_layers = len(names) // 2
     kw = dict(draws=args.nuts_draws, tune=args.nuts_tune, chains=2, random_seed=args.seed)
     for run in NUTS_RUNS:
-        base = {"section": "nuts", "run": run, "draws": args.nuts_draws,
-                "tune": args.nuts_tune, "chains": 2}
+        base = {
+            "section": "nuts",
+            "run": run,
+            "draws": args.nuts_draws,
+            "tune": args.nuts_tune,
+            "chains": 2,
+        }
         if run.startswith("toolkit-"):
             backend = run.split("-", 1)[1]
             base["implementation"] = f"pymc_bnn.fit(nuts, {backend})"
@@ -350,20 +408,27 @@ def bench_nuts(args, data, rows):
             continue
         try:
             if run.startswith("toolkit-"):
-                t, post = _common.time_call(pymc_bnn.fit, model, method="nuts",
-                                            nuts_sampler=run.split("-", 1)[1], **kw)
+                t, post = _common.time_call(
+                    pymc_bnn.fit, model, method="nuts", nuts_sampler=run.split("-", 1)[1], **kw
+                )
                 idata = post.idata
             elif run == "pm.sample-cores2":
                 with model:
                     # nuts_sampler="pymc" explicitly: PyMC 6 defaults to nutpie if installed
-                    t, idata = _common.time_call(pm.sample, cores=2, nuts_sampler="pymc",
-                                                 progressbar=False,
-                                                 compute_convergence_checks=False, **kw)
+                    t, idata = _common.time_call(
+                        pm.sample,
+                        cores=2,
+                        nuts_sampler="pymc",
+                        progressbar=False,
+                        compute_convergence_checks=False,
+                        **kw,
+                    )
             else:
                 if not HAVE_NUMPYRO:
                     raise ImportError("numpyro not installed")
                 t, (idata, base["implementation"]) = _common.time_call(
-                    _numpyro_native_nuts, args, X_train, y_train)
+                    _numpyro_native_nuts, args, X_train, y_train
+                )
         except ImportError as exc:
             rows.append({**base, "status": "skipped", "reason": str(exc).split(".")[0]})
             print(f"{base['implementation']}: skipped ({exc})", flush=True)
@@ -385,18 +450,32 @@ def _numpyro_native_nuts(args, X_train, y_train):
     import jax.numpy as jnp
     from numpyro.infer import MCMC, NUTS
 
-    nmodel = functools.partial(_peers.numpyro_bnn, layer_shapes=[(2, 5), (5, 5), (5, 1)],
-                               sigma=1.0, with_p=False)
+    nmodel = functools.partial(
+        _peers.numpyro_bnn, layer_shapes=[(2, 5), (5, 5), (5, 1)], sigma=1.0, with_p=False
+    )
     method = "parallel" if jax.local_device_count() >= 2 else "sequential"
-    mcmc = MCMC(NUTS(nmodel), num_warmup=args.nuts_tune, num_samples=args.nuts_draws,
-                num_chains=2, chain_method=method, progress_bar=False)
-    mcmc.run(jax.random.PRNGKey(args.seed), jnp.asarray(X_train), jnp.asarray(y_train),
-             extra_fields=("diverging",))
-    samples = {k: types.SimpleNamespace(values=np.asarray(v))
-               for k, v in mcmc.get_samples(group_by_chain=True).items()}
+    mcmc = MCMC(
+        NUTS(nmodel),
+        num_warmup=args.nuts_tune,
+        num_samples=args.nuts_draws,
+        num_chains=2,
+        chain_method=method,
+        progress_bar=False,
+    )
+    mcmc.run(
+        jax.random.PRNGKey(args.seed),
+        jnp.asarray(X_train),
+        jnp.asarray(y_train),
+        extra_fields=("diverging",),
+    )
+    samples = {
+        k: types.SimpleNamespace(values=np.asarray(v))
+        for k, v in mcmc.get_samples(group_by_chain=True).items()
+    }
     div = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"])
-    idata = types.SimpleNamespace(posterior=samples,
-                                  sample_stats={"diverging": types.SimpleNamespace(values=div)})
+    idata = types.SimpleNamespace(
+        posterior=samples, sample_stats={"diverging": types.SimpleNamespace(values=div)}
+    )
     return idata, f"numpyro MCMC(NUTS, chain_method={method})"
 
 
@@ -409,59 +488,115 @@ def _accuracy(X, y, draws_by_chain, n_layers) -> float:
 def _print_vi(row):
     if row.get("status") == "skipped":
         return
-    reach = (f"{row['steps_to_target']} steps / {row['time_to_target_s']:.1f} s"
-             if row.get("reached") else "not reached" if "reached" in row else "—")
-    print(f"{row['implementation']:34s} batch {row['batch']!s:4s} {row['it_per_s']:8.0f} it/s  "
-          f"compile {row['compile_s']:5.2f} s  to target: {reach}", flush=True)
+    reach = (
+        f"{row['steps_to_target']} steps / {row['time_to_target_s']:.1f} s"
+        if row.get("reached")
+        else "not reached"
+        if "reached" in row
+        else "—"
+    )
+    print(
+        f"{row['implementation']:34s} batch {row['batch']!s:4s} {row['it_per_s']:8.0f} it/s  "
+        f"compile {row['compile_s']:5.2f} s  to target: {reach}",
+        flush=True,
+    )
 
 
 def _print_nuts(row):
     if row.get("status") != "ok":
         return
-    print(f"{row['implementation']:34s} {row['wall_s']:7.1f} s  ESS(p) min "
-          f"{row['ess_p_min']:7.0f}  R-hat max {row['rhat_p_max']:.3f}  "
-          f"div {row['divergences']}", flush=True)
+    print(
+        f"{row['implementation']:34s} {row['wall_s']:7.1f} s  ESS(p) min "
+        f"{row['ess_p_min']:7.0f}  R-hat max {row['rhat_p_max']:.3f}  "
+        f"div {row['divergences']}",
+        flush=True,
+    )
 
 
 def build_tables(rows) -> str:
     vi = [r for r in rows if r["section"] == "vi"]
     nuts = [r for r in rows if r["section"] == "nuts"]
-    t1 = _common.markdown_table(vi, [
-        ("implementation", "implementation"), ("batch", "batch"),
-        ("it_per_s", "it/s (difference)"), ("it_per_s_clock", "it/s (step clock)"),
-        ("ms_per_it_clock", "ms/it (step clock)"), ("compile_s", "compile s"),
-        ("cold_s", "first call (10 it) s"),
-        ("steps_to_target", "steps to target"), ("time_to_target_s", "time to target s"),
-        ("last_accuracy", "accuracy at stop"), ("status", "status")])
-    t2 = _common.markdown_table(nuts, [
-        ("implementation", "implementation"), ("tune", "tune"), ("draws", "draws/chain"),
-        ("wall_s", "wall s"), ("ess_p_min", "min ESS(p)"), ("ess_p_median", "median ESS(p)"),
-        ("ess_per_s", "min ESS(p)/s"), ("rhat_p_max", "max R-hat(p)"),
-        ("divergences", "divergences"), ("test_accuracy", "test acc"), ("status", "status")])
+    t1 = _common.markdown_table(
+        vi,
+        [
+            ("implementation", "implementation"),
+            ("batch", "batch"),
+            ("it_per_s", "it/s (difference)"),
+            ("it_per_s_clock", "it/s (step clock)"),
+            ("ms_per_it_clock", "ms/it (step clock)"),
+            ("compile_s", "compile s"),
+            ("cold_s", "first call (10 it) s"),
+            ("steps_to_target", "steps to target"),
+            ("time_to_target_s", "time to target s"),
+            ("last_accuracy", "accuracy at stop"),
+            ("status", "status"),
+        ],
+    )
+    t2 = _common.markdown_table(
+        nuts,
+        [
+            ("implementation", "implementation"),
+            ("tune", "tune"),
+            ("draws", "draws/chain"),
+            ("wall_s", "wall s"),
+            ("ess_p_min", "min ESS(p)"),
+            ("ess_p_median", "median ESS(p)"),
+            ("ess_per_s", "min ESS(p)/s"),
+            ("rhat_p_max", "max R-hat(p)"),
+            ("divergences", "divergences"),
+            ("test_accuracy", "test acc"),
+            ("status", "status"),
+        ],
+    )
     return t1 + "\n\n" + t2
 
 
 def main(argv=None) -> int:
     parser = _common.base_parser(__doc__.split("\n\n")[0], NAME)
-    parser.add_argument("--n-steps", type=int, default=None,
-                        help="N for the it/s measurement (default 10000; --quick 2000)")
-    parser.add_argument("--max-steps", type=int, default=None,
-                        help="step limit of the time-to-accuracy runs (default 10000; "
-                             "--quick 2000)")
+    parser.add_argument(
+        "--n-steps",
+        type=int,
+        default=None,
+        help="N for the it/s measurement (default 10000; --quick 2000)",
+    )
+    parser.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="step limit of the time-to-accuracy runs (default 10000; --quick 2000)",
+    )
     parser.add_argument("--every", type=int, default=100, help="steps between accuracy checks")
     parser.add_argument("--target-accuracy", type=float, default=0.95)
-    parser.add_argument("--chunk", type=int, default=None,
-                        help="steps per compiled NumPyro chunk (default 1000; --quick 100)")
+    parser.add_argument(
+        "--chunk",
+        type=int,
+        default=None,
+        help="steps per compiled NumPyro chunk (default 1000; --quick 100)",
+    )
     parser.add_argument("--nuts-draws", type=int, default=None, help="default 1000; --quick 100")
     parser.add_argument("--nuts-tune", type=int, default=None, help="default 1000; --quick 100")
-    parser.add_argument("--nuts-runs", nargs="+", choices=NUTS_RUNS, default=None,
-                        help=f"NUTS runs (default all; --quick {' '.join(NUTS_QUICK)})")
-    parser.add_argument("--sections", nargs="+", choices=["pymc_vi", "numpyro_svi", "nuts"],
-                        default=["pymc_vi", "numpyro_svi", "nuts"])
-    parser.add_argument("--svi-run", action=argparse.BooleanOptionalAction, default=None,
-                        help="time numpyro's svi.run by difference (default: yes; --quick no)")
-    parser.add_argument("--jax-float32", action="store_true",
-                        help="run JAX in float32 (default float64, as PyMC)")
+    parser.add_argument(
+        "--nuts-runs",
+        nargs="+",
+        choices=NUTS_RUNS,
+        default=None,
+        help=f"NUTS runs (default all; --quick {' '.join(NUTS_QUICK)})",
+    )
+    parser.add_argument(
+        "--sections",
+        nargs="+",
+        choices=["pymc_vi", "numpyro_svi", "nuts"],
+        default=["pymc_vi", "numpyro_svi", "nuts"],
+    )
+    parser.add_argument(
+        "--svi-run",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="time numpyro's svi.run by difference (default: yes; --quick no)",
+    )
+    parser.add_argument(
+        "--jax-float32", action="store_true", help="run JAX in float32 (default float64, as PyMC)"
+    )
     args = parser.parse_args(argv)
     q = args.quick
     args.n_steps = args.n_steps or (2000 if q else 10_000)

@@ -43,7 +43,7 @@ def wages(n_rows: int, seed: int):
 
     frame = make_wages(n_rows, random_state=seed)
     order = np.random.default_rng(seed).permutation(n_rows)
-    train, test = order[: int(0.7 * n_rows)], order[int(0.7 * n_rows):]
+    train, test = order[: int(0.7 * n_rows)], order[int(0.7 * n_rows) :]
     pre = TabularPreprocessor().fit(frame.iloc[train].drop(columns="wage"))
     y = frame["wage"].to_numpy()
     return pre.transform(frame.iloc[train]), y[train], pre.transform(frame.iloc[test]), y[test]
@@ -72,8 +72,11 @@ def _intervals(y, mean, lower, upper) -> dict:
 
     inside = (lower <= y) & (y <= upper)
     bins = binned_coverage(y, mean, lower, upper)
-    return {"coverage90": float(inside.mean()), "worst_fifth": min(bins["coverage"]),
-            "width90": float(np.mean(upper - lower))}
+    return {
+        "coverage90": float(inside.mean()),
+        "worst_fifth": min(bins["coverage"]),
+        "width90": float(np.mean(upper - lower)),
+    }
 
 
 def run_bnn(X, y, Xt, yt, *, auto: bool, seed: int) -> dict:
@@ -94,24 +97,36 @@ def run_bnn(X, y, Xt, yt, *, auto: bool, seed: int) -> dict:
     est.fit(X, y)
     fit_s = time.perf_counter() - t0
     lower, upper = est.predict_interval(Xt, coverage=0.9)
-    return {"method": "auto" if auto else "constant", "chosen": chosen,
-            "inference": est.inference_, "fit_s": fit_s,
-            "ll": float(np.mean(est.log_predictive_density(Xt, yt))),
-            "rmse": float(np.sqrt(np.mean((est.predict(Xt) - yt) ** 2))),
-            **_intervals(yt, est.predict(Xt), lower, upper)}
+    return {
+        "method": "auto" if auto else "constant",
+        "chosen": chosen,
+        "inference": est.inference_,
+        "fit_s": fit_s,
+        "ll": float(np.mean(est.log_predictive_density(Xt, yt))),
+        "rmse": float(np.sqrt(np.mean((est.predict(Xt) - yt) ** 2))),
+        **_intervals(yt, est.predict(Xt), lower, upper),
+    }
 
 
 def run_quantile_gbm(X, y, Xt, yt, *, seed: int) -> dict:
     from sklearn.ensemble import HistGradientBoostingRegressor
 
     t0 = time.perf_counter()
-    models = [HistGradientBoostingRegressor(loss=loss, quantile=q, random_state=seed).fit(X, y)
-              for loss, q in (("quantile", 0.05), ("quantile", 0.95), ("squared_error", None))]
+    models = [
+        HistGradientBoostingRegressor(loss=loss, quantile=q, random_state=seed).fit(X, y)
+        for loss, q in (("quantile", 0.05), ("quantile", 0.95), ("squared_error", None))
+    ]
     fit_s = time.perf_counter() - t0
     lower, upper, mean = (m.predict(Xt) for m in models)
-    return {"method": "hgb quantile", "chosen": None, "inference": None, "fit_s": fit_s,
-            "ll": None, "rmse": float(np.sqrt(np.mean((mean - yt) ** 2))),
-            **_intervals(yt, mean, np.minimum(lower, upper), np.maximum(lower, upper))}
+    return {
+        "method": "hgb quantile",
+        "chosen": None,
+        "inference": None,
+        "fit_s": fit_s,
+        "ll": None,
+        "rmse": float(np.sqrt(np.mean((mean - yt) ** 2))),
+        **_intervals(yt, mean, np.minimum(lower, upper), np.maximum(lower, upper)),
+    }
 
 
 def tables(args):
@@ -134,10 +149,19 @@ def tables(args):
 
 def main(argv=None) -> int:
     parser = _common.base_parser(__doc__.split("\n\n")[0], "noise_choice")
-    parser.add_argument("--tables", nargs="+", choices=["wages", "generated", "uci"],
-                        default=["wages", "generated", "uci"])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
-                        help="seeds of the generated tables and the UCI splits")
+    parser.add_argument(
+        "--tables",
+        nargs="+",
+        choices=["wages", "generated", "uci"],
+        default=["wages", "generated", "uci"],
+    )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=[0, 1, 2],
+        help="seeds of the generated tables and the UCI splits",
+    )
     args = parser.parse_args(argv)
     info = _common.machine_info()
     _common.print_header("noise model chosen on held-out rows", info)
@@ -147,25 +171,42 @@ def main(argv=None) -> int:
         X, y, Xt, yt = load()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the short NUTS run's diagnostics
-            for row in (run_bnn(X, y, Xt, yt, auto=False, seed=seed),
-                        run_bnn(X, y, Xt, yt, auto=True, seed=seed),
-                        run_quantile_gbm(X, y, Xt, yt, seed=seed)):
-                rows.append({"table": table, "seed": seed, "rows": len(y), **row,
-                             "status": "ok"})
+            for row in (
+                run_bnn(X, y, Xt, yt, auto=False, seed=seed),
+                run_bnn(X, y, Xt, yt, auto=True, seed=seed),
+                run_quantile_gbm(X, y, Xt, yt, seed=seed),
+            ):
+                rows.append({"table": table, "seed": seed, "rows": len(y), **row, "status": "ok"})
                 print(_common.markdown_table([rows[-1]], COLUMNS).splitlines()[-1], flush=True)
     table = _common.markdown_table(summary(rows), COLUMNS)
     print("\n" + table)
-    _common.write_json(args.out, {"benchmark": "noise_choice", "machine": info,
-                                  "config": vars(args) | {"out": str(args.out)},
-                                  "rows": rows, "table": table,
-                                  "elapsed_s": time.perf_counter() - t0, "notes": []})
+    _common.write_json(
+        args.out,
+        {
+            "benchmark": "noise_choice",
+            "machine": info,
+            "config": vars(args) | {"out": str(args.out)},
+            "rows": rows,
+            "table": table,
+            "elapsed_s": time.perf_counter() - t0,
+            "notes": [],
+        },
+    )
     return 0
 
 
-COLUMNS = [("table", "table"), ("seed", "seed"), ("method", "method"), ("chosen", "noise"),
-           ("ll", "test LL"), ("coverage90", "90% coverage"),
-           ("worst_fifth", "worst fifth"), ("width90", "mean width"), ("rmse", "RMSE"),
-           ("fit_s", "fit s")]
+COLUMNS = [
+    ("table", "table"),
+    ("seed", "seed"),
+    ("method", "method"),
+    ("chosen", "noise"),
+    ("ll", "test LL"),
+    ("coverage90", "90% coverage"),
+    ("worst_fifth", "worst fifth"),
+    ("width90", "mean width"),
+    ("rmse", "RMSE"),
+    ("fit_s", "fit s"),
+]
 
 
 def summary(rows: list[dict]) -> list[dict]:
@@ -177,10 +218,18 @@ def summary(rows: list[dict]) -> list[dict]:
             if not some:
                 continue
             chosen = ", ".join(sorted({r["chosen"] for r in some if r["chosen"]})) or None
-            out.append({"table": table, "seed": f"median of {len(some)}", "method": method,
-                        "chosen": chosen, **{k: _common.median([r[k] for r in some]) for k in
-                                             ("ll", "coverage90", "worst_fifth", "width90",
-                                              "rmse", "fit_s")}})
+            out.append(
+                {
+                    "table": table,
+                    "seed": f"median of {len(some)}",
+                    "method": method,
+                    "chosen": chosen,
+                    **{
+                        k: _common.median([r[k] for r in some])
+                        for k in ("ll", "coverage90", "worst_fifth", "width90", "rmse", "fit_s")
+                    },
+                }
+            )
     return out
 
 

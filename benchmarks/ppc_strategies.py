@@ -64,24 +64,36 @@ STRATEGIES = {
     "toolkit_mean_proba": ("pymc_bnn posterior_predictive().mean_proba", "same draws"),
     "toolkit_sample_proba": ("pymc_bnn posterior_predictive().sample_proba, mean", "same draws"),
     "pymc_sample_node": ("PyMC approx.sample_node, compiled once", "fresh draws"),
-    "pymc_spp_deterministic": ("pm.sample_posterior_predictive, Deterministic p",
-                               "same draws"),
+    "pymc_spp_deterministic": ("pm.sample_posterior_predictive, Deterministic p", "same draws"),
     "pymc_spp_y_obs": ("pm.sample_posterior_predictive, y_obs draws", "Bernoulli draws"),
     "jax_jit_vmap": ("jax.jit + vmap over draws (chunked X), float64", "same draws"),
-    "jax_jit_vmap_f32": ("jax.jit + vmap over draws (chunked X), float32 as numpyro's default",
-                         "same draws"),
+    "jax_jit_vmap_f32": (
+        "jax.jit + vmap over draws (chunked X), float32 as numpyro's default",
+        "same draws",
+    ),
     "numpyro_predictive": ("numpyro Predictive (lax.map over draws)", "same draws"),
     "numpyro_predictive_parallel": ("numpyro Predictive(parallel=True)", "same draws"),
 }
-JAX_STRATEGIES = {"jax_jit_vmap", "jax_jit_vmap_f32", "numpyro_predictive", "numpyro_predictive_parallel"}
+JAX_STRATEGIES = {
+    "jax_jit_vmap",
+    "jax_jit_vmap_f32",
+    "numpyro_predictive",
+    "numpyro_predictive_parallel",
+}
 SIZES = {"test500": 500, "grid10k": 10_000, "grid1M": 1_000_000}
 
 
 def _not_run(name: str, size: str, status: str, reason: str) -> dict:
     """The result row of a cell that was skipped or failed, with the reason."""
-    return {"strategy": name, "description": STRATEGIES[name][0],
-            "draws_kind": STRATEGIES[name][1], "size": size, "n_points": SIZES[size],
-            "status": status, "reason": reason}
+    return {
+        "strategy": name,
+        "description": STRATEGIES[name][0],
+        "draws_kind": STRATEGIES[name][1],
+        "size": size,
+        "n_points": SIZES[size],
+        "status": status,
+        "reason": reason,
+    }
 
 
 def points(size: str, seed: int) -> np.ndarray:
@@ -156,9 +168,11 @@ def _same_draws(weights: dict, ctx: Context) -> bool:
     rounding, since pymc_bnn's sampler evaluates the same graph with NumPy's ufuncs and
     ``approx.sample`` with Numba's loops (``exp`` / ``log1p`` may differ in the last
     place; measured <= 2.5e-14 relative)."""
-    return all(np.asarray(weights[k]).shape == v.shape
-               and np.allclose(np.asarray(weights[k]), v, rtol=1e-12, atol=1e-14)
-               for k, v in ctx.draws.items())
+    return all(
+        np.asarray(weights[k]).shape == v.shape
+        and np.allclose(np.asarray(weights[k]), v, rtol=1e-12, atol=1e-14)
+        for k, v in ctx.draws.items()
+    )
 
 
 def setup_strategy(name: str, ctx: Context, X: np.ndarray):
@@ -171,12 +185,13 @@ def setup_strategy(name: str, ctx: Context, X: np.ndarray):
     if name in ("toolkit_mean_proba", "toolkit_sample_proba"):
         import pymc_bnn
 
-        pp = pymc_bnn.posterior_predictive(ctx.posterior, n_draws=ctx.n_draws,
-                                           random_seed=ctx.draw_seed)
+        pp = pymc_bnn.posterior_predictive(
+            ctx.posterior, n_draws=ctx.n_draws, random_seed=ctx.draw_seed
+        )
         names = _peers.weight_names(ctx.n_layers)
         info["same_draws"] = _same_draws(
-            {k: a for (w, b), (W, B) in zip(names, pp.weights) for k, a in ((w, W), (b, B))},
-            ctx)
+            {k: a for (w, b), (W, B) in zip(names, pp.weights) for k, a in ((w, W), (b, B))}, ctx
+        )
         if name == "toolkit_mean_proba":
             return (lambda: pp.mean_proba(X)[:, 1]), info
         return (lambda: pp.sample_proba(X)[:, :, 1].mean(axis=0)), info
@@ -205,13 +220,15 @@ def setup_strategy(name: str, ctx: Context, X: np.ndarray):
 
         post = ctx.posterior
         idata = post.approx.sample(ctx.n_draws, random_seed=ctx.draw_seed)
-        info["same_draws"] = _same_draws(
-            {k: idata.posterior[k].values[0] for k in ctx.draws}, ctx)
+        info["same_draws"] = _same_draws({k: idata.posterior[k].values[0] for k in ctx.draws}, ctx)
         y0 = np.zeros(X.shape[0], dtype=np.int64)
         if name == "pymc_spp_deterministic":
             model = _peers.pymc_classic_model(
-                np.zeros((1, X.shape[1])), np.zeros(1, dtype=np.int64),
-                ctx.meta["layer_shapes"], sigma=ctx.meta["prior_sigma"])
+                np.zeros((1, X.shape[1])),
+                np.zeros(1, dtype=np.int64),
+                ctx.meta["layer_shapes"],
+                sigma=ctx.meta["prior_sigma"],
+            )
             var = "p"
         else:
             model = post.approx.model  # the toolkit's own (full-batch) model
@@ -220,10 +237,12 @@ def setup_strategy(name: str, ctx: Context, X: np.ndarray):
         def call():
             with model:
                 pm.set_data({"X": X, "y": y0})
-                pp = pm.sample_posterior_predictive(idata, var_names=[var], progressbar=False,
-                                                    random_seed=ctx.draw_seed)
+                pp = pm.sample_posterior_predictive(
+                    idata, var_names=[var], progressbar=False, random_seed=ctx.draw_seed
+                )
             return np.asarray(pp.posterior_predictive[var].values, dtype=np.float64).mean(
-                axis=(0, 1))
+                axis=(0, 1)
+            )
 
         return call, info
 
@@ -246,10 +265,12 @@ def setup_strategy(name: str, ctx: Context, X: np.ndarray):
         from numpyro.infer import Predictive
 
         ws = {k: jnp.asarray(v) for k, v in ctx.draws.items()}
-        model = functools.partial(_peers.numpyro_bnn, layer_shapes=ctx.meta["layer_shapes"],
-                                  sigma=ctx.meta["prior_sigma"])
-        pred = Predictive(model, posterior_samples=ws, return_sites=["p"],
-                          parallel=name.endswith("parallel"))
+        model = functools.partial(
+            _peers.numpyro_bnn, layer_shapes=ctx.meta["layer_shapes"], sigma=ctx.meta["prior_sigma"]
+        )
+        pred = Predictive(
+            model, posterior_samples=ws, return_sites=["p"], parallel=name.endswith("parallel")
+        )
         key = jax.random.PRNGKey(ctx.draw_seed)
         Xj = jnp.asarray(X)
         return (lambda: np.asarray(pred(key, Xj)["p"]).mean(axis=0)), info
@@ -283,8 +304,9 @@ def run_cell(name: str, size: str, ctx: Context, *, repeats: int, budget_s: floa
         "median_s": _common.median(times),
         "min_s": min(times),
         "repeats": n_rep,
-        "peak_extra_mb": max(p for p in peaks if p is not None) if any(
-            p is not None for p in peaks) else None,
+        "peak_extra_mb": max(p for p in peaks if p is not None)
+        if any(p is not None for p in peaks)
+        else None,
         "first_call_peak_extra_mb": mem_first.extra_mb,
         "memory_method": mem.method,
         "same_draws": info.get("same_draws"),
@@ -304,8 +326,7 @@ def _worker(args) -> int:
         jax.config.update("jax_enable_x64", True)
     ctx = Context(args.workdir)
     ctx.posterior, ctx.draws  # noqa: B018  (unpickle before the clock starts)
-    record, mean = run_cell(args.worker, args.size, ctx, repeats=args.repeats,
-                            budget_s=args.budget)
+    record, mean = run_cell(args.worker, args.size, ctx, repeats=args.repeats, budget_s=args.budget)
     stem = f"{args.worker}__{args.size}"
     np.save(ctx.workdir / f"mean__{stem}.npy", mean)
     (ctx.workdir / f"record__{stem}.json").write_text(json.dumps(record))
@@ -321,31 +342,56 @@ def _prepare(args, workdir: Path):
     from pymc_bnn.datasets import moons_split
 
     X_train, X_test, y_train, y_test = moons_split(random_state=args.seed)
-    model = pymc_bnn.build_model(X_train, y_train, hidden_layer_sizes=(5, 5),
-                                 activation="tanh", random_state=args.seed)
-    t_fit, post = _common.time_call(pymc_bnn.fit, model, method="advi", n_iter=args.n_iter,
-                                    random_seed=args.seed)
+    model = pymc_bnn.build_model(
+        X_train, y_train, hidden_layer_sizes=(5, 5), activation="tanh", random_state=args.seed
+    )
+    t_fit, post = _common.time_call(
+        pymc_bnn.fit, model, method="advi", n_iter=args.n_iter, random_seed=args.seed
+    )
     draw_seed = args.seed + 1
     idata = post.approx.sample(args.n_draws, random_seed=draw_seed)
-    draws = {w: np.ascontiguousarray(idata.posterior[w].values[0])
-             for pair in post.spec.weight_names for w in pair}
+    draws = {
+        w: np.ascontiguousarray(idata.posterior[w].values[0])
+        for pair in post.spec.weight_names
+        for w in pair
+    }
     pp = pymc_bnn.posterior_predictive(post, n_draws=args.n_draws, random_seed=draw_seed)
     accuracy = float(((pp.mean_proba(X_test)[:, 1] > 0.5) == y_test).mean())
     np.savez(workdir / "draws.npz", **draws)
     (workdir / "posterior.pkl").write_bytes(cloudpickle.dumps(post))
-    meta = {"seed": args.seed, "draw_seed": draw_seed, "n_draws": args.n_draws,
-            "layer_shapes": [list(s) for s in post.spec.layer_shapes],
-            "prior_sigma": post.spec.prior_sigma}
+    meta = {
+        "seed": args.seed,
+        "draw_seed": draw_seed,
+        "n_draws": args.n_draws,
+        "layer_shapes": [list(s) for s in post.spec.layer_shapes],
+        "prior_sigma": post.spec.prior_sigma,
+    }
     (workdir / "meta.json").write_text(json.dumps(meta))
-    fit_info = {"method": "advi", "n_iter": args.n_iter, "fit_s": t_fit,
-                "final_loss": float(np.mean(post.loss[-100:])), "test_accuracy": accuracy}
+    fit_info = {
+        "method": "advi",
+        "n_iter": args.n_iter,
+        "fit_s": t_fit,
+        "final_loss": float(np.mean(post.loss[-100:])),
+        "test_accuracy": accuracy,
+    }
     return post, draws, fit_info
 
 
 def _run_isolated(args, name: str, size: str, workdir: Path):
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--size", size,
-           "--workdir", str(workdir), "--repeats", str(args.repeats),
-           "--budget", str(args.budget)]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--worker",
+        name,
+        "--size",
+        size,
+        "--workdir",
+        str(workdir),
+        "--repeats",
+        str(args.repeats),
+        "--budget",
+        str(args.budget),
+    ]
     stem = f"{name}__{size}"
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.cell_timeout)
@@ -370,31 +416,64 @@ def _available(name: str) -> str | None:
 
 
 def build_table(rows: list[dict]) -> str:
-    cols = [("strategy", "strategy"), ("n_points", "points"), ("setup_s", "setup s"),
-            ("first_call_s", "first call s"), ("median_s", "median s"),
-            ("vs_toolkit", "÷ toolkit mean_proba"), ("peak_extra_mb", "peak extra MB"),
-            ("max_abs_diff", "max abs Δp vs NumPy loop"), ("draws_kind", "draws"),
-            ("status", "status")]
+    cols = [
+        ("strategy", "strategy"),
+        ("n_points", "points"),
+        ("setup_s", "setup s"),
+        ("first_call_s", "first call s"),
+        ("median_s", "median s"),
+        ("vs_toolkit", "÷ toolkit mean_proba"),
+        ("peak_extra_mb", "peak extra MB"),
+        ("max_abs_diff", "max abs Δp vs NumPy loop"),
+        ("draws_kind", "draws"),
+        ("status", "status"),
+    ]
     return _common.markdown_table(rows, cols)
 
 
 def main(argv=None) -> int:
     parser = _common.base_parser(__doc__.split("\n\n")[0], NAME)
-    parser.add_argument("--sizes", nargs="+", choices=list(SIZES), default=None,
-                        help="point sets (default all; --quick: grid10k)")
+    parser.add_argument(
+        "--sizes",
+        nargs="+",
+        choices=list(SIZES),
+        default=None,
+        help="point sets (default all; --quick: grid10k)",
+    )
     parser.add_argument("--strategies", nargs="+", choices=list(STRATEGIES), default=None)
-    parser.add_argument("--n-draws", type=int, default=None,
-                        help="posterior draws (default 500; --quick 100)")
-    parser.add_argument("--n-iter", type=int, default=None,
-                        help="ADVI steps of the fit (default 10000; --quick 1000)")
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="timed calls after the first (default 5; --quick 1)")
-    parser.add_argument("--budget", type=float, default=None,
-                        help="seconds of repeats per cell before cutting repeats (min 1)")
-    parser.add_argument("--max-materialize-gb", type=float, default=1.0,
-                        help="skip strategies that must hold more than this (draws x points)")
-    parser.add_argument("--isolation", choices=["process", "none"], default="process",
-                        help="one subprocess per cell (default) or all cells in this process")
+    parser.add_argument(
+        "--n-draws", type=int, default=None, help="posterior draws (default 500; --quick 100)"
+    )
+    parser.add_argument(
+        "--n-iter",
+        type=int,
+        default=None,
+        help="ADVI steps of the fit (default 10000; --quick 1000)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="timed calls after the first (default 5; --quick 1)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="seconds of repeats per cell before cutting repeats (min 1)",
+    )
+    parser.add_argument(
+        "--max-materialize-gb",
+        type=float,
+        default=1.0,
+        help="skip strategies that must hold more than this (draws x points)",
+    )
+    parser.add_argument(
+        "--isolation",
+        choices=["process", "none"],
+        default="process",
+        help="one subprocess per cell (default) or all cells in this process",
+    )
     parser.add_argument("--cell-timeout", type=float, default=1800.0)
     # internal: one cell in a subprocess
     parser.add_argument("--worker", choices=list(STRATEGIES), help=argparse_suppress())
@@ -424,8 +503,11 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="ppc_bench_") as tmp:
         workdir = Path(tmp)
         post, draws, fit_info = _prepare(args, workdir)
-        print(f"ADVI fit: {fit_info['n_iter']} steps in {fit_info['fit_s']:.1f} s, "
-              f"test accuracy {fit_info['test_accuracy']:.3f}\n", flush=True)
+        print(
+            f"ADVI fit: {fit_info['n_iter']} steps in {fit_info['fit_s']:.1f} s, "
+            f"test accuracy {fit_info['test_accuracy']:.3f}\n",
+            flush=True,
+        )
         ctx = Context(workdir, posterior=post, draws=draws)
         if args.isolation == "none" and any(s in JAX_STRATEGIES for s in strategies):
             import jax
@@ -437,8 +519,10 @@ def main(argv=None) -> int:
                 skip = _available(name)
                 need = materialized_bytes(name, args.n_draws, n_points)
                 if skip is None and need > args.max_materialize_gb * 2**30:
-                    skip = (f"skipped (would hold {need / 2**30:.1f} GB of draws x points > "
-                            f"--max-materialize-gb {args.max_materialize_gb:g})")
+                    skip = (
+                        f"skipped (would hold {need / 2**30:.1f} GB of draws x points > "
+                        f"--max-materialize-gb {args.max_materialize_gb:g})"
+                    )
                 if skip is not None:
                     rows.append(_not_run(name, size, "skipped", skip))
                     print(f"{size:8s} {name:28s} {skip}", flush=True)
@@ -447,8 +531,9 @@ def main(argv=None) -> int:
                     record, mean, err = _run_isolated(args, name, size, workdir)
                 else:
                     try:
-                        record, mean = run_cell(name, size, ctx, repeats=args.repeats,
-                                                budget_s=args.budget)
+                        record, mean = run_cell(
+                            name, size, ctx, repeats=args.repeats, budget_s=args.budget
+                        )
                         err = None
                     except Exception as exc:  # record and go on: one peer failing
                         record, mean, err = None, None, f"failed: {exc!r}"[:300]
@@ -459,15 +544,19 @@ def main(argv=None) -> int:
                 record["isolation"] = args.isolation
                 means[(name, size)] = mean
                 rows.append(record)
-                print(f"{size:8s} {name:28s} setup {record['setup_s']:7.3f} s  first "
-                      f"{record['first_call_s']:7.3f} s  median {record['median_s']:7.3f} s  "
-                      f"peak +{record['peak_extra_mb'] or 0:7.1f} MB", flush=True)
+                print(
+                    f"{size:8s} {name:28s} setup {record['setup_s']:7.3f} s  first "
+                    f"{record['first_call_s']:7.3f} s  median {record['median_s']:7.3f} s  "
+                    f"peak +{record['peak_extra_mb'] or 0:7.1f} MB",
+                    flush=True,
+                )
             # Monte-Carlo reference: the toolkit with an independent set of draws
             if n_points <= 10_000 and ("numpy_loop", size) in means:
                 import pymc_bnn
 
-                other = pymc_bnn.posterior_predictive(post, n_draws=args.n_draws,
-                                            random_seed=ctx.draw_seed + 1000)
+                other = pymc_bnn.posterior_predictive(
+                    post, n_draws=args.n_draws, random_seed=ctx.draw_seed + 1000
+                )
                 means[("mc_reference", size)] = other.mean_proba(points(size, args.seed))[:, 1]
     # agreement and ratios
     mc_ref = {}
@@ -475,8 +564,16 @@ def main(argv=None) -> int:
         ref = means.get(("numpy_loop", size))
         if ("mc_reference", size) in means and ref is not None:
             mc_ref[size] = float(np.max(np.abs(means[("mc_reference", size)] - ref)))
-        tk = next((r["median_s"] for r in rows if r["size"] == size
-                   and r["strategy"] == "toolkit_mean_proba" and r["status"] == "ok"), None)
+        tk = next(
+            (
+                r["median_s"]
+                for r in rows
+                if r["size"] == size
+                and r["strategy"] == "toolkit_mean_proba"
+                and r["status"] == "ok"
+            ),
+            None,
+        )
         for r in rows:
             if r["size"] != size or r["status"] != "ok":
                 continue
@@ -485,8 +582,10 @@ def main(argv=None) -> int:
             r["vs_toolkit"] = None if not tk else r["median_s"] / tk
     table = build_table(rows)
     print("\n" + table + "\n")
-    print("Monte-Carlo reference (toolkit with independent draws vs NumPy loop), "
-          "max |Δp|: " + ", ".join(f"{k}: {v:.3g}" for k, v in mc_ref.items()))
+    print(
+        "Monte-Carlo reference (toolkit with independent draws vs NumPy loop), "
+        "max |Δp|: " + ", ".join(f"{k}: {v:.3g}" for k, v in mc_ref.items())
+    )
     payload = {
         "benchmark": NAME,
         "machine": info,

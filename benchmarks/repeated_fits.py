@@ -145,14 +145,19 @@ def svi_proba(X_train, y_train, X_test, hidden, *, steps, seed, n_draws=500):
 
     sizes = [X_train.shape[1], *hidden, 1]
     shapes = list(itertools.pairwise(sizes))
-    model = functools.partial(_peers.numpyro_bnn, layer_shapes=shapes, sigma=1.0,
-                              with_p=False)
+    model = functools.partial(_peers.numpyro_bnn, layer_shapes=shapes, sigma=1.0, with_p=False)
     guide = AutoNormal(model)
     svi = SVI(model, guide, Adam(0.01), Trace_ELBO())
-    res = svi.run(jax.random.PRNGKey(seed), steps, jnp.asarray(X_train),
-                  jnp.asarray(y_train), progress_bar=False)
-    draws = guide.sample_posterior(jax.random.PRNGKey(seed + 1), res.params,
-                                   sample_shape=(n_draws,))
+    res = svi.run(
+        jax.random.PRNGKey(seed),
+        steps,
+        jnp.asarray(X_train),
+        jnp.asarray(y_train),
+        progress_bar=False,
+    )
+    draws = guide.sample_posterior(
+        jax.random.PRNGKey(seed + 1), res.params, sample_shape=(n_draws,)
+    )
     draws = {k: np.asarray(v, dtype=np.float64) for k, v in draws.items()}
     return _peers.numpy_mean_proba(X_test, draws, len(shapes))
 
@@ -173,8 +178,10 @@ def diabetes():
 def moons():
     from sklearn.datasets import make_moons
 
-    return (*make_moons(n_samples=500, noise=0.2, random_state=0),
-            *make_moons(n_samples=500, noise=0.2, random_state=1))
+    return (
+        *make_moons(n_samples=500, noise=0.2, random_state=0),
+        *make_moons(n_samples=500, noise=0.2, random_state=1),
+    )
 
 
 def cv_run(estimator, folds, data=breast_cancer):
@@ -199,8 +206,14 @@ def cv_svi_run(folds, steps, seed):
     for train, test in check_cv(folds, y, classifier=True).split(X, y):
         t0 = time.perf_counter()
         scaler = StandardScaler().fit(X[train])
-        p = svi_proba(scaler.transform(X[train]), y[train], scaler.transform(X[test]), (16,),
-                      steps=steps, seed=seed)
+        p = svi_proba(
+            scaler.transform(X[train]),
+            y[train],
+            scaler.transform(X[test]),
+            (16,),
+            steps=steps,
+            seed=seed,
+        )
         fit_times.append(time.perf_counter() - t0)
         accs.append(float(((p > 0.5) == y[test]).mean()))
     return {"fit_times": fit_times, "accuracy": float(np.mean(accs))}
@@ -214,11 +227,15 @@ def grid_run(estimator, grid, folds):
     X, y = breast_cancer()
     pipe = make_pipeline(StandardScaler(), estimator)
     step = pipe.steps[-1][0]
-    search = GridSearchCV(pipe, {f"{step}__{k}": v for k, v in grid.items()}, cv=folds,
-                          n_jobs=1).fit(X, y)
-    return {"accuracy": float(search.best_score_), "refit_s": float(search.refit_time_),
-            "mean_fit_times": list(search.cv_results_["mean_fit_time"]),
-            "best_params": {k.split("__", 1)[1]: v for k, v in search.best_params_.items()}}
+    search = GridSearchCV(
+        pipe, {f"{step}__{k}": v for k, v in grid.items()}, cv=folds, n_jobs=1
+    ).fit(X, y)
+    return {
+        "accuracy": float(search.best_score_),
+        "refit_s": float(search.refit_time_),
+        "mean_fit_times": list(search.cv_results_["mean_fit_time"]),
+        "best_params": {k.split("__", 1)[1]: v for k, v in search.best_params_.items()},
+    }
 
 
 def hierarchical_run(n_fits):
@@ -269,8 +286,9 @@ def fit_threads(n: int | None):
 USER_CACHES = "user"
 
 
-def cold_start_run(bnn_kw: dict, cache_dir: str | None, pytensor_dir: str | None,
-                   threads: int | None = None) -> dict:
+def cold_start_run(
+    bnn_kw: dict, cache_dir: str | None, pytensor_dir: str | None, threads: int | None = None
+) -> dict:
     """One fresh ``python -c COLD_START``: its own import and fit times, accuracy.
 
     ``cache_dir``: JAX's persistent compilation cache of the child
@@ -282,22 +300,29 @@ def cold_start_run(bnn_kw: dict, cache_dir: str | None, pytensor_dir: str | None
     with contextlib.ExitStack() as stack:
         if pytensor_dir is None:
             pytensor_dir = stack.enter_context(
-                tempfile.TemporaryDirectory(prefix="pymc_bnn-pytensor-"))
+                tempfile.TemporaryDirectory(prefix="pymc_bnn-pytensor-")
+            )
         env = dict(os.environ)
         if cache_dir != USER_CACHES:
             env["PYMC_BNN_COMPILE_CACHE"] = cache_dir or "off"
         if pytensor_dir != USER_CACHES:
-            env["PYTENSOR_FLAGS"] = ",".join(filter(None, [
-                os.environ.get("PYTENSOR_FLAGS"), f"base_compiledir={pytensor_dir}"]))
+            env["PYTENSOR_FLAGS"] = ",".join(
+                filter(None, [os.environ.get("PYTENSOR_FLAGS"), f"base_compiledir={pytensor_dir}"])
+            )
         if threads is not None:
             env["PYMC_BNN_NUM_THREADS"] = str(threads)
-        proc = subprocess.run([sys.executable, "-c", COLD_START, json.dumps(bnn_kw)],
-                              capture_output=True, text=True, timeout=1800, cwd=ROOT,
-                              env=env)
+        proc = subprocess.run(
+            [sys.executable, "-c", COLD_START, json.dumps(bnn_kw)],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            cwd=ROOT,
+            env=env,
+        )
     if proc.returncode != 0:
         raise RuntimeError(f"cold-start child failed: {proc.stderr[-2000:]}")
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 def memory_run(n_fits: int, every: int, n_iter: int) -> dict:
@@ -313,10 +338,16 @@ def memory_run(n_fits: int, every: int, n_iter: int) -> dict:
             trace.append((i + 1, _common.rss_mb()))
     rss = dict(trace)
     # total_s: the fits alone, without the gc.collect() of the RSS samples
-    return {"total_s": sum(fit_times), "fit_times": fit_times, "rss_trace_mb": trace,
-            "rss_before_mb": rss[0], "rss_after_first_mb": rss[1], "rss_after_mb": rss[n_fits],
-            "rss_growth_mb": rss[n_fits] - rss[0],
-            "rss_growth_after_first_mb": rss[n_fits] - rss[1]}
+    return {
+        "total_s": sum(fit_times),
+        "fit_times": fit_times,
+        "rss_trace_mb": trace,
+        "rss_before_mb": rss[0],
+        "rss_after_first_mb": rss[1],
+        "rss_after_mb": rss[n_fits],
+        "rss_growth_mb": rss[n_fits] - rss[0],
+        "rss_growth_after_first_mb": rss[n_fits] - rss[1],
+    }
 
 
 # ------------------------------------------------------------------------- rows
@@ -342,10 +373,14 @@ def measure(rows, workload, engine, variant, n_fits, run, repeats=1):
         row.update(status="failed", reason=f"{type(exc).__name__}: {exc}")
     else:
         med = _common.median
-        row.update(status="ok", runs=runs, total_s=med(r["total_s"] for r in runs),
-                   per_fit_s=med(r["total_s"] / n_fits for r in runs),
-                   accuracy=med(r.get("accuracy") for r in runs),
-                   convergence_warnings=sum(r.get("convergence_warnings", 0) for r in runs))
+        row.update(
+            status="ok",
+            runs=runs,
+            total_s=med(r["total_s"] for r in runs),
+            per_fit_s=med(r["total_s"] / n_fits for r in runs),
+            accuracy=med(r.get("accuracy") for r in runs),
+            convergence_warnings=sum(r.get("convergence_warnings", 0) for r in runs),
+        )
         if all(r.get("fit_times") for r in runs):
             row["first_fit_s"] = med(r["fit_times"][0] for r in runs)
             row["later_fit_s"] = med(med(r["fit_times"][1:]) for r in runs)
@@ -353,18 +388,31 @@ def measure(rows, workload, engine, variant, n_fits, run, repeats=1):
             row["rss_growth_mb"] = runs[0]["rss_growth_mb"]
             row["rss_growth_after_first_mb"] = runs[0]["rss_growth_after_first_mb"]
     rows.append(row)
-    shown = [f"{k} {row[k]:.3g}" for k in ("total_s", "per_fit_s", "first_fit_s", "accuracy")
-             if row.get(k) is not None]
-    print(f"{workload:32s} {engine:9s} {variant or '':8s} {row['status']:7s} "
-          + "  ".join(shown), flush=True)
+    shown = [
+        f"{k} {row[k]:.3g}"
+        for k in ("total_s", "per_fit_s", "first_fit_s", "accuracy")
+        if row.get(k) is not None
+    ]
+    print(
+        f"{workload:32s} {engine:9s} {variant or '':8s} {row['status']:7s} " + "  ".join(shown),
+        flush=True,
+    )
     return row
 
 
 def add_ratios(rows) -> None:
     for row in rows:
         for peer in ("sklearn", "numpyro"):
-            ref = next((r for r in rows if r["workload"] == row["workload"]
-                        and r["engine"] == peer and r["status"] == "ok"), None)
+            ref = next(
+                (
+                    r
+                    for r in rows
+                    if r["workload"] == row["workload"]
+                    and r["engine"] == peer
+                    and r["status"] == "ok"
+                ),
+                None,
+            )
             if row["status"] == "ok" and ref and row is not ref:
                 row[f"ratio_vs_{peer}"] = row["total_s"] / ref["total_s"]
 
@@ -372,15 +420,24 @@ def add_ratios(rows) -> None:
 # ------------------------------------------------------------------------- main
 def main(argv=None) -> int:
     parser = _common.base_parser(__doc__.split("\n\n")[0], NAME)
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="timed runs per workload (default 3; --quick 1)")
-    parser.add_argument("--compile-cache", choices=("fresh", "user"), default="fresh",
-                        help="on-disk caches of the cold-start processes: new empty ones "
-                             "(default) or this process's (PYMC_BNN_COMPILE_CACHE and "
-                             "PYTENSOR_FLAGS as set)")
-    parser.add_argument("--workloads", nargs="+", choices=WORKLOADS,
-                        default=list(DEFAULT_WORKLOADS),
-                        help="default: all but 'hierarchical' (%(default)s)")
+    parser.add_argument(
+        "--repeats", type=int, default=None, help="timed runs per workload (default 3; --quick 1)"
+    )
+    parser.add_argument(
+        "--compile-cache",
+        choices=("fresh", "user"),
+        default="fresh",
+        help="on-disk caches of the cold-start processes: new empty ones "
+        "(default) or this process's (PYMC_BNN_COMPILE_CACHE and "
+        "PYTENSOR_FLAGS as set)",
+    )
+    parser.add_argument(
+        "--workloads",
+        nargs="+",
+        choices=WORKLOADS,
+        default=list(DEFAULT_WORKLOADS),
+        help="default: all but 'hierarchical' (%(default)s)",
+    )
     args = parser.parse_args(argv)
 
     from pymc_bnn.inference import VI_DEFAULTS
@@ -395,8 +452,10 @@ def main(argv=None) -> int:
         "bnn_overrides": {"n_iter": 1000} if q else {},
         "svi_steps": 1000 if q else n_iter,
         "cv_folds": 2 if q else 5,
-        "grid": {"hidden_layer_sizes": [(8,), (16,)] if q else [(8,), (16,), (32,)],
-                 "prior_sigma": [1.0] if q else [0.5, 1.0, 2.0]},
+        "grid": {
+            "hidden_layer_sizes": [(8,), (16,)] if q else [(8,), (16,), (32,)],
+            "prior_sigma": [1.0] if q else [0.5, 1.0, 2.0],
+        },
         "mlp_alpha": [1e-4] if q else [1e-4, 1e-2, 1.0],
         "grid_folds": 2 if q else 3,
         "members": 2 if q else 10,
@@ -423,14 +482,29 @@ def main(argv=None) -> int:
     if "cv" in args.workloads:
         k = s["cv_folds"]
         w = f"cross_val {k}-fold breast_cancer"
-        rep(w, "pymc_bnn", "T=1.0", k, lambda: cv_run(
-            bnn(hidden_layer_sizes=(16,), random_state=0, **ONE_FIT, **kw), k))
-        rep(w, "pymc_bnn", "T=auto", k, lambda: cv_run(
-            bnn(hidden_layer_sizes=(16,), random_state=0, **kw), k))
+        rep(
+            w,
+            "pymc_bnn",
+            "T=1.0",
+            k,
+            lambda: cv_run(bnn(hidden_layer_sizes=(16,), random_state=0, **ONE_FIT, **kw), k),
+        )
+        rep(
+            w,
+            "pymc_bnn",
+            "T=auto",
+            k,
+            lambda: cv_run(bnn(hidden_layer_sizes=(16,), random_state=0, **kw), k),
+        )
         if not args.quick:
             with fit_threads(1):
-                rep(w, "pymc_bnn", SERIAL, k, lambda: cv_run(
-                    bnn(hidden_layer_sizes=(16,), random_state=0, **kw), k))
+                rep(
+                    w,
+                    "pymc_bnn",
+                    SERIAL,
+                    k,
+                    lambda: cv_run(bnn(hidden_layer_sizes=(16,), random_state=0, **kw), k),
+                )
         rep(w, "sklearn", None, k, lambda: cv_run(mlp((16,), random_state=0), k))
         rep(w, "numpyro", "SVI.run", k, lambda: cv_svi_run(k, s["svi_steps"], args.seed))
 
@@ -440,35 +514,70 @@ def main(argv=None) -> int:
         w = f"GridSearchCV {len(g['hidden_layer_sizes'])}x{len(g['prior_sigma'])} cv={k}"
         rep(w, "pymc_bnn", "T=auto", n_fits, lambda: grid_run(bnn(random_state=0, **kw), g, k))
         mlp_grid = {"hidden_layer_sizes": g["hidden_layer_sizes"], "alpha": s["mlp_alpha"]}
-        rep(w, "sklearn", None, n_fits, lambda: grid_run(mlp((16,), random_state=0),
-                                                          mlp_grid, k))
+        rep(w, "sklearn", None, n_fits, lambda: grid_run(mlp((16,), random_state=0), mlp_grid, k))
 
     if "ensemble" in args.workloads:
         m = s["members"]
         X, y, X_test, _ = moons()
         w = f"ensemble of {m} on moons"
-        rep(w, "pymc_bnn", "T=auto", m, lambda: ensemble_run(
-            lambda i: bnn(random_state=i, **kw).fit(X, y).predict_proba(X_test)[:, 1], m))
+        rep(
+            w,
+            "pymc_bnn",
+            "T=auto",
+            m,
+            lambda: ensemble_run(
+                lambda i: bnn(random_state=i, **kw).fit(X, y).predict_proba(X_test)[:, 1], m
+            ),
+        )
         if not args.quick:
             with fit_threads(1):
-                rep(w, "pymc_bnn", SERIAL, m, lambda: ensemble_run(
-                    lambda i: bnn(random_state=i, **kw).fit(X, y).predict_proba(X_test)[:, 1],
-                    m))
-        rep(w, "sklearn", None, m, lambda: ensemble_run(
-            lambda i: mlp((5, 5), random_state=i).fit(X, y).predict_proba(X_test)[:, 1], m))
+                rep(
+                    w,
+                    "pymc_bnn",
+                    SERIAL,
+                    m,
+                    lambda: ensemble_run(
+                        lambda i: bnn(random_state=i, **kw).fit(X, y).predict_proba(X_test)[:, 1], m
+                    ),
+                )
+        rep(
+            w,
+            "sklearn",
+            None,
+            m,
+            lambda: ensemble_run(
+                lambda i: mlp((5, 5), random_state=i).fit(X, y).predict_proba(X_test)[:, 1], m
+            ),
+        )
         if args.quick:  # the same SVI code ran in the CV workload; its compile is ~7 s
-            rows.append({"workload": w, "engine": "numpyro", "variant": "SVI.run",
-                         "n_fits": m, "status": "skipped",
-                         "reason": "--quick (the CV workload runs the same SVI code)"})
+            rows.append(
+                {
+                    "workload": w,
+                    "engine": "numpyro",
+                    "variant": "SVI.run",
+                    "n_fits": m,
+                    "status": "skipped",
+                    "reason": "--quick (the CV workload runs the same SVI code)",
+                }
+            )
         else:
-            rep(w, "numpyro", "SVI.run", m, lambda: ensemble_run(
-                lambda i: svi_proba(X, y, X_test, (5, 5), steps=s["svi_steps"], seed=i), m))
+            rep(
+                w,
+                "numpyro",
+                "SVI.run",
+                m,
+                lambda: ensemble_run(
+                    lambda i: svi_proba(X, y, X_test, (5, 5), steps=s["svi_steps"], seed=i), m
+                ),
+            )
 
     if "cold_start" in args.workloads:
         # a new, empty compilation cache: the 1st process compiles everything and
         # fills it, the 2nd reads it back (what a user's second run on a machine sees)
-        with tempfile.TemporaryDirectory(prefix="pymc_bnn-jax-cache-") as cache, \
-                tempfile.TemporaryDirectory(prefix="pymc_bnn-pytensor-") as compiledir:
+        with (
+            tempfile.TemporaryDirectory(prefix="pymc_bnn-jax-cache-") as cache,
+            tempfile.TemporaryDirectory(prefix="pymc_bnn-pytensor-") as compiledir,
+        ):
             if args.compile_cache == "user":
                 cache, compiledir = USER_CACHES, USER_CACHES
             runs = [("1st", cache, compiledir), ("2nd", cache, compiledir)]
@@ -479,9 +588,14 @@ def main(argv=None) -> int:
                 variants = [("T=auto", {}, None), (SERIAL, {}, 1), ("T=1.0", ONE_FIT, None)]
             for name, where, pytensor_dir in runs:
                 for variant, extra, threads in variants:
-                    measure(rows, f"cold start ({name} process)", "pymc_bnn", variant, 1,
-                            lambda: cold_start_run({**kw, **extra}, where, pytensor_dir,
-                                                   threads))
+                    measure(
+                        rows,
+                        f"cold start ({name} process)",
+                        "pymc_bnn",
+                        variant,
+                        1,
+                        lambda: cold_start_run({**kw, **extra}, where, pytensor_dir, threads),
+                    )
 
     if "cv_regressor" in args.workloads:
         from sklearn.compose import TransformedTargetRegressor
@@ -492,33 +606,78 @@ def main(argv=None) -> int:
 
         k = s["cv_folds"]
         w = f"regressor cross_val {k}-fold diabetes (R^2)"
-        rep(w, "pymc_bnn", "T=auto", k, lambda: cv_run(
-            BayesianMLPRegressor((16,), random_state=0, **kw), k, diabetes))
-        rep(w, "sklearn", None, k, lambda: cv_run(TransformedTargetRegressor(
-            MLPRegressor(hidden_layer_sizes=(16,), max_iter=2000, random_state=0),
-            transformer=StandardScaler()), k, diabetes))
+        rep(
+            w,
+            "pymc_bnn",
+            "T=auto",
+            k,
+            lambda: cv_run(BayesianMLPRegressor((16,), random_state=0, **kw), k, diabetes),
+        )
+        rep(
+            w,
+            "sklearn",
+            None,
+            k,
+            lambda: cv_run(
+                TransformedTargetRegressor(
+                    MLPRegressor(hidden_layer_sizes=(16,), max_iter=2000, random_state=0),
+                    transformer=StandardScaler(),
+                ),
+                k,
+                diabetes,
+            ),
+        )
 
     if "memory" in args.workloads:
         n = s["memory_fits"]
-        measure(rows, f"memory ({n} moons fits)", "pymc_bnn", "T=1.0", n,
-                lambda: memory_run(n, s["memory_every"], s["memory_n_iter"]))  # run once
+        measure(
+            rows,
+            f"memory ({n} moons fits)",
+            "pymc_bnn",
+            "T=1.0",
+            n,
+            lambda: memory_run(n, s["memory_every"], s["memory_n_iter"]),
+        )  # run once
 
     if "hierarchical" in args.workloads:
         n = 2 if q else 3
-        measure(rows, f"hierarchical default, {n} seeds, 18 rotated moons", "pymc_bnn",
-                "NUTS", n, lambda: hierarchical_run(n), repeats=1)
+        measure(
+            rows,
+            f"hierarchical default, {n} seeds, 18 rotated moons",
+            "pymc_bnn",
+            "NUTS",
+            n,
+            lambda: hierarchical_run(n),
+            repeats=1,
+        )
 
     add_ratios(rows)
-    table = _common.markdown_table(rows, [
-        ("workload", "workload"), ("engine", "engine"), ("variant", "variant"),
-        ("n_fits", "fits"), ("total_s", "total s"), ("per_fit_s", "s / fit"),
-        ("first_fit_s", "first fit s"), ("later_fit_s", "later fits s (median)"),
-        ("ratio_vs_sklearn", "× sklearn"), ("ratio_vs_numpyro", "× numpyro"),
-        ("accuracy", "accuracy"), ("rss_growth_mb", "RSS growth MB"), ("status", "status")])
+    table = _common.markdown_table(
+        rows,
+        [
+            ("workload", "workload"),
+            ("engine", "engine"),
+            ("variant", "variant"),
+            ("n_fits", "fits"),
+            ("total_s", "total s"),
+            ("per_fit_s", "s / fit"),
+            ("first_fit_s", "first fit s"),
+            ("later_fit_s", "later fits s (median)"),
+            ("ratio_vs_sklearn", "× sklearn"),
+            ("ratio_vs_numpyro", "× numpyro"),
+            ("accuracy", "accuracy"),
+            ("rss_growth_mb", "RSS growth MB"),
+            ("status", "status"),
+        ],
+    )
     print("\n" + table + "\n")
     payload = {
-        "benchmark": NAME, "machine": info, "config": {**vars(args), **settings},
-        "rows": rows, "table": table, "elapsed_s": time.perf_counter() - t_start,
+        "benchmark": NAME,
+        "machine": info,
+        "config": {**vars(args), **settings},
+        "rows": rows,
+        "table": table,
+        "elapsed_s": time.perf_counter() - t_start,
         "notes": [
             f"medians over {args.repeats} run(s) per workload, all in one process and in "
             "the order of the table; each row's 'runs' holds every run's timings.",
@@ -533,8 +692,11 @@ def main(argv=None) -> int:
             "the process's wall clock, fit_s in 'runs' the fit alone; 'no cache': JAX's "
             "persistent compilation cache off; '1st' / '2nd': one new empty cache "
             "directory, filled by the 1st process, read by the 2nd"
-            + (" (here --compile-cache user: both used this process's caches)."
-               if args.compile_cache == "user" else "."),
+            + (
+                " (here --compile-cache user: both used this process's caches)."
+                if args.compile_cache == "user"
+                else "."
+            ),
             "memory: VmRSS after gc.collect(); growth = after N fits - before the first; "
             "total s = sum of the fit times (the RSS samples' gc.collect() excluded); "
             "rss_growth_after_first_mb excludes the first fit; rss_trace_mb in 'runs'.",

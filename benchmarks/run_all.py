@@ -24,9 +24,20 @@ import _common  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 #: Benchmarks in the order they run (cheapest first).
-BENCHMARKS = ("scaling", "inference_throughput", "ppc_strategies", "wide_network",
-              "default_frontier", "fit_scaling", "repeated_fits", "tabular_cli", "dask_scaling", "uci_regression",
-              "noise_choice", "calibration")
+BENCHMARKS = (
+    "scaling",
+    "inference_throughput",
+    "ppc_strategies",
+    "wide_network",
+    "default_frontier",
+    "fit_scaling",
+    "repeated_fits",
+    "tabular_cli",
+    "dask_scaling",
+    "uci_regression",
+    "noise_choice",
+    "calibration",
+)
 
 
 def report(out_dir: Path, names) -> str:
@@ -46,21 +57,29 @@ def report(out_dir: Path, names) -> str:
             f"{m['cpu_model']}, {m['cores_usable']} cores, load {m['load_avg_1_5_15']}, "
             f"Python {m['python']}, pymc {v['pymc']}, pytensor {v['pytensor']}, "
             f"jax {v['jax']}, numpyro {v['numpyro']}, {m['timestamp_utc']}\n\n"
-            f"{data['table']}\n")
+            f"{data['table']}\n"
+        )
     return "\n".join(parts)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="pass --quick to every script")
-    parser.add_argument("--out-dir", type=Path, default=None,
-                        help="folder of the JSON results and summary.md (default "
-                             f"benchmarks/results; with --quick, {_common.QUICK_DIR})")
+    parser.add_argument(
+        "--out-dir",
+        type=Path,
+        default=None,
+        help="folder of the JSON results and summary.md (default "
+        f"benchmarks/results; with --quick, {_common.QUICK_DIR})",
+    )
     parser.add_argument("--only", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS))
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--report-only", action="store_true",
-                        help="do not run; print the tables of the JSON files already in "
-                             "--out-dir (summary.md is written only where --out-dir is given)")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="do not run; print the tables of the JSON files already in "
+        "--out-dir (summary.md is written only where --out-dir is given)",
+    )
     args = parser.parse_args(argv)
     # a report of the committed results only prints: their summary.md is a record, and
     # the folder holds it, not the JSON files a report is made of
@@ -71,8 +90,14 @@ def main(argv=None) -> int:
     failed = []
     if not args.report_only:
         for name in args.only:
-            cmd = [sys.executable, str(HERE / f"{name}.py"), "--out",
-                   str(args.out_dir / f"{name}.json"), "--seed", str(args.seed)]
+            cmd = [
+                sys.executable,
+                str(HERE / f"{name}.py"),
+                "--out",
+                str(args.out_dir / f"{name}.json"),
+                "--seed",
+                str(args.seed),
+            ]
             if args.quick:
                 cmd.append("--quick")
             print(f"\n$ {' '.join(cmd)}", flush=True)

@@ -63,15 +63,17 @@ def _worker(args) -> int:
     rss_data = _common.rss_mb()
     with _common.PeakRSS() as mem:
         t0 = time.perf_counter()
-        model = pymc_bnn.build_model(X, y, hidden_layer_sizes=(5, 5), batch_size=BATCH,
-                                     random_state=args.seed)
+        model = pymc_bnn.build_model(
+            X, y, hidden_layer_sizes=(5, 5), batch_size=BATCH, random_state=args.seed
+        )
         t_build = time.perf_counter() - t0
 
         kw = {} if args.engine == "default" else {"engine": args.engine}
 
         def run(n, callbacks=()):
-            return pymc_bnn.fit(model, method="advi", n_iter=n, random_seed=args.seed,
-                                callbacks=callbacks, **kw)
+            return pymc_bnn.fit(
+                model, method="advi", n_iter=n, random_seed=args.seed, callbacks=callbacks, **kw
+            )
 
         small = max(1, args.steps // 10)
         clock = _common.StepClock(small, args.steps)
@@ -87,14 +89,23 @@ def _worker(args) -> int:
     ms = 1e3 * (t_big - t_small) / (args.steps - small)
     record = {
         "engine": args.engine if args.engine != "default" else getattr(post, "engine", None),
-        "n_rows": n_rows, "n_features": N_FEATURES, "batch_size": BATCH,
-        "data_mb": (X.nbytes + y.nbytes) / 2**20, "build_s": t_build, "cold_s": t_cold,
-        "t_small_s": t_small, "t_big_s": t_big, "steps": args.steps, "ms_per_it": ms,
+        "n_rows": n_rows,
+        "n_features": N_FEATURES,
+        "batch_size": BATCH,
+        "data_mb": (X.nbytes + y.nbytes) / 2**20,
+        "build_s": t_build,
+        "cold_s": t_cold,
+        "t_small_s": t_small,
+        "t_big_s": t_big,
+        "steps": args.steps,
+        "ms_per_it": ms,
         "ms_per_it_clock": clock.ms_per_it,
         "compile_s": t_small - small * ms / 1e3,
-        "rss_baseline_mb": rss_base, "rss_with_data_mb": rss_data,
+        "rss_baseline_mb": rss_base,
+        "rss_with_data_mb": rss_data,
         "peak_rss_mb": (rss_data or 0) + (mem.extra_mb or 0),
-        "peak_extra_over_data_mb": mem.extra_mb, "memory_method": mem.method,
+        "peak_extra_over_data_mb": mem.extra_mb,
+        "memory_method": mem.method,
         "final_loss": float(np.mean(post.loss[-50:])),
     }
     print("RESULT " + json.dumps(record))
@@ -103,15 +114,28 @@ def _worker(args) -> int:
 
 def main(argv=None) -> int:
     parser = _common.base_parser(__doc__.split("\n\n")[0], NAME)
-    parser.add_argument("--rows", nargs="+", type=int, default=None,
-                        help="values of N (default 1e3 1e4 1e5 1e6; --quick 1e3 1e4)")
-    parser.add_argument("--steps", type=int, default=None,
-                        help="S, ADVI steps of the long run (default per engine: pymc 10000, "
-                             "jax 300000; --quick 1000 / 10000)")
+    parser.add_argument(
+        "--rows",
+        nargs="+",
+        type=int,
+        default=None,
+        help="values of N (default 1e3 1e4 1e5 1e6; --quick 1e3 1e4)",
+    )
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="S, ADVI steps of the long run (default per engine: pymc 10000, "
+        "jax 300000; --quick 1000 / 10000)",
+    )
     parser.add_argument("--timeout", type=float, default=1800.0, help="per N, seconds")
-    parser.add_argument("--engines", nargs="+", default=None,
-                        help="VI engines of pymc_bnn.fit to compare, if it has an 'engine' "
-                             "option (default: every one of pymc, jax that is available)")
+    parser.add_argument(
+        "--engines",
+        nargs="+",
+        default=None,
+        help="VI engines of pymc_bnn.fit to compare, if it has an 'engine' "
+        "option (default: every one of pymc, jax that is available)",
+    )
     parser.add_argument("--worker", action="store_true", help=_suppress())
     parser.add_argument("--engine", default="default", help=_suppress())
     args = parser.parse_args(argv)
@@ -119,8 +143,9 @@ def main(argv=None) -> int:
         return _worker(args)
     # The difference t_S - t_{S/10} must dwarf the noise of the two compiles (~0.5 s):
     # the jax engine runs 10,000 steps in ~0.13 s, so it gets 30x more steps.
-    default_steps = {"pymc": 1000, "jax": 10_000} if args.quick else {"pymc": 10_000,
-                                                                      "jax": 300_000}
+    default_steps = (
+        {"pymc": 1000, "jax": 10_000} if args.quick else {"pymc": 10_000, "jax": 300_000}
+    )
     rows_list = args.rows or ([10**3, 10**4] if args.quick else [10**3, 10**4, 10**5, 10**6])
     engines = args.engines or available_engines()
     info = _common.machine_info()
@@ -129,14 +154,23 @@ def main(argv=None) -> int:
     rows = []
     for engine in engines:
         for n in rows_list:
-            cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--rows", str(n),
-                   "--steps", str(args.steps or default_steps.get(engine, 10_000)),
-                   "--seed", str(args.seed), "--engine", engine,
-                   *(["--quick"] if args.quick else [])]
+            cmd = [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--worker",
+                "--rows",
+                str(n),
+                "--steps",
+                str(args.steps or default_steps.get(engine, 10_000)),
+                "--seed",
+                str(args.seed),
+                "--engine",
+                engine,
+                *(["--quick"] if args.quick else []),
+            ]
             base = {"engine": engine, "n_rows": n}
             try:
-                proc = subprocess.run(cmd, capture_output=True, text=True,
-                                      timeout=args.timeout)
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
             except subprocess.TimeoutExpired:
                 rows.append({**base, "status": f"timed out after {args.timeout:.0f} s"})
                 continue
@@ -146,33 +180,58 @@ def main(argv=None) -> int:
                 rows.append({**base, "status": f"failed: {tail}"[:300]})
                 print(f"{engine} N={n:>9,}: {rows[-1]['status']}", flush=True)
                 continue
-            rec = json.loads(lines[-1][len("RESULT "):])
+            rec = json.loads(lines[-1][len("RESULT ") :])
             rec["engine"] = rec.get("engine") or engine
             rec["status"] = "ok"
             rows.append(rec)
-            print(f"{engine} N={n:>9,}: {rec['ms_per_it']:.3f} ms/it (difference), "
-                  f"{rec['ms_per_it_clock'] or float('nan'):.3f} ms/it (clock), compile "
-                  f"{rec['compile_s']:.2f} s, peak RSS {rec['peak_rss_mb']:.0f} MB", flush=True)
+            print(
+                f"{engine} N={n:>9,}: {rec['ms_per_it']:.3f} ms/it (difference), "
+                f"{rec['ms_per_it_clock'] or float('nan'):.3f} ms/it (clock), compile "
+                f"{rec['compile_s']:.2f} s, peak RSS {rec['peak_rss_mb']:.0f} MB",
+                flush=True,
+            )
     for r in rows:
-        ref = next((q for q in rows if q.get("status") == "ok" and q["engine"] == r["engine"]
-                    and q["n_rows"] == min(rows_list)), None)
+        ref = next(
+            (
+                q
+                for q in rows
+                if q.get("status") == "ok"
+                and q["engine"] == r["engine"]
+                and q["n_rows"] == min(rows_list)
+            ),
+            None,
+        )
         if r.get("status") == "ok" and ref:
             r["t_ratio_vs_smallest"] = r["ms_per_it"] / ref["ms_per_it"]
             if r.get("ms_per_it_clock") and ref.get("ms_per_it_clock"):
                 r["t_ratio_clock_vs_smallest"] = r["ms_per_it_clock"] / ref["ms_per_it_clock"]
             r["peak_rss_growth_mb"] = r["peak_rss_mb"] - ref["peak_rss_mb"]
     n0 = f"{min(rows_list):.0e}".replace("+0", "")
-    table = _common.markdown_table(rows, [
-        ("engine", "engine"), ("n_rows", "N rows"), ("data_mb", "data MB"),
-        ("ms_per_it", "ms/it (difference)"),
-        ("t_ratio_vs_smallest", f"t(N)/t({n0})"), ("ms_per_it_clock", "ms/it (step clock)"),
-        ("t_ratio_clock_vs_smallest", f"t(N)/t({n0}) clock"),
-        ("compile_s", "compile s"), ("build_s", "build_model s"),
-        ("rss_with_data_mb", "RSS with data MB"), ("peak_rss_mb", "peak RSS MB"),
-        ("peak_rss_growth_mb", f"peak RSS − peak RSS({n0}) MB"), ("status", "status")])
+    table = _common.markdown_table(
+        rows,
+        [
+            ("engine", "engine"),
+            ("n_rows", "N rows"),
+            ("data_mb", "data MB"),
+            ("ms_per_it", "ms/it (difference)"),
+            ("t_ratio_vs_smallest", f"t(N)/t({n0})"),
+            ("ms_per_it_clock", "ms/it (step clock)"),
+            ("t_ratio_clock_vs_smallest", f"t(N)/t({n0}) clock"),
+            ("compile_s", "compile s"),
+            ("build_s", "build_model s"),
+            ("rss_with_data_mb", "RSS with data MB"),
+            ("peak_rss_mb", "peak RSS MB"),
+            ("peak_rss_growth_mb", f"peak RSS − peak RSS({n0}) MB"),
+            ("status", "status"),
+        ],
+    )
     print("\n" + table + "\n")
     payload = {
-        "benchmark": NAME, "machine": info, "config": vars(args), "rows": rows, "table": table,
+        "benchmark": NAME,
+        "machine": info,
+        "config": vars(args),
+        "rows": rows,
+        "table": table,
         "elapsed_s": time.perf_counter() - t_start,
         "notes": [
             "ms/it = (t(S) - t(S/10)) / (0.9 S), each fit a separate call that recompiles.",

@@ -97,15 +97,16 @@ def git_state() -> dict:
 
     def git(*a):
         try:
-            out = subprocess.run(["git", *a], capture_output=True, text=True, cwd=root,
-                                 timeout=30)
+            out = subprocess.run(["git", *a], capture_output=True, text=True, cwd=root, timeout=30)
         except (OSError, subprocess.SubprocessError):
             return None
         return out.stdout.strip() if out.returncode == 0 else None
 
     changed = git("status", "--porcelain", "--", "pymc_bnn")
-    return {"commit": git("rev-parse", "HEAD"),
-            "package_changes": None if changed is None else changed.splitlines()}
+    return {
+        "commit": git("rev-parse", "HEAD"),
+        "package_changes": None if changed is None else changed.splitlines(),
+    }
 
 
 def log(msg: str) -> None:
@@ -121,8 +122,14 @@ def _tail(text: str, n: int = 1500) -> str:
 def run_cli(args: list[str], *, env: dict, cwd: Path) -> tuple[float, subprocess.CompletedProcess]:
     """``(wall seconds, completed process)`` of one ``pymc-bnn`` command."""
     t0 = time.perf_counter()
-    proc = subprocess.run([str(CLI), *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=TIMEOUT_S)
+    proc = subprocess.run(
+        [str(CLI), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=TIMEOUT_S,
+    )
     return time.perf_counter() - t0, proc
 
 
@@ -135,8 +142,10 @@ def checked(name: str, seconds: float, proc, record: dict) -> subprocess.Complet
     record[name] = {"wall_s": seconds, "returncode": proc.returncode}
     if proc.returncode != 0:
         record[name].update(stdout=_tail(proc.stdout), stderr=_tail(proc.stderr))
-        raise CommandFailed(f"pymc-bnn {name} exited {proc.returncode}: "
-                            f"{_tail(proc.stderr, 400) or _tail(proc.stdout, 400)}")
+        raise CommandFailed(
+            f"pymc-bnn {name} exited {proc.returncode}: "
+            f"{_tail(proc.stderr, 400) or _tail(proc.stdout, 400)}"
+        )
     return proc
 
 
@@ -149,28 +158,49 @@ def rescore_predictions(pred_csv: Path, test, target: str, task: str) -> dict:
     pred = pd.read_csv(pred_csv)
     if task == "regression":
         return metrics.regression_summary(
-            test[target].to_numpy(float), pred["mean"].to_numpy(), pred["std"].to_numpy(),
-            lower=pred["lower_90"].to_numpy(), upper=pred["upper_90"].to_numpy())
+            test[target].to_numpy(float),
+            pred["mean"].to_numpy(),
+            pred["std"].to_numpy(),
+            lower=pred["lower_90"].to_numpy(),
+            upper=pred["upper_90"].to_numpy(),
+        )
     cols = [c for c in pred.columns if c.startswith("proba_")]
-    classes = np.array([c[len("proba_"):] for c in cols], dtype=object)
+    classes = np.array([c[len("proba_") :] for c in cols], dtype=object)
     y = np.array([str(v) for v in test[target]], dtype=object)
     return metrics.classification_summary(y, pred[cols].to_numpy(), classes=classes)
 
 
-def run_ours(folder: Path, task: str, target: str, n_rows: int, seed: int, env: dict,
-             test) -> dict:
+def run_ours(folder: Path, task: str, target: str, n_rows: int, seed: int, env: dict, test) -> dict:
     """The six commands on one (task, seed); a dict of timings, scores and checks."""
     rec: dict = {"seed": seed, "commands": {}}
     cmd = rec["commands"]
     model, pred, report = folder / "model.nc", folder / "pred.csv", folder / "report"
     try:
-        t, p = run_cli(["example", folder / "example.csv", "--task", task, "--rows", n_rows,
-                        "--seed", seed], env=env, cwd=folder)
+        t, p = run_cli(
+            ["example", folder / "example.csv", "--task", task, "--rows", n_rows, "--seed", seed],
+            env=env,
+            cwd=folder,
+        )
         checked("example", t, p, cmd)
-        rec["example_matches_make_customers"] = filecmp.cmp(folder / "example.csv",
-                                                            folder / "train.csv", shallow=False)
-        t, p = run_cli(["fit", folder / "train.csv", "--target", target, "--output", model,
-                        "--drop", "customer_id", "--seed", seed], env=env, cwd=folder)
+        rec["example_matches_make_customers"] = filecmp.cmp(
+            folder / "example.csv", folder / "train.csv", shallow=False
+        )
+        t, p = run_cli(
+            [
+                "fit",
+                folder / "train.csv",
+                "--target",
+                target,
+                "--output",
+                model,
+                "--drop",
+                "customer_id",
+                "--seed",
+                seed,
+            ],
+            env=env,
+            cwd=folder,
+        )
         checked("fit", t, p, cmd)
         rec["fit_s"] = t
         rec["fit_stdout"] = p.stdout.strip().splitlines()
@@ -182,29 +212,34 @@ def run_ours(folder: Path, task: str, target: str, n_rows: int, seed: int, env: 
         info = (meta.get("extra") or {}).get("info") or {}
         diag = meta.get("diagnostics") or {}
         rec.update(
-            model_fit_s=info.get("fit_seconds"), task_inferred=info.get("task"),
+            model_fit_s=info.get("fit_seconds"),
+            task_inferred=info.get("task"),
             features_after_encoding=info.get("features_after_encoding"),
             posterior_temperature=meta.get("posterior_temperature"),
-            converged=diag.get("converged"), n_steps=diag.get("n_steps"),
-            params=meta.get("params"))
+            converged=diag.get("converged"),
+            n_steps=diag.get("n_steps"),
+            params=meta.get("params"),
+        )
 
-        t, p = run_cli(["evaluate", model, folder / "test.csv", "--json"], env=env,
-                       cwd=folder)
+        t, p = run_cli(["evaluate", model, folder / "test.csv", "--json"], env=env, cwd=folder)
         checked("evaluate", t, p, cmd)
         rec["scores"] = json.loads(p.stdout)
 
-        t, p = run_cli(["predict", model, folder / "test.csv", "--output", pred], env=env,
-                       cwd=folder)
+        t, p = run_cli(
+            ["predict", model, folder / "test.csv", "--output", pred], env=env, cwd=folder
+        )
         checked("predict", t, p, cmd)
         again = rescore_predictions(pred, test, target, task)
         # a regression's nll in evaluate is the model's own predictive density, which
         # predict's mean and sd do not determine: the other scores must agree
         skip = {"n", "nll"} if task == "regression" else {"n"}
         rec["predict_vs_evaluate_max_abs_diff"] = max(
-            abs(again[k] - rec["scores"][k]) for k in again if k not in skip)
+            abs(again[k] - rec["scores"][k]) for k in again if k not in skip
+        )
 
-        t, p = run_cli(["report", model, folder / "test.csv", "--output", report], env=env,
-                       cwd=folder)
+        t, p = run_cli(
+            ["report", model, folder / "test.csv", "--output", report], env=env, cwd=folder
+        )
         checked("report", t, p, cmd)
         rec["report_files"] = sorted(f.name for f in report.iterdir())
         rec["status"] = "ok"
@@ -256,20 +291,26 @@ def anchor_models(task: str, seed: int, mlp_max_iter: int = MLP_MAX_ITER) -> dic
     # keywords only: MLPRegressor's first positional parameter is ``loss`` in recent sklearn
     mlp = {"max_iter": mlp_max_iter, "early_stopping": False}
     if task == "regression":
-        return {"RidgeCV": RidgeCV(),
-                "MLP (32,)": MLPRegressor(hidden_layer_sizes=(32,), random_state=seed, **mlp)}
+        return {
+            "RidgeCV": RidgeCV(),
+            "MLP (32,)": MLPRegressor(hidden_layer_sizes=(32,), random_state=seed, **mlp),
+        }
     return {
         "LogisticRegression": LogisticRegression(max_iter=2000),
         "MLP (5, 5)": MLPClassifier(hidden_layer_sizes=(5, 5), random_state=seed, **mlp),
         "MLP (32,)": MLPClassifier(hidden_layer_sizes=(32,), random_state=seed, **mlp),
         "5-MLP ensemble (32,)": MLPEnsemble(
-            [MLPClassifier(hidden_layer_sizes=(32,), random_state=seed * 10 + i, **mlp)
-             for i in range(5)]),
+            [
+                MLPClassifier(hidden_layer_sizes=(32,), random_state=seed * 10 + i, **mlp)
+                for i in range(5)
+            ]
+        ),
     }
 
 
-def run_anchors(train, test, task: str, target: str, seed: int,
-                mlp_max_iter: int = MLP_MAX_ITER) -> dict:
+def run_anchors(
+    train, test, task: str, target: str, seed: int, mlp_max_iter: int = MLP_MAX_ITER
+) -> dict:
     """Each anchor's scores on the test table: ``{name: record}``."""
     from sklearn.base import clone
     from sklearn.model_selection import KFold, cross_val_predict
@@ -294,8 +335,12 @@ def run_anchors(train, test, task: str, target: str, seed: int,
                 # uci_regression.py's anchors: the training rows' own residuals understate
                 # it (an MLP's most), which made the anchors' intervals too narrow
                 oof, warned = _counting(
-                    cross_val_predict, clone(model), X_train, y_train,
-                    cv=KFold(5, shuffle=True, random_state=seed))
+                    cross_val_predict,
+                    clone(model),
+                    X_train,
+                    y_train,
+                    cv=KFold(5, shuffle=True, random_state=seed),
+                )
                 _, rec["convergence_warnings"] = _counting(model.fit, X_train, y_train)
                 rec["convergence_warnings"] += warned
                 rec["fit_s"] = time.perf_counter() - t0
@@ -303,7 +348,8 @@ def run_anchors(train, test, task: str, target: str, seed: int,
                 mean = model.predict(X_test)
                 rec["sigma"] = sigma
                 rec["scores"] = metrics.regression_summary(
-                    y_test, mean, sigma, lower=mean - Z90 * sigma, upper=mean + Z90 * sigma)
+                    y_test, mean, sigma, lower=mean - Z90 * sigma, upper=mean + Z90 * sigma
+                )
             else:
                 y_train = train[target].astype(str).to_numpy(object)
                 y_test = test[target].astype(str).to_numpy(object)
@@ -311,7 +357,8 @@ def run_anchors(train, test, task: str, target: str, seed: int,
                 _, rec["convergence_warnings"] = _counting(model.fit, X_train, y_train)
                 rec["fit_s"] = time.perf_counter() - t0
                 rec["scores"] = metrics.classification_summary(
-                    y_test, model.predict_proba(X_test), classes=model.classes_)
+                    y_test, model.predict_proba(X_test), classes=model.classes_
+                )
             rec["status"] = "ok"
         except Exception as exc:  # keep the other measurements
             traceback.print_exc()
@@ -325,12 +372,18 @@ def score_row(task: str, method: str, runs: list[dict]) -> dict:
     """One row of medians over seeds for (task, method)."""
     ok = [r for r in runs if r["status"] == "ok"]
     keys = REG_METRICS if task == "regression" else CLS_METRICS
-    row = {"section": "scores", "task": task, "method": method,
-           "seeds": [r["seed"] for r in runs], "n_ok": len(ok),
-           "status": "ok" if len(ok) == len(runs) else "failed"}
+    row = {
+        "section": "scores",
+        "task": task,
+        "method": method,
+        "seeds": [r["seed"] for r in runs],
+        "n_ok": len(ok),
+        "status": "ok" if len(ok) == len(runs) else "failed",
+    }
     if len(ok) < len(runs):
-        row["reason"] = "; ".join(sorted({f"seed {r['seed']}: {r['reason']}"
-                                          for r in runs if r["status"] != "ok"}))
+        row["reason"] = "; ".join(
+            sorted({f"seed {r['seed']}: {r['reason']}" for r in runs if r["status"] != "ok"})
+        )
     med = _common.median
     for k in keys:
         row[k] = med(r["scores"].get(k) for r in ok)
@@ -342,7 +395,8 @@ def score_row(task: str, method: str, runs: list[dict]) -> dict:
         row["posterior_temperature"] = [r.get("posterior_temperature") for r in runs]
         row["converged"] = [r.get("converged") for r in runs]
         row["predict_vs_evaluate_max_abs_diff"] = max(
-            (r["predict_vs_evaluate_max_abs_diff"] for r in ok), default=None)
+            (r["predict_vs_evaluate_max_abs_diff"] for r in ok), default=None
+        )
     else:
         row["convergence_warnings"] = sum(r.get("convergence_warnings", 0) for r in ok)
     row["runs"] = runs
@@ -357,52 +411,106 @@ def command_rows(task: str, runs: list[dict]) -> list[dict]:
         times = [r["commands"].get(name, {}).get("wall_s") for r in runs]
         done = [t for t in times if t is not None]
         ok = all(r["commands"].get(name, {}).get("returncode") == 0 for r in runs)
-        row = {"section": "commands", "task": task, "command": name,
-               "status": "ok" if ok else "failed", "wall_s": med(done),
-               "wall_s_per_seed": times,
-               "wall_s_each": _each(times),
-               "first_s": times[0], "later_s": med(times[1:]) if len(times) > 1 else None}
+        row = {
+            "section": "commands",
+            "task": task,
+            "command": name,
+            "status": "ok" if ok else "failed",
+            "wall_s": med(done),
+            "wall_s_per_seed": times,
+            "wall_s_each": _each(times),
+            "first_s": times[0],
+            "later_s": med(times[1:]) if len(times) > 1 else None,
+        }
         if name == "fit":
             row["model_fit_s"] = med(r.get("model_fit_s") for r in runs)
         if not ok:
             row["reason"] = "; ".join(
-                f"seed {r['seed']}: " + ("not run" if name not in r["commands"] else
-                                          r["commands"][name].get("stderr", "")[-300:])
-                for r in runs if r["commands"].get(name, {}).get("returncode") != 0)
+                f"seed {r['seed']}: "
+                + (
+                    "not run"
+                    if name not in r["commands"]
+                    else r["commands"][name].get("stderr", "")[-300:]
+                )
+                for r in runs
+                if r["commands"].get(name, {}).get("returncode") != 0
+            )
         rows.append(row)
     return rows
 
 
-CLS_COLUMNS = [("task", "task"), ("method", "method"), ("accuracy", "accuracy"),
-               ("nll", "NLL"), ("brier", "Brier (sklearn)"), ("ece", "ECE"), ("fit_s", "fit s"),
-               ("fit_s_each", "fit s per seed"), ("status", "status")]
-REG_COLUMNS = [("task", "task"), ("method", "method"), ("rmse", "RMSE"), ("nll", "NLL"),
-               ("crps", "CRPS"), ("coverage", "90% coverage"),
-               ("mean_interval_width", "90% width"), ("fit_s", "fit s"),
-               ("fit_s_each", "fit s per seed"), ("status", "status")]
-CMD_COLUMNS = [("task", "task"), ("command", "pymc-bnn command"), ("wall_s", "wall s (median)"),
-               ("wall_s_each", "wall s per seed"), ("first_s", "first seed s"),
-               ("later_s", "later seeds s"), ("model_fit_s", "of which estimator fit s"),
-               ("status", "status")]
+CLS_COLUMNS = [
+    ("task", "task"),
+    ("method", "method"),
+    ("accuracy", "accuracy"),
+    ("nll", "NLL"),
+    ("brier", "Brier (sklearn)"),
+    ("ece", "ECE"),
+    ("fit_s", "fit s"),
+    ("fit_s_each", "fit s per seed"),
+    ("status", "status"),
+]
+REG_COLUMNS = [
+    ("task", "task"),
+    ("method", "method"),
+    ("rmse", "RMSE"),
+    ("nll", "NLL"),
+    ("crps", "CRPS"),
+    ("coverage", "90% coverage"),
+    ("mean_interval_width", "90% width"),
+    ("fit_s", "fit s"),
+    ("fit_s_each", "fit s per seed"),
+    ("status", "status"),
+]
+CMD_COLUMNS = [
+    ("task", "task"),
+    ("command", "pymc-bnn command"),
+    ("wall_s", "wall s (median)"),
+    ("wall_s_each", "wall s per seed"),
+    ("first_s", "first seed s"),
+    ("later_s", "later seeds s"),
+    ("model_fit_s", "of which estimator fit s"),
+    ("status", "status"),
+]
 
 
 # ------------------------------------------------------------------------- main
 def main(argv=None) -> int:
     parser = _common.base_parser(__doc__.split("\n\n")[0], NAME)
-    parser.add_argument("--seeds", type=int, default=None,
-                        help="number of seeds: --seed, --seed + 1, ... (default 3; --quick 1)")
-    parser.add_argument("--rows", type=int, default=None,
-                        help="rows of the training and of the test table (default 800; "
-                             "--quick 300)")
-    parser.add_argument("--tasks", nargs="+", choices=TASKS, default=None,
-                        help="default all; --quick: classification regression (the "
-                             "three-class path is tested in tests/integration/test_cli_tabular.py)")
-    parser.add_argument("--compile-cache", choices=("fresh", "user", "off"), default="fresh",
-                        help="JAX compilation cache of the commands: a new empty folder for "
-                             "this run (default), the user's (PYMC_BNN_COMPILE_CACHE as set, "
-                             "else ~/.cache/pymc_bnn/jax), or none")
-    parser.add_argument("--keep", type=Path, default=None,
-                        help="copy the tables, model files, predictions and reports here")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        help="number of seeds: --seed, --seed + 1, ... (default 3; --quick 1)",
+    )
+    parser.add_argument(
+        "--rows",
+        type=int,
+        default=None,
+        help="rows of the training and of the test table (default 800; --quick 300)",
+    )
+    parser.add_argument(
+        "--tasks",
+        nargs="+",
+        choices=TASKS,
+        default=None,
+        help="default all; --quick: classification regression (the "
+        "three-class path is tested in tests/integration/test_cli_tabular.py)",
+    )
+    parser.add_argument(
+        "--compile-cache",
+        choices=("fresh", "user", "off"),
+        default="fresh",
+        help="JAX compilation cache of the commands: a new empty folder for "
+        "this run (default), the user's (PYMC_BNN_COMPILE_CACHE as set, "
+        "else ~/.cache/pymc_bnn/jax), or none",
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="copy the tables, model files, predictions and reports here",
+    )
     args = parser.parse_args(argv)
     args.tasks = args.tasks or (list(QUICK_TASKS) if args.quick else list(TASKS))
     n_seeds = args.seeds if args.seeds is not None else (1 if args.quick else 3)
@@ -410,8 +518,11 @@ def main(argv=None) -> int:
     n_rows = args.rows or (300 if args.quick else 800)
     mlp_max_iter = MLP_MAX_ITER_QUICK if args.quick else MLP_MAX_ITER
     if not CLI.exists():
-        print(f"{CLI} not found: install the package (pip install -e .) in this "
-              "interpreter's environment", file=sys.stderr)
+        print(
+            f"{CLI} not found: install the package (pip install -e .) in this "
+            "interpreter's environment",
+            file=sys.stderr,
+        )
         return 1
 
     import pandas as pd
@@ -419,8 +530,10 @@ def main(argv=None) -> int:
     from pymc_bnn.datasets import CUSTOMER_TARGETS, make_customers
 
     info = _common.machine_info()
-    _common.print_header("The pymc-bnn command line: defaults beside anchors, cost per "
-                         "command (medians over seeds)", info)
+    _common.print_header(
+        "The pymc-bnn command line: defaults beside anchors, cost per command (medians over seeds)",
+        info,
+    )
     t_start = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="pymc_bnn-tabular-cli-"))
     env = dict(os.environ)
@@ -429,23 +542,31 @@ def main(argv=None) -> int:
     elif args.compile_cache == "off":
         env["PYMC_BNN_COMPILE_CACHE"] = "off"
     config = {
-        "quick": args.quick, "seed": args.seed, "seeds": seeds, "n_rows": n_rows,
-        "tasks": args.tasks, "targets": {t: CUSTOMER_TARGETS[t] for t in args.tasks},
+        "quick": args.quick,
+        "seed": args.seed,
+        "seeds": seeds,
+        "n_rows": n_rows,
+        "tasks": args.tasks,
+        "targets": {t: CUSTOMER_TARGETS[t] for t in args.tasks},
         "train_table": "make_customers(n_rows, task=task, random_state=seed)",
         "test_table": "make_customers(n_rows, task=task, random_state=seed + 1000)",
-        "cli": str(CLI), "compile_cache": args.compile_cache,
+        "cli": str(CLI),
+        "compile_cache": args.compile_cache,
         "compile_cache_dir": env.get("PYMC_BNN_COMPILE_CACHE"),
         "cli_arguments": {
-            "fit": "fit train.csv --target TARGET --output model.nc --drop customer_id "
-                   "--seed SEED",
+            "fit": "fit train.csv --target TARGET --output model.nc --drop customer_id --seed SEED",
             "evaluate": "evaluate model.nc test.csv --json",
             "predict": "predict model.nc test.csv --output pred.csv",
-            "info": "info model.nc --json", "report": "report model.nc test.csv --output report",
-            "example": "example example.csv --task TASK --rows N --seed SEED"},
-        "mlp_max_iter": mlp_max_iter, "ensemble_seeds": "seed * 10 + i, i = 0..4",
+            "info": "info model.nc --json",
+            "report": "report model.nc test.csv --output report",
+            "example": "example example.csv --task TASK --rows N --seed SEED",
+        },
+        "mlp_max_iter": mlp_max_iter,
+        "ensemble_seeds": "seed * 10 + i, i = 0..4",
         "anchor_sigma": "RMSE of the anchor's 5-fold out-of-fold residuals on the "
-                        "training rows (homoscedastic Gaussian)",
-        "out": str(args.out), "keep": None if args.keep is None else str(args.keep),
+        "training rows (homoscedastic Gaussian)",
+        "out": str(args.out),
+        "keep": None if args.keep is None else str(args.keep),
         "git": git_state(),
     }
 
@@ -462,34 +583,59 @@ def main(argv=None) -> int:
                 folder = work / f"{task}-seed{seed}"
                 folder.mkdir()
                 make_customers(n_rows, task=task, random_state=seed).to_csv(
-                    folder / "train.csv", index=False)
+                    folder / "train.csv", index=False
+                )
                 make_customers(n_rows, task=task, random_state=seed + 1000).to_csv(
-                    folder / "test.csv", index=False)
+                    folder / "test.csv", index=False
+                )
                 train = pd.read_csv(folder / "train.csv")
                 test = pd.read_csv(folder / "test.csv")
                 rec = run_ours(folder, task, target, n_rows, seed, env, test)
                 ours[task].append(rec)
-                shown = ("" if rec["status"] != "ok" else "  ".join(
-                    f"{k} {rec['scores'][k]:.3f}" for k in
-                    (("rmse", "nll", "coverage") if task == "regression"
-                     else ("accuracy", "nll", "ece"))))
-                log(f"[{task:14s} seed {seed}] {OURS:22s} {rec['status']:6s} "
+                shown = (
+                    ""
+                    if rec["status"] != "ok"
+                    else "  ".join(
+                        f"{k} {rec['scores'][k]:.3f}"
+                        for k in (
+                            ("rmse", "nll", "coverage")
+                            if task == "regression"
+                            else ("accuracy", "nll", "ece")
+                        )
+                    )
+                )
+                log(
+                    f"[{task:14s} seed {seed}] {OURS:22s} {rec['status']:6s} "
                     + "  ".join(f"{c} {v['wall_s']:.1f}s" for c, v in rec["commands"].items())
-                    + f"  {shown}" + (f"  {rec['reason']}" if rec["status"] != "ok" else ""))
-                for name, arec in run_anchors(train, test, task, target, seed,
-                                                 mlp_max_iter).items():
+                    + f"  {shown}"
+                    + (f"  {rec['reason']}" if rec["status"] != "ok" else "")
+                )
+                for name, arec in run_anchors(
+                    train, test, task, target, seed, mlp_max_iter
+                ).items():
                     anchors[task].setdefault(name, []).append(arec)
-                    shown = ("" if arec["status"] != "ok" else "  ".join(
-                        f"{k} {arec['scores'][k]:.3f}" for k in
-                        (("rmse", "nll", "coverage") if task == "regression"
-                         else ("accuracy", "nll", "ece"))))
-                    log(f"[{task:14s} seed {seed}] {name:22s} {arec['status']:6s} fit "
+                    shown = (
+                        ""
+                        if arec["status"] != "ok"
+                        else "  ".join(
+                            f"{k} {arec['scores'][k]:.3f}"
+                            for k in (
+                                ("rmse", "nll", "coverage")
+                                if task == "regression"
+                                else ("accuracy", "nll", "ece")
+                            )
+                        )
+                    )
+                    log(
+                        f"[{task:14s} seed {seed}] {name:22s} {arec['status']:6s} fit "
                         f"{arec.get('fit_s', float('nan')):.2f}s  {shown}"
-                        + (f"  {arec['reason']}" if arec["status"] != "ok" else ""))
+                        + (f"  {arec['reason']}" if arec["status"] != "ok" else "")
+                    )
     finally:
         if args.keep is not None:
-            shutil.copytree(work, args.keep, dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns("jax-cache"))
+            shutil.copytree(
+                work, args.keep, dirs_exist_ok=True, ignore=shutil.ignore_patterns("jax-cache")
+            )
         shutil.rmtree(work, ignore_errors=True)
 
     rows: list[dict] = []
@@ -499,11 +645,18 @@ def main(argv=None) -> int:
         task_rows += [score_row(task, name, runs) for name, runs in anchors[task].items()]
         rows += task_rows
         tables[task] = _common.markdown_table(
-            task_rows, REG_COLUMNS if task == "regression" else CLS_COLUMNS)
+            task_rows, REG_COLUMNS if task == "regression" else CLS_COLUMNS
+        )
     cmd_rows = [r for task in args.tasks for r in command_rows(task, ours[task])]
-    start_row = {"section": "commands", "task": "—", "command": "--help (process start)",
-                 "status": "ok", "wall_s": _common.median(starts), "wall_s_per_seed": starts,
-                 "wall_s_each": _each(starts)}
+    start_row = {
+        "section": "commands",
+        "task": "—",
+        "command": "--help (process start)",
+        "status": "ok",
+        "wall_s": _common.median(starts),
+        "wall_s_per_seed": starts,
+        "wall_s_each": _each(starts),
+    }
     cmd_rows.append(start_row)
     rows += cmd_rows
     tables["commands"] = _common.markdown_table(cmd_rows, CMD_COLUMNS)
@@ -514,18 +667,32 @@ def main(argv=None) -> int:
 
     checks = {
         "example_matches_make_customers": all(
-            r.get("example_matches_make_customers") for t in args.tasks for r in ours[t]
-            if r["status"] == "ok"),
+            r.get("example_matches_make_customers")
+            for t in args.tasks
+            for r in ours[t]
+            if r["status"] == "ok"
+        ),
         "predict_vs_evaluate_max_abs_diff": max(
-            (r["predict_vs_evaluate_max_abs_diff"] for t in args.tasks for r in ours[t]
-             if r["status"] == "ok"), default=None),
+            (
+                r["predict_vs_evaluate_max_abs_diff"]
+                for t in args.tasks
+                for r in ours[t]
+                if r["status"] == "ok"
+            ),
+            default=None,
+        ),
     }
     ok_params = [r["params"] for t in args.tasks for r in ours[t] if r.get("params")]
     if ok_params:
         config["cli_estimator_params"] = ok_params[0]
     payload = {
-        "benchmark": NAME, "machine": info, "config": config, "rows": rows, "table": table,
-        "tables": tables, "checks": checks,
+        "benchmark": NAME,
+        "machine": info,
+        "config": config,
+        "rows": rows,
+        "table": table,
+        "tables": tables,
+        "checks": checks,
         "load_avg_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         "elapsed_s": time.perf_counter() - t_start,
         "notes": [

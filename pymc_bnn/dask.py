@@ -33,8 +33,14 @@ import numpy as np
 
 from pymc_bnn.network._checks import is_dask_collection
 
-__all__ = ["INSTALL", "BlockSampler", "compute", "is_dask_collection", "predict_blocks",
-           "streamed_inputs"]
+__all__ = [
+    "INSTALL",
+    "BlockSampler",
+    "compute",
+    "is_dask_collection",
+    "predict_blocks",
+    "streamed_inputs",
+]
 
 #: How to install what this module needs.
 INSTALL = "pip install 'pymc_bnn[dask]'"
@@ -109,8 +115,9 @@ def _rows(X, n_features: int, what: str):
     if X.ndim != 2:
         raise ValueError(f"{what} must be 2-D; got a dask array of shape {X.shape}.")
     if not np.isnan(X.shape[1]) and X.shape[1] != n_features:
-        raise ValueError(f"{what} has {X.shape[1]} features, but the estimator was fit with "
-                         f"{n_features}.")
+        raise ValueError(
+            f"{what} has {X.shape[1]} features, but the estimator was fit with {n_features}."
+        )
     if any(np.isnan(c) for c in X.chunks[0]):
         X = X.compute_chunk_sizes()
     return X.rechunk({1: -1})
@@ -126,12 +133,14 @@ def _groups_like(groups, X):
     if not isinstance(groups, da.Array):
         groups = np.asarray(groups)
         if groups.ndim != 1 or groups.shape[0] != X.shape[0]:
-            raise ValueError(f"groups must have one label per row of X ({X.shape[0]}); got "
-                             f"shape {groups.shape}.")
+            raise ValueError(
+                f"groups must have one label per row of X ({X.shape[0]}); got shape {groups.shape}."
+            )
         return da.from_array(groups, chunks=(X.chunks[0],))
     if groups.ndim != 1 or groups.shape[0] != X.shape[0]:
-        raise ValueError(f"groups must have one label per row of X ({X.shape[0]}); got "
-                         f"shape {groups.shape}.")
+        raise ValueError(
+            f"groups must have one label per row of X ({X.shape[0]}); got shape {groups.shape}."
+        )
     return groups.rechunk((X.chunks[0],))
 
 
@@ -157,9 +166,12 @@ def _stacked_block(estimator, x, g, method, kwargs, keys, names=None):
     if isinstance(out, dict):
         out = [out[k] for k in keys]
     # (len(o), -1): a reshape of no rows to (0, -1) would be ambiguous
-    return np.column_stack([np.reshape(o, (len(o), -1 if len(o) else
-                                           int(np.prod(np.shape(o)[1:], dtype=int))))
-                            for o in out])
+    return np.column_stack(
+        [
+            np.reshape(o, (len(o), -1 if len(o) else int(np.prod(np.shape(o)[1:], dtype=int))))
+            for o in out
+        ]
+    )
 
 
 def _frame_names(X) -> list[str] | None:
@@ -176,7 +188,8 @@ def _frame_names(X) -> list[str] | None:
         raise TypeError(
             f"Feature names are only supported if all input features have string names, "
             f"but your input has {types} as feature name / column name types. Convert them "
-            f"all to strings (X.columns = X.columns.astype(str)) or to a non-string type.")
+            f"all to strings (X.columns = X.columns.astype(str)) or to a non-string type."
+        )
     return None
 
 
@@ -191,17 +204,25 @@ def _checked_names(estimator, X):
     names = _frame_names(X)
     if fitted is None:
         if names is not None:
-            warnings.warn(f"X has feature names, but {kind} was fitted without feature names",
-                          UserWarning, stacklevel=5)
+            warnings.warn(
+                f"X has feature names, but {kind} was fitted without feature names",
+                UserWarning,
+                stacklevel=5,
+            )
         return None
     fitted = [str(c) for c in fitted]
     if names is None:
-        warnings.warn(f"X does not have valid feature names, but {kind} was fitted with "
-                      f"feature names", UserWarning, stacklevel=5)
+        warnings.warn(
+            f"X does not have valid feature names, but {kind} was fitted with feature names",
+            UserWarning,
+            stacklevel=5,
+        )
         return fitted
     if names != fitted:
-        raise ValueError(f"X has the columns {names}, but {kind} was fit with {fitted}: "
-                         f"the feature names must match, in order.")
+        raise ValueError(
+            f"X has the columns {names}, but {kind} was fit with {fitted}: "
+            f"the feature names must match, in order."
+        )
     return names
 
 
@@ -237,9 +258,15 @@ def predict_blocks(estimator, X, method: str, *, groups=None, **kwargs):
         for e in extra:
             args += [e, None]
         shape = (0,) if columns is None else (0, columns)
-        return da.blockwise(fn, "i" if columns is None else "ik", *args,
-                            new_axes=None if columns is None else {"k": columns},
-                            concatenate=True, dtype=dtype, meta=np.empty(shape, dtype=dtype))
+        return da.blockwise(
+            fn,
+            "i" if columns is None else "ik",
+            *args,
+            new_axes=None if columns is None else {"k": columns},
+            concatenate=True,
+            dtype=dtype,
+            meta=np.empty(shape, dtype=dtype),
+        )
 
     classifier = hasattr(estimator, "classes_")
     if method == "predict_proba" and classifier:
@@ -256,14 +283,14 @@ def predict_blocks(estimator, X, method: str, *, groups=None, **kwargs):
             k = len(estimator.classes_)
             layout = [("mean", k), ("std", k), ("entropy", None), ("mutual_info", None)]
         else:
-            layout = [(name, None) for name in ("mean", "std", "epistemic_std",
-                                                "aleatoric_std")]
+            layout = [(name, None) for name in ("mean", "std", "epistemic_std", "aleatoric_std")]
         width = sum(w or 1 for _, w in layout)
-        stacked = blockwise(_stacked_block, method, kwargs, tuple(n for n, _ in layout),
-                            names, columns=width)
+        stacked = blockwise(
+            _stacked_block, method, kwargs, tuple(n for n, _ in layout), names, columns=width
+        )
         out, start = {}, 0
         for name, w in layout:
-            out[name] = stacked[:, start:start + w] if w else stacked[:, start]
+            out[name] = stacked[:, start : start + w] if w else stacked[:, start]
             start += w or 1
         return out
     raise ValueError(f"{type(estimator).__name__}.{method} has no dask version.")
@@ -327,16 +354,18 @@ class BlockSampler:
         m = int(min(pool_blocks, self.n_blocks)) if self.n_blocks > 1 else 1
         # slot k holds rows [k * width, k * width + slot_rows[k]) of every buffer
         self._width = int(self.lengths.max())
-        self._buffers = [np.empty(((m + 1) * self._width, *a.shape[1:]), dtype=a.dtype)
-                         for a in arrays]
+        self._buffers = [
+            np.empty(((m + 1) * self._width, *a.shape[1:]), dtype=a.dtype) for a in arrays
+        ]
         self._slot_rows = np.zeros(m + 1, dtype=np.int64)
         self._active = np.arange(m)  # pool position -> slot
         self._spare = m
         for slot, block in enumerate(rng.choice(self.n_blocks, size=m, p=self.p)):
             self._load(int(block), slot)
         self._executor = concurrent.futures.ThreadPoolExecutor(1, "pymc_bnn-blocks")
-        self._next = self._executor.submit(self._load, int(rng.choice(self.n_blocks, p=self.p)),
-                                           self._spare)
+        self._next = self._executor.submit(
+            self._load, int(rng.choice(self.n_blocks, p=self.p)), self._spare
+        )
         #: blocks loaded so far (the initial pool included)
         self.loads = m
 
@@ -346,11 +375,13 @@ class BlockSampler:
         start = int(self.starts[block])
         for name, part in zip(("X", "y"), parts):
             if part.dtype.kind == "f" and not np.isfinite(part).all():
-                raise ValueError(f"{name} has NaN or infinite values in rows {start} to "
-                                 f"{start + part.shape[0] - 1}.")
+                raise ValueError(
+                    f"{name} has NaN or infinite values in rows {start} to "
+                    f"{start + part.shape[0] - 1}."
+                )
         begin = slot * self._width
         for buf, part in zip(self._buffers, parts):
-            buf[begin:begin + part.shape[0]] = part
+            buf[begin : begin + part.shape[0]] = part
         self._slot_rows[slot] = parts[0].shape[0]
 
     def fill(self, rng: np.random.Generator, out: list[np.ndarray]) -> None:
@@ -363,7 +394,8 @@ class BlockSampler:
             self.loads += 1
             self._drawn = 0
             self._next = self._executor.submit(
-                self._load, int(rng.choice(self.n_blocks, p=self.p)), self._spare)
+                self._load, int(rng.choice(self.n_blocks, p=self.p)), self._spare
+            )
         self._drawn += n
         slots = self._active[rng.integers(0, len(self._active), size=out[0].shape[:2])]
         index = rng.integers(0, self._slot_rows[slots]) + slots * self._width
@@ -393,13 +425,17 @@ def streamed_inputs(estimator, X, y) -> dict:
     from sklearn.base import is_classifier
 
     if estimator.batch_size is None:
-        raise ValueError("fit on a dask collection streams minibatches: batch_size=None "
-                         "(full batches) needs the data in memory; set batch_size "
-                         "(e.g. 'auto' or 128), or compute the data into NumPy arrays "
-                         "first.")
+        raise ValueError(
+            "fit on a dask collection streams minibatches: batch_size=None "
+            "(full batches) needs the data in memory; set batch_size "
+            "(e.g. 'auto' or 128), or compute the data into NumPy arrays "
+            "first."
+        )
     if estimator.inference not in ("auto", "advi"):  # "auto" is ADVI on dask input
-        raise ValueError(f"fit on a dask collection runs minibatch ADVI; "
-                         f"inference={estimator.inference!r} needs the data in memory.")
+        raise ValueError(
+            f"fit on a dask collection runs minibatch ADVI; "
+            f"inference={estimator.inference!r} needs the data in memory."
+        )
     names = _frame_names(X)
     if getattr(X, "ndim", 2) != 2:
         raise ValueError(f"X must be 2-D; got a dask array of shape {X.shape}.")
@@ -409,14 +445,14 @@ def streamed_inputs(estimator, X, y) -> dict:
     if not isinstance(y, da.Array):
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != X.shape[0]:  # before dask splits it like X's rows
-            raise ValueError(f"y must have one value per row of X ({X.shape[0]}); got shape "
-                             f"{y.shape}.")
+            raise ValueError(
+                f"y must have one value per row of X ({X.shape[0]}); got shape {y.shape}."
+            )
         y = da.from_array(y, chunks=(X.chunks[0],))
     elif any(np.isnan(c) for c in y.chunks[0]):  # y[mask]: lengths known only once counted
         y = y.compute_chunk_sizes()
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(f"y must have one value per row of X ({X.shape[0]}); got shape "
-                         f"{y.shape}.")
+        raise ValueError(f"y must have one value per row of X ({X.shape[0]}); got shape {y.shape}.")
     y = y.rechunk((X.chunks[0],))
     if X.dtype.kind not in "biuf":
         raise ValueError(f"X must hold numbers; got dtype {X.dtype}.")
@@ -424,21 +460,25 @@ def streamed_inputs(estimator, X, y) -> dict:
     if is_classifier(estimator):
         classes = np.unique(compute(da.unique(y))[0])
         _, target_kwargs = estimator._encode_target(classes)
-        codes = y.map_blocks(lambda b: np.searchsorted(classes, b).astype(np.int64),
-                             dtype=np.int64)
+        codes = y.map_blocks(lambda b: np.searchsorted(classes, b).astype(np.int64), dtype=np.int64)
     else:
         mean, sd = compute(y.astype(np.float64).mean(), y.astype(np.float64).std())
         if not (np.isfinite(mean) and np.isfinite(sd)):
             # else every block's encoded target would be NaN, and the first block loaded
             # would be blamed for it
-            raise ValueError("y has NaN or infinite values (its mean over the collection "
-                             "is not finite); drop or impute those rows first.")
+            raise ValueError(
+                "y has NaN or infinite values (its mean over the collection "
+                "is not finite); drop or impute those rows first."
+            )
         target_kwargs = estimator._set_target_scaling(float(mean), float(sd))
         codes = (y.astype(np.float64) - estimator.y_mean_) / estimator.y_scale_
     n_rows = int(X.shape[0])
     # "auto" on few rows means full batches: streamed, one minibatch of all the rows
-    batch = (estimator._batch_rows(n_rows) or n_rows) if estimator.batch_size == "auto" \
+    batch = (
+        (estimator._batch_rows(n_rows) or n_rows)
+        if estimator.batch_size == "auto"
         else int(estimator.batch_size)
+    )
     if batch > n_rows:
         raise ValueError(f"batch_size ({batch}) cannot exceed the number of rows ({n_rows}).")
     X0, y0 = compute(X[:batch], codes[:batch])
@@ -447,5 +487,11 @@ def streamed_inputs(estimator, X, y) -> dict:
         estimator.feature_names_in_ = np.array(names, dtype=object)
     elif hasattr(estimator, "feature_names_in_"):
         del estimator.feature_names_in_
-    return {"X0": X0, "y0": y0, "n_rows": n_rows, "target_kwargs": target_kwargs,
-            "X": X, "codes": codes}
+    return {
+        "X0": X0,
+        "y0": y0,
+        "n_rows": n_rows,
+        "target_kwargs": target_kwargs,
+        "X": X,
+        "codes": codes,
+    }

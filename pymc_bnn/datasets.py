@@ -76,8 +76,9 @@ def make_rotated_moons(
 
     rng = np.random.default_rng(random_state)
     angles = rng.normal(0.0, angle_sd, size=n_tasks)
-    parts: dict[str, list] = {k: [] for k in ("X_train", "X_test", "y_train", "y_test",
-                                              "groups_train", "groups_test")}
+    parts: dict[str, list] = {
+        k: [] for k in ("X_train", "X_test", "y_train", "y_test", "groups_train", "groups_test")
+    }
     for task, angle in enumerate(angles):
         seed = int(rng.integers(2**31 - 1))
         X, y = make_moons(n_samples, noise=noise, random_state=seed)
@@ -87,8 +88,12 @@ def make_rotated_moons(
         X_tr, X_te, y_tr, y_te = train_test_split(
             X, y, train_size=train_fraction, stratify=y, random_state=seed
         )
-        for key, value in (("X_train", X_tr), ("X_test", X_te), ("y_train", y_tr),
-                           ("y_test", y_te)):
+        for key, value in (
+            ("X_train", X_tr),
+            ("X_test", X_te),
+            ("y_train", y_tr),
+            ("y_test", y_te),
+        ):
             parts[key].append(value)
         parts["groups_train"].append(np.full(len(y_tr), task))
         parts["groups_test"].append(np.full(len(y_te), task))
@@ -98,8 +103,11 @@ def make_rotated_moons(
 
 
 #: Targets of :func:`make_customers`, by task.
-CUSTOMER_TARGETS = {"classification": "churned", "multiclass": "plan_next_year",
-                    "regression": "monthly_spend"}
+CUSTOMER_TARGETS = {
+    "classification": "churned",
+    "multiclass": "plan_next_year",
+    "regression": "monthly_spend",
+}
 
 
 def make_customers(
@@ -156,29 +164,50 @@ def make_customers(
     # a non-linear signal: churn peaks at short tenure and many support calls, and
     # young customers on the basic plan in the south churn most
     z_age = (age - 48) / 18
-    signal = (1.2 - 0.03 * tenure + 0.55 * calls - 0.9 * autopay + 0.8 * z_age**2
-              + 0.9 * ((plan_code == 0) & (region_code == 1)) - 0.5 * (income - 50) / 25)
-    frame = pd.DataFrame({
-        "customer_id": [f"C{100000 + i}" for i in rng.permutation(n)],
-        "age": age,
-        "income": income,
-        "tenure_months": tenure,
-        "plan": plans[plan_code],
-        "region": regions[region_code],
-        "autopay": autopay,
-        "support_calls": calls.astype(float),
-    })
+    signal = (
+        1.2
+        - 0.03 * tenure
+        + 0.55 * calls
+        - 0.9 * autopay
+        + 0.8 * z_age**2
+        + 0.9 * ((plan_code == 0) & (region_code == 1))
+        - 0.5 * (income - 50) / 25
+    )
+    frame = pd.DataFrame(
+        {
+            "customer_id": [f"C{100000 + i}" for i in rng.permutation(n)],
+            "age": age,
+            "income": income,
+            "tenure_months": tenure,
+            "plan": plans[plan_code],
+            "region": regions[region_code],
+            "autopay": autopay,
+            "support_calls": calls.astype(float),
+        }
+    )
     if task == "classification":
         p = 1 / (1 + np.exp(-(signal - 1.0)))
         frame["churned"] = np.where(rng.random(n) < p, "yes", "no")
     elif task == "multiclass":
-        logits = np.stack([0.4 * signal, 0.4 * income / 25 - 0.6 * (calls > 2),
-                           1.2 * (income - 55) / 25 + 0.02 * tenure - 1.2], axis=1)
+        logits = np.stack(
+            [
+                0.4 * signal,
+                0.4 * income / 25 - 0.6 * (calls > 2),
+                1.2 * (income - 55) / 25 + 0.02 * tenure - 1.2,
+            ],
+            axis=1,
+        )
         logits += rng.gumbel(size=logits.shape)
         frame["plan_next_year"] = plans[np.argmax(logits, axis=1)]
     else:
-        spend = (20 + 15 * plan_code + 0.3 * income + 6 * np.tanh((tenure - 36) / 24)
-                 + 4 * calls * (plan_code == 2) + rng.normal(0, 4 + 2 * plan_code, size=n))
+        spend = (
+            20
+            + 15 * plan_code
+            + 0.3 * income
+            + 6 * np.tanh((tenure - 36) / 24)
+            + 4 * calls * (plan_code == 2)
+            + rng.normal(0, 4 + 2 * plan_code, size=n)
+        )
         frame["monthly_spend"] = np.round(spend, 2)
     for column in ("income", "region", "plan", "support_calls"):
         holes = rng.random(n) < missing_fraction
@@ -215,24 +244,38 @@ def make_wages(n_rows: int = 3000, *, random_state: int | None = 0):
     rng = np.random.default_rng(random_state)
     year = rng.integers(2003, 2010, size=n)
     age = np.clip(np.round(rng.normal(42, 11.5, size=n)), 18, 80).astype(int)
-    levels = np.array(["1. < HS Grad", "2. HS Grad", "3. Some College", "4. College Grad",
-                       "5. Advanced Degree"], dtype=object)
+    levels = np.array(
+        ["1. < HS Grad", "2. HS Grad", "3. Some College", "4. College Grad", "5. Advanced Degree"],
+        dtype=object,
+    )
     education = rng.choice(5, size=n, p=[0.09, 0.32, 0.22, 0.23, 0.14])
     information = rng.random(n) < 0.3 + 0.08 * education
     health = rng.random(n) < 0.65 + 0.04 * education
     insured = rng.random(n) < 0.6 + 0.05 * education
     married = rng.random(n) < 0.3 + 0.4 * (age > 28)
-    log_wage = (4.05 + 0.12 * education + 0.25 * np.tanh((age - 25) / 12)
-                - 0.002 * np.maximum(age - 55, 0) ** 2 / 4 + 0.012 * (year - 2003)
-                + 0.05 * information + 0.06 * health + 0.17 * insured + 0.1 * married
-                + rng.normal(0, 0.27, size=n))
+    log_wage = (
+        4.05
+        + 0.12 * education
+        + 0.25 * np.tanh((age - 25) / 12)
+        - 0.002 * np.maximum(age - 55, 0) ** 2 / 4
+        + 0.012 * (year - 2003)
+        + 0.05 * information
+        + 0.06 * health
+        + 0.17 * insured
+        + 0.1 * married
+        + rng.normal(0, 0.27, size=n)
+    )
     high = rng.random(n) < 0.01 + 0.015 * education
     log_wage = np.where(high, np.log(270) + rng.normal(0, 0.12, size=n), log_wage)
-    return pd.DataFrame({
-        "year": year, "age": age, "education": levels[education],
-        "jobclass": np.where(information, "2. Information", "1. Industrial").astype(object),
-        "health": np.where(health, "2. >=Very Good", "1. <=Good").astype(object),
-        "health_ins": np.where(insured, "1. Yes", "2. No").astype(object),
-        "maritl": np.where(married, "2. Married", "1. Never Married").astype(object),
-        "wage": np.round(np.exp(log_wage), 2),
-    })
+    return pd.DataFrame(
+        {
+            "year": year,
+            "age": age,
+            "education": levels[education],
+            "jobclass": np.where(information, "2. Information", "1. Industrial").astype(object),
+            "health": np.where(health, "2. >=Very Good", "1. <=Good").astype(object),
+            "health_ins": np.where(insured, "1. Yes", "2. No").astype(object),
+            "maritl": np.where(married, "2. Married", "1. Never Married").astype(object),
+            "wage": np.round(np.exp(log_wage), 2),
+        }
+    )

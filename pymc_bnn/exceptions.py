@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from sklearn.exceptions import ConvergenceWarning
 
-__all__ = ["ConvergenceWarning", "InputScaleWarning", "SamplingWarning",
-           "TargetLeakageWarning"]
+__all__ = ["ConvergenceWarning", "InputScaleWarning", "SamplingWarning", "TargetLeakageWarning"]
 
 
 class InputScaleWarning(UserWarning):

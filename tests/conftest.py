@@ -43,21 +43,29 @@ SEED = 0
 #: two modules is two fixtures). Every test that uses one, directly or through another
 #: fixture, joins one xdist group with all the other tests using it (and with the tests
 #: sharing any other listed fixture or ``xdist_group`` mark with those).
-SHARED_FITS = frozenset({
-    "advi_clf", "minibatch_clf", "blobs_clf",  # here
-    "fast_clf",  # test_estimator
-    "tiny_post",  # test_inference
-    "nuts_clf",  # test_diagnostics
-    "hier_clf",  # test_hierarchical, test_plotting
-    "small_clf", "small_clf3",  # test_plotting
-    "reg", "het_reg",  # test_regressor
-    "vi_posterior",  # test_tempering
-})
+SHARED_FITS = frozenset(
+    {
+        "advi_clf",
+        "minibatch_clf",
+        "blobs_clf",  # here
+        "fast_clf",  # test_estimator
+        "tiny_post",  # test_inference
+        "nuts_clf",  # test_diagnostics
+        "hier_clf",  # test_hierarchical, test_plotting
+        "small_clf",
+        "small_clf3",  # test_plotting
+        "reg",
+        "het_reg",  # test_regressor
+        "vi_posterior",  # test_tempering
+    }
+)
 
 
 def _explicit_group(item):
-    names = {str(m.args[0] if m.args else m.kwargs.get("name", "default"))
-             for m in item.iter_markers("xdist_group")}
+    names = {
+        str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+        for m in item.iter_markers("xdist_group")
+    }
     if len(names) > 1:
         raise pytest.UsageError(f"{item.nodeid} has several xdist_group marks: {names}")
     return names.pop() if names else None
@@ -88,9 +96,12 @@ def pytest_collection_modifyitems(config, items):
     tests = []
     for item in items:
         defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-        nodes = [("fixture", fd.baseid, name) for name in item.fixturenames
-                 if name in SHARED_FITS and name in defs
-                 for fd in defs[name][-1:]]  # the definition this test gets
+        nodes = [
+            ("fixture", fd.baseid, name)
+            for name in item.fixturenames
+            if name in SHARED_FITS and name in defs
+            for fd in defs[name][-1:]
+        ]  # the definition this test gets
         explicit = _explicit_group(item)
         if explicit is not None:
             nodes.append(("group", explicit))
@@ -107,7 +118,8 @@ def pytest_collection_modifyitems(config, items):
         if len(explicit) > 1:
             raise pytest.UsageError(
                 f"tests sharing a fixture of SHARED_FITS carry different xdist_group marks "
-                f"{sorted(explicit)}: {[i.nodeid for i, _ in group]}")
+                f"{sorted(explicit)}: {[i.nodeid for i, _ in group]}"
+            )
         if explicit:
             name = explicit.pop()
         elif len(group) > 1:
@@ -141,8 +153,9 @@ def _heaviest_first(items) -> None:
     units = {}
     for item in items:
         units.setdefault(_explicit_group(item) or item.nodeid, []).append(item)
-    items[:] = [item for unit in sorted(units.values(), key=_unit_weight, reverse=True)
-                for item in unit]
+    items[:] = [
+        item for unit in sorted(units.values(), key=_unit_weight, reverse=True) for item in unit
+    ]
 
 
 def _unit_weight(unit) -> int:
@@ -179,7 +192,8 @@ def tiny():
 @pytest.fixture(scope="session")
 def advi_clf(moons):
     """The default estimator with mean-field ADVI alone (full batch) fit on moons
-    (``inference="auto"`` fits it with a Laplace half too: tests/policy/test_mixture_classifier.py)."""
+    (``inference="auto"`` fits it with a Laplace half too:
+    tests/policy/test_mixture_classifier.py)."""
     X_train, _, y_train, _ = moons
     return BayesianMLPClassifier(inference="advi", random_state=SEED).fit(X_train, y_train)
 
@@ -194,7 +208,6 @@ def minibatch_clf(moons):
 @pytest.fixture(scope="session")
 def blobs_clf(blobs3):
     X_train, _, y_train, _ = blobs3
-    return BayesianMLPClassifier(hidden_layer_sizes=(8,), n_iter=4000, posterior_temperature=1.0,
-                                 random_state=SEED).fit(
-        X_train, y_train
-    )
+    return BayesianMLPClassifier(
+        hidden_layer_sizes=(8,), n_iter=4000, posterior_temperature=1.0, random_state=SEED
+    ).fit(X_train, y_train)

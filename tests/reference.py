@@ -9,7 +9,11 @@ def numpy_forward_proba(X, weights, activation="tanh"):
     weights: sequence of (W (n_draws, fan_in, fan_out), b (n_draws, fan_out)).
     Returns (n_draws, n_points, n_classes).
     """
-    acts = {"tanh": np.tanh, "relu": lambda a: np.maximum(a, 0), "logistic": lambda a: 1 / (1 + np.exp(-a))}
+    acts = {
+        "tanh": np.tanh,
+        "relu": lambda a: np.maximum(a, 0),
+        "logistic": lambda a: 1 / (1 + np.exp(-a)),
+    }
     n_draws = weights[0][0].shape[0]
     out = []
     for s in range(n_draws):

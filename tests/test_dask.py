@@ -22,8 +22,9 @@ RTOL = 1e-6  # the same compiled predictive; float32 draws when jax is installed
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as cluster:  # any free port
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+    ) as cluster:  # any free port
         with distributed.Client(cluster) as c:
             yield c
 
@@ -42,8 +43,14 @@ def clf(data):
     X, y, _ = data
     # a fast fit (prior 1.0: the evidence's scales here, output sd ~6, need ~10,000
     # ADVI steps to level off; these tests are about dask, not the prior)
-    return BayesianMLPClassifier((4,), n_iter=3000, n_draws=100, posterior_temperature=1.0,
-                                 prior_sigma=1.0, random_state=SEED).fit(X, y)
+    return BayesianMLPClassifier(
+        (4,),
+        n_iter=3000,
+        n_draws=100,
+        posterior_temperature=1.0,
+        prior_sigma=1.0,
+        random_state=SEED,
+    ).fit(X, y)
 
 
 def test_predictions_are_lazy_row_chunked_and_equal_numpy(client, clf, data):
@@ -67,8 +74,9 @@ def test_the_estimator_is_one_graph_key_that_every_block_uses(clf, data):
     proba = clf.predict_proba(da.from_array(data[0], chunks=100))
     graph = dict(proba.__dask_graph__())
     # dask wraps literal data in a node with a .value (dask >= 2024.12)
-    holders = [k for k, v in graph.items()
-               if isinstance(getattr(v, "value", v), BayesianMLPClassifier)]
+    holders = [
+        k for k, v in graph.items() if isinstance(getattr(v, "value", v), BayesianMLPClassifier)
+    ]
     assert len(holders) == 1
     deps = proba.dask.get_all_dependencies()
     from dask.core import flatten
@@ -93,18 +101,21 @@ def test_dask_dataframe_and_groups(client, data):
     import pandas as pd
 
     X, y, groups = data
-    hier = BayesianMLPClassifier((3,), n_iter=3000, n_draws=50, posterior_temperature=1.0,
-                                 random_state=SEED).fit(X, y, groups=groups)
+    hier = BayesianMLPClassifier(
+        (3,), n_iter=3000, n_draws=50, posterior_temperature=1.0, random_state=SEED
+    ).fit(X, y, groups=groups)
     frame = dd.from_pandas(pd.DataFrame(X, columns=["a", "b", "c"]), npartitions=3)
-    lazy = hier.predict_proba(frame.to_dask_array(lengths=True),
-                              groups=da.from_array(groups, chunks=150))
-    np.testing.assert_allclose(lazy.compute(), hier.predict_proba(X, groups=groups),
-                               rtol=RTOL)
-    plain = BayesianMLPClassifier((3,), n_iter=3000, n_draws=50, posterior_temperature=1.0,
-                                  random_state=SEED).fit(X, y)
+    lazy = hier.predict_proba(
+        frame.to_dask_array(lengths=True), groups=da.from_array(groups, chunks=150)
+    )
+    np.testing.assert_allclose(lazy.compute(), hier.predict_proba(X, groups=groups), rtol=RTOL)
+    plain = BayesianMLPClassifier(
+        (3,), n_iter=3000, n_draws=50, posterior_temperature=1.0, random_state=SEED
+    ).fit(X, y)
     # fit without feature names: scikit-learn's warning for a frame, once (not per block)
-    with pytest.warns(UserWarning, match="X has feature names, but BayesianMLPClassifier "
-                                         "was fitted without") as caught:
+    with pytest.warns(
+        UserWarning, match="X has feature names, but BayesianMLPClassifier was fitted without"
+    ) as caught:
         lazy = plain.predict_proba(frame)
         computed = lazy.compute()
     assert len(caught) == 1 and caught[0].filename == __file__
@@ -114,8 +125,9 @@ def test_dask_dataframe_and_groups(client, data):
 def test_regressor_intervals_on_blocks(client, data):
     X = data[0]
     target = X[:, 0] - X[:, 1]
-    reg = BayesianMLPRegressor((3,), n_draws=50, posterior_temperature=1.0,
-                               random_state=SEED).fit(X, target)
+    reg = BayesianMLPRegressor((3,), n_draws=50, posterior_temperature=1.0, random_state=SEED).fit(
+        X, target
+    )
     Xd = da.from_array(X, chunks=120)
     mean, std = reg.predict(Xd, return_std=True)
     lower, upper = reg.predict_interval(Xd, coverage=0.8)
@@ -149,8 +161,9 @@ def test_cross_validation_on_the_cluster_equals_serial(client, data):
     from sklearn.model_selection import cross_val_score
 
     X, y, _ = data
-    est = BayesianMLPClassifier((4,), n_iter=2000, n_draws=50, posterior_temperature=1.0,
-                                prior_sigma=1.0, random_state=SEED)
+    est = BayesianMLPClassifier(
+        (4,), n_iter=2000, n_draws=50, posterior_temperature=1.0, prior_sigma=1.0, random_state=SEED
+    )
     serial = cross_val_score(est, X, y, cv=3)
     with parallel_backend("dask"):
         on_cluster = cross_val_score(est, X, y, cv=3, n_jobs=-1)
@@ -193,9 +206,11 @@ def test_streamed_fit_matches_the_in_memory_minibatch_fit(moons20k):
     X, y = moons20k
     # one fixed prior for both (the evidence's own test is below)
     streamed = BayesianMLPClassifier(batch_size=128, prior_sigma=1.0, random_state=SEED).fit(
-        da.from_array(X, chunks=2000), da.from_array(y, chunks=2000))
-    memory = BayesianMLPClassifier(batch_size=128, posterior_temperature=1.0, prior_sigma=1.0,
-                                   random_state=SEED).fit(X, y)
+        da.from_array(X, chunks=2000), da.from_array(y, chunks=2000)
+    )
+    memory = BayesianMLPClassifier(
+        batch_size=128, posterior_temperature=1.0, prior_sigma=1.0, random_state=SEED
+    ).fit(X, y)
     assert streamed.prior_sigma_ == 1.0 and streamed.evidence_ is None
     assert streamed.posterior_temperature_ == 1.0 and streamed.temperature_selection_ is None
     assert streamed.posterior_.spec.n_rows == memory.posterior_.spec.n_rows == 20_000
@@ -206,7 +221,8 @@ def test_streamed_fit_matches_the_in_memory_minibatch_fit(moons20k):
     assert 0.97 < ratio < 1.03, ratio
     assert abs(streamed.score(X, y) - memory.score(X, y)) < 0.02
     again = BayesianMLPClassifier(batch_size=128, prior_sigma=1.0, random_state=SEED).fit(
-        da.from_array(X, chunks=2000), da.from_array(y, chunks=2000))
+        da.from_array(X, chunks=2000), da.from_array(y, chunks=2000)
+    )
     np.testing.assert_array_equal(again.predict_proba(X[:50]), streamed.predict_proba(X[:50]))
 
 
@@ -241,8 +257,9 @@ def test_streamed_default_takes_the_evidence_of_the_in_memory_default(moons20k, 
     # max_rows, is compared on dask input in test_evidence_reads_only_its_rows_of_a_dask_array)
     X, y = moons20k[0][:4000], moons20k[1][:4000]
     kw = dict(batch_size=128, n_iter=500, posterior_temperature=1.0, random_state=SEED)
-    streamed = BayesianMLPClassifier(**kw).fit(da.from_array(X, chunks=1000),
-                                               da.from_array(y, chunks=1000))
+    streamed = BayesianMLPClassifier(**kw).fit(
+        da.from_array(X, chunks=1000), da.from_array(y, chunks=1000)
+    )
     memory = BayesianMLPClassifier(**kw).fit(X, y)
     assert streamed.evidence_ is not None
     assert streamed.evidence_ == memory.evidence_
@@ -250,8 +267,7 @@ def test_streamed_default_takes_the_evidence_of_the_in_memory_default(moons20k, 
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # 500 steps
-def test_streamed_fit_on_parquet_columns_read_in_fewer_partitions(moons20k, in_process,
-                                                                    tmp_path):
+def test_streamed_fit_on_parquet_columns_read_in_fewer_partitions(moons20k, in_process, tmp_path):
     """A table of 8 Parquet files, ``X = frame[features]`` and ``y = frame[target]``:
     dask's optimizer reads the one-column target in fewer partitions than the files,
     which made ``to_dask_array(lengths=True)`` fail inside fit (lengths of 3 partitions
@@ -266,7 +282,7 @@ def test_streamed_fit_on_parquet_columns_read_in_fewer_partitions(moons20k, in_p
     X, y = moons20k[0][:4000], moons20k[1][:4000]
     table = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "label": y})
     for i in range(8):
-        table.iloc[i * 500:(i + 1) * 500].to_parquet(tmp_path / f"part{i}.parquet")
+        table.iloc[i * 500 : (i + 1) * 500].to_parquet(tmp_path / f"part{i}.parquet")
     frame = dd.read_parquet(tmp_path)
     features, target = frame[["a", "b"]], frame["label"]
     assert target.optimize().npartitions < target.npartitions == 8  # the case at issue
@@ -278,8 +294,7 @@ def test_streamed_fit_on_parquet_columns_read_in_fewer_partitions(moons20k, in_p
     assert streamed.feature_names_in_.tolist() == ["a", "b"]
     lazy = streamed.predict_proba(features)
     assert isinstance(lazy, da.Array) and lazy.shape == (4000, 2)
-    np.testing.assert_allclose(lazy.compute(), streamed.predict_proba(table[["a", "b"]]),
-                               rtol=RTOL)
+    np.testing.assert_allclose(lazy.compute(), streamed.predict_proba(table[["a", "b"]]), rtol=RTOL)
     with pytest.raises(ValueError, match=r"columns \['b', 'a'\], but .* fit with \['a', 'b'\]"):
         streamed.predict_proba(frame[["b", "a"]])  # checked when the graph is built
     # fit with feature names, given an array: scikit-learn's warning, once (not per block)
@@ -290,8 +305,7 @@ def test_streamed_fit_on_parquet_columns_read_in_fewer_partitions(moons20k, in_p
 
 
 @pytest.mark.parametrize("columns", [[0, 1, 2], ["a", 1, "c"]], ids=["integers", "mixed"])
-def test_frame_column_names_are_taken_as_scikit_learn_takes_them(clf, data, in_process,
-                                                                   columns):
+def test_frame_column_names_are_taken_as_scikit_learn_takes_them(clf, data, in_process, columns):
     """A frame's columns are feature names only when all are strings, as for
     scikit-learn's own estimators (the anchor, on the same pandas table): integer
     columns give none (no warning when predicting with an estimator fit on arrays),
@@ -311,8 +325,9 @@ def test_frame_column_names_are_taken_as_scikit_learn_takes_them(clf, data, in_p
         streamed_inputs(fresh, frame, y)
         assert not hasattr(anchor, "feature_names_in_")
         assert not hasattr(fresh, "feature_names_in_")
-        np.testing.assert_allclose(clf.predict_proba(frame).compute(), clf.predict_proba(X),
-                                   rtol=RTOL)
+        np.testing.assert_allclose(
+            clf.predict_proba(frame).compute(), clf.predict_proba(X), rtol=RTOL
+        )
         return
     message = "Feature names are only supported if all input features have string names"
     with pytest.raises(TypeError, match=message):
@@ -387,7 +402,8 @@ def test_streamed_regressor(moons20k):
     # with noise: on a noiseless target the ELBO keeps falling as the noise scale shrinks
     target = signal + np.random.default_rng(SEED).normal(0.0, 0.3, len(signal))
     reg = BayesianMLPRegressor((4,), batch_size=256, random_state=SEED).fit(
-        da.from_array(X, chunks=4000), da.from_array(target, chunks=4000))
+        da.from_array(X, chunks=4000), da.from_array(target, chunks=4000)
+    )
     assert abs(reg.y_mean_ - target.mean()) < 1e-9 and abs(reg.y_scale_ - target.std()) < 1e-9
     rmse = np.sqrt(np.mean((reg.predict(X) - signal) ** 2))
     assert rmse < 0.1 * target.std()
@@ -399,18 +415,23 @@ def test_streamed_fit_warns_of_raw_features_from_its_first_rows(moons20k):
     X, y = moons20k
     raw = X * 100.0
     raw[12_345, 1] = np.nan
-    with pytest.warns(InputScaleWarning, match=r"Of 2 input features \(in the first 64 "
-                      r"rows\), 2 have root mean square above 10"), \
-            pytest.raises(ValueError, match="X has NaN or infinite values in row"):
+    with (
+        pytest.warns(
+            InputScaleWarning,
+            match=r"Of 2 input features \(in the first 64 "
+            r"rows\), 2 have root mean square above 10",
+        ),
+        pytest.raises(ValueError, match="X has NaN or infinite values in row"),
+    ):
         BayesianMLPClassifier(batch_size=64, random_state=SEED).fit(
-            da.from_array(raw, chunks=5000), da.from_array(y, chunks=5000))
+            da.from_array(raw, chunks=5000), da.from_array(y, chunks=5000)
+        )
 
 
 def test_streamed_fit_bad_input(moons20k):
     X, y = moons20k
     Xd, yd = da.from_array(X, chunks=5000), da.from_array(y, chunks=5000)
-    with pytest.raises(ValueError, match="batch_size=None .full batches. needs the data in "
-                       "memory"):
+    with pytest.raises(ValueError, match="batch_size=None .full batches. needs the data in memory"):
         BayesianMLPClassifier(batch_size=None).fit(Xd, yd)
     with pytest.raises(ValueError, match="needs the data in memory"):
         BayesianMLPClassifier(batch_size=64, inference="nuts").fit(Xd, yd)
@@ -421,12 +442,17 @@ def test_streamed_fit_bad_input(moons20k):
     # the block sampler names the block (the evidence's own message, naming the row, is
     # tested above); with the evidence step in front the error is as clear
     with pytest.raises(ValueError, match="X has NaN or infinite values in rows 10000 to 14999"):
-        BayesianMLPClassifier(batch_size=64, n_iter=20_000, posterior_temperature=1.0,
-                              prior_sigma=1.0, random_state=SEED).fit(
-            da.from_array(bad, chunks=5000), yd)
+        BayesianMLPClassifier(
+            batch_size=64,
+            n_iter=20_000,
+            posterior_temperature=1.0,
+            prior_sigma=1.0,
+            random_state=SEED,
+        ).fit(da.from_array(bad, chunks=5000), yd)
     with pytest.raises(ValueError, match="X has NaN or infinite values in row"):
         BayesianMLPClassifier(batch_size=64, random_state=SEED).fit(
-            da.from_array(bad, chunks=5000), yd)
+            da.from_array(bad, chunks=5000), yd
+        )
 
 
 def test_streamed_fit_input_errors_are_clear(moons20k):
@@ -435,13 +461,18 @@ def test_streamed_fit_input_errors_are_clear(moons20k):
     Xd, yd = da.from_array(X, chunks=5000), da.from_array(y, chunks=5000)
     with pytest.raises(ValueError, match=r"X must be 2-D; got a dask array of shape \(20000,\)"):
         BayesianMLPClassifier(batch_size=64).fit(Xd[:, 0], yd)
-    with pytest.raises(ValueError, match=r"y must have one value per row of X \(20000\); "
-                       r"got shape \(19995,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"y must have one value per row of X \(20000\); "
+        r"got shape \(19995,\)",
+    ):
         BayesianMLPClassifier(batch_size=64).fit(Xd, y[:-5])
     target = X[:, 0].copy()
     target[5] = np.nan  # every block's encoded target had become NaN: "rows 15000 to ..."
-    with pytest.raises(ValueError, match="y has NaN or infinite values .its mean over the "
-                       "collection is not finite."):
+    with pytest.raises(
+        ValueError,
+        match="y has NaN or infinite values .its mean over the collection is not finite.",
+    ):
         BayesianMLPRegressor(batch_size=64).fit(Xd, da.from_array(target, chunks=5000))
 
 
@@ -453,9 +484,9 @@ def test_a_failed_refit_leaves_no_half_updated_model(moons20k):
 
     X, y = moons20k
     target = 2.0 * X[:, 0] + 5.0
-    reg = BayesianMLPRegressor((3,), batch_size=64, n_iter=300, posterior_temperature=1.0,
-                               random_state=SEED).fit(da.from_array(X[:2000], chunks=1000),
-                                                      da.from_array(target[:2000], chunks=1000))
+    reg = BayesianMLPRegressor(
+        (3,), batch_size=64, n_iter=300, posterior_temperature=1.0, random_state=SEED
+    ).fit(da.from_array(X[:2000], chunks=1000), da.from_array(target[:2000], chunks=1000))
     assert np.all(np.isfinite(reg.predict(X[:3])))
     bad = target[:2000].copy()
     bad[5] = np.nan
@@ -472,12 +503,17 @@ def test_masked_inputs_and_empty_partitions(clf, data):
     X, y, _ = data
     Xd, yd = da.from_array(X, chunks=100), da.from_array(y, chunks=100)
     keep = Xd[:, 0] > -100  # every row, lengths unknown to dask
-    fitted = BayesianMLPClassifier((3,), batch_size=64, n_iter=300, posterior_temperature=1.0,
-                                   prior_sigma=1.0, random_state=SEED).fit(Xd[keep], yd[keep])
+    fitted = BayesianMLPClassifier(
+        (3,),
+        batch_size=64,
+        n_iter=300,
+        posterior_temperature=1.0,
+        prior_sigma=1.0,
+        random_state=SEED,
+    ).fit(Xd[keep], yd[keep])
     assert fitted.n_features_in_ == 3
     gappy = Xd.rechunk(((100, 0, 300), (3,)))
-    np.testing.assert_allclose(clf.predict_proba(gappy).compute(), clf.predict_proba(X),
-                               rtol=RTOL)
+    np.testing.assert_allclose(clf.predict_proba(gappy).compute(), clf.predict_proba(X), rtol=RTOL)
     u = clf.predict_uncertainty(gappy)
     assert u["entropy"].compute().shape == (400,) and u["mean"].compute().shape == (400, 2)
     assert clf.predict(gappy).compute().tolist() == clf.predict(X).tolist()
@@ -531,8 +567,9 @@ def test_streamed_fit_never_holds_the_array(tmp_path):
 
     script = tmp_path / "fit_streamed.py"
     script.write_text(MEMORY_SCRIPT)
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True,
-                          text=True, timeout=600, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=600, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     before, peak, accuracy, reused = proc.stdout.split()[-4:]
     growth = int(peak) - int(before)

@@ -13,19 +13,36 @@ import tempfile
 import matplotlib.pyplot as plt
 import pytest
 
-MODULES = ("tabular._columns", "_runtime.compile_cache", "datasets", "estimators._decision",
-           "metrics", "network.model", "plotting", "predictive._predictive", "plotting.report",
-           "policy._tempering",
-           # the modules of the inference package that hold examples
-           "inference._concurrency", "inference.diagnostics", "inference._fitting",
-           "inference._nuts",
-           # the estimators (pymc_bnn.estimators re-exports them; doctest finds an
-           # example only in the module that defines it)
-           "estimators._classifier", "estimators._regressor",
-           # the parts of metrics and plotting (their functions' examples run there)
-           "metrics._calibration", "metrics._classification", "metrics._inputs",
-           "metrics._regression", "plotting._common", "plotting._fits", "plotting._maps",
-           "plotting._predictions")
+MODULES = (
+    "tabular._columns",
+    "_runtime.compile_cache",
+    "datasets",
+    "estimators._decision",
+    "metrics",
+    "network.model",
+    "plotting",
+    "predictive._predictive",
+    "plotting.report",
+    "policy._tempering",
+    # the modules of the inference package that hold examples
+    "inference._concurrency",
+    "inference.diagnostics",
+    "inference._fitting",
+    "inference._nuts",
+    # the estimators (pymc_bnn.estimators re-exports them; doctest finds an
+    # example only in the module that defines it)
+    "estimators._classifier",
+    "estimators._regressor",
+    # the parts of metrics and plotting (their functions' examples run there)
+    "metrics._calibration",
+    "metrics._classification",
+    "metrics._inputs",
+    "metrics._regression",
+    "plotting._common",
+    "plotting._fits",
+    "plotting._maps",
+    "plotting._predictions",
+)
 
 
 # Every example runs under the suite's filterwarnings = error: an example that warns

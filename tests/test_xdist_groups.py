@@ -7,7 +7,6 @@ pytest 9.2 with pytest-xdist 3.8 did exactly that (pytest-dev/pytest-xdist#1386)
 the benchmark scripts ran twice. These tests fail instead."""
 
 import pytest
-
 from conftest import SHARED_FITS
 
 
@@ -65,9 +64,17 @@ def test_units_of_work_go_out_heaviest_first():
     ``--no-loadscope-reorder``); a unit's tests stay together and in collection order."""
     from conftest import SLOW_WEIGHT, _heaviest_first
 
-    items = [_Item("a"), _Item("g1"), _Item("nb", slow=True), _Item("b", group="G"),
-             _Item("c"), _Item("d", group="G"), _Item("e", group="H"),
-             _Item("f", group="H", slow=True), _Item("g", group="G")]
+    items = [
+        _Item("a"),
+        _Item("g1"),
+        _Item("nb", slow=True),
+        _Item("b", group="G"),
+        _Item("c"),
+        _Item("d", group="G"),
+        _Item("e", group="H"),
+        _Item("f", group="H", slow=True),
+        _Item("g", group="G"),
+    ]
     _heaviest_first(items)
     assert [i.nodeid for i in items] == ["e", "f", "nb", "b", "d", "g", "a", "g1", "c"]
     assert SLOW_WEIGHT > 3  # a slow test outweighs group G's three fast ones

@@ -56,9 +56,16 @@ def main(argv=None) -> int:
                 path = Path(tmp) / f"c-{name}-{seed}-{len(h)}.h5"
                 clf.save(path)
                 q = BayesianMLPClassifier.load(path).predict_proba(d["X_test"])
-                rows[f"clf {name} seed{seed} {h}"] = {"proba": digest(p), "loaded": digest(q),
-                                                     "nll": float(-np.mean(np.log(p[np.arange(len(p)), np.searchsorted(clf.classes_, d["y_test"])]))),
-                                                     "seconds": round(time.perf_counter() - t, 1)}
+                rows[f"clf {name} seed{seed} {h}"] = {
+                    "proba": digest(p),
+                    "loaded": digest(q),
+                    "nll": float(
+                        -np.mean(
+                            np.log(p[np.arange(len(p)), np.searchsorted(clf.classes_, d["y_test"])])
+                        )
+                    ),
+                    "seconds": round(time.perf_counter() - t, 1),
+                }
                 print(f"clf {name} seed{seed} {h}", rows[f"clf {name} seed{seed} {h}"], flush=True)
         for name, seed in REGRESSION:
             d = cal.regression_data(name, seed)
@@ -68,9 +75,12 @@ def main(argv=None) -> int:
             path = Path(tmp) / f"r-{name}-{seed}.h5"
             reg.save(path)
             m2, s2 = BayesianMLPRegressor.load(path).predict(d["X_test"], return_std=True)
-            rows[f"reg {name} seed{seed}"] = {"pred": digest(mean, sd), "loaded": digest(m2, s2),
-                                             "rmse": float(np.sqrt(np.mean((mean - d["y_test"]) ** 2))),
-                                             "seconds": round(time.perf_counter() - t, 1)}
+            rows[f"reg {name} seed{seed}"] = {
+                "pred": digest(mean, sd),
+                "loaded": digest(m2, s2),
+                "rmse": float(np.sqrt(np.mean((mean - d["y_test"]) ** 2))),
+                "seconds": round(time.perf_counter() - t, 1),
+            }
             print(f"reg {name} seed{seed}", rows[f"reg {name} seed{seed}"], flush=True)
     Path(args.out).write_text(json.dumps(rows, indent=1))
     return 0

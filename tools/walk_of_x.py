@@ -81,8 +81,10 @@ def main() -> int:
         print(f"  {a} -> {b}")
     closure = import_closure(root)
     up = sorted((a, b) for a, b in edges if b not in closure.get(a, set()))
-    print(f"of them calls into a module the caller does not import (callbacks, back up the "
-          f"pipeline): {len(up)}")
+    print(
+        f"of them calls into a module the caller does not import (callbacks, back up the "
+        f"pipeline): {len(up)}"
+    )
     for a, b in up:
         print(f"  {a} -> {b}")
     print(f"moves between modules at run time: {moves}, of them back up (returns): {back}")
@@ -92,7 +94,6 @@ def main() -> int:
             first.append(m)
     print("first entries in order: " + " -> ".join(first))
     return 0
-
 
 
 def import_closure(root: str) -> dict[str, set[str]]:
@@ -111,9 +112,12 @@ def import_closure(root: str) -> dict[str, set[str]]:
     for name, path in mods.items():
         deps = set()
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and \
-                    node.module.startswith("pymc_bnn"):
-                base = node.module[len("pymc_bnn."):] if "." in node.module else ""
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                and node.module.startswith("pymc_bnn")
+            ):
+                base = node.module[len("pymc_bnn.") :] if "." in node.module else ""
                 for a in node.names:
                     sub = f"{base}.{a.name}" if base else a.name
                     deps.add(sub if sub in mods else base)
@@ -121,8 +125,9 @@ def import_closure(root: str) -> dict[str, set[str]]:
                 pkg = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
                 deps.add(".".join([*pkg, *([node.module] if node.module else [])]))
             elif isinstance(node, ast.Import):
-                deps |= {a.name[len("pymc_bnn."):] for a in node.names
-                         if a.name.startswith("pymc_bnn.")}
+                deps |= {
+                    a.name[len("pymc_bnn.") :] for a in node.names if a.name.startswith("pymc_bnn.")
+                }
         full = set()
         for d in deps:
             parts = d.split(".")

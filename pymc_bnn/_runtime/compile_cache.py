@@ -77,12 +77,33 @@ import time
 import warnings
 from pathlib import Path
 
-__all__ = ["ENV_VAR", "MAX_BYTES", "MAX_ENTRIES", "MAX_ENTRY_BYTES", "MAX_FILE_BYTES",
-           "MIN_COMPILE_SECONDS", "GRAPH_FORMAT", "PRUNE_INTERVAL_S", "STORED_CLASSES",
-           "cache_dir", "compiled_function", "definitions", "enable", "entry_dir",
-           "entry_name", "graph_sources", "keep_generated_source", "load_entry", "prune",
-           "read_entry", "source_digest", "stored_class", "trusted_entry_dir", "unpickle",
-           "write_entry"]
+__all__ = [
+    "ENV_VAR",
+    "MAX_BYTES",
+    "MAX_ENTRIES",
+    "MAX_ENTRY_BYTES",
+    "MAX_FILE_BYTES",
+    "MIN_COMPILE_SECONDS",
+    "GRAPH_FORMAT",
+    "PRUNE_INTERVAL_S",
+    "STORED_CLASSES",
+    "cache_dir",
+    "compiled_function",
+    "definitions",
+    "enable",
+    "entry_dir",
+    "entry_name",
+    "graph_sources",
+    "keep_generated_source",
+    "load_entry",
+    "prune",
+    "read_entry",
+    "source_digest",
+    "stored_class",
+    "trusted_entry_dir",
+    "unpickle",
+    "write_entry",
+]
 
 #: Environment variable: ``0``/``off``/``false``/``no`` switches the cache off;
 #: ``1``/``on``/``true``/``yes`` (or unset) keeps the default directory; a path moves it.
@@ -276,8 +297,7 @@ def prune(path: Path, max_bytes: int | None = None) -> int:
                     elif entry.name.endswith(_JAX_PROGRAM) and entry.is_file():
                         st = entry.stat()
                         total += st.st_size
-                        programs.append((max(st.st_atime, st.st_mtime), entry.name,
-                                         st.st_size))
+                        programs.append((max(st.st_atime, st.st_mtime), entry.name, st.st_size))
                 except OSError:  # removed meanwhile by another process
                     continue
         programs.sort()
@@ -317,12 +337,27 @@ def entry_name(*parts) -> str:
 
     # PyMC's version from its metadata: importing PyMC costs a prediction (which needs
     # PyTensor only) about a second
-    versions = (sys.version, version("pymc"), pytensor.__version__, jax.__version__,
-                numpy.__version__, __version__, GRAPH_FORMAT, _source_digest())
+    versions = (
+        sys.version,
+        version("pymc"),
+        pytensor.__version__,
+        jax.__version__,
+        numpy.__version__,
+        __version__,
+        GRAPH_FORMAT,
+        _source_digest(),
+    )
     # PyTensor settings that change what a graph compiles to (PYTENSOR_FLAGS)
-    config = tuple(str(getattr(pytensor.config, k, None)) for k in (
-        "floatX", "optimizer", "optimizer_including", "optimizer_excluding",
-        "optimizer_requiring"))
+    config = tuple(
+        str(getattr(pytensor.config, k, None))
+        for k in (
+            "floatX",
+            "optimizer",
+            "optimizer_including",
+            "optimizer_excluding",
+            "optimizer_requiring",
+        )
+    )
     return hashlib.sha256(repr((versions, config, parts)).encode()).hexdigest()[:40] + ".pkl"
 
 
@@ -354,14 +389,14 @@ def _imported(node, module: str, is_package: bool, package: str, names) -> set[s
             if alias.name == package:
                 return None  # the whole package, through its __init__
             if alias.name.startswith(package + "."):
-                targets.append(alias.name[len(package) + 1:])
+                targets.append(alias.name[len(package) + 1 :])
     elif isinstance(node, ast.ImportFrom):
         if node.level:  # relative: inside the package
             base = module.split(".") if is_package else module.split(".")[:-1]
-            base = base[:len(base) - (node.level - 1)]
+            base = base[: len(base) - (node.level - 1)]
             within = ".".join([*base, *([node.module] if node.module else [])])
         elif node.module == package or (node.module or "").startswith(package + "."):
-            within = node.module[len(package) + 1:]
+            within = node.module[len(package) + 1 :]
         else:
             return set()
         for alias in node.names:
@@ -418,8 +453,7 @@ def graph_sources(package: Path | None = None) -> list[Path]:
         deps: set[str] | None = set()
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                found = _imported(node, module, path.name == "__init__.py", package.name,
-                                  names)
+                found = _imported(node, module, path.name == "__init__.py", package.name, names)
                 if found is not None and found & cache:
                     roots.append(module)
                 deps = None if found is None or deps is None else deps | found
@@ -497,8 +531,10 @@ def _source_digest() -> str:
 
     package = Path(__file__).parents[1]
     try:
-        stats = sorted((str(p.relative_to(package)), p.stat().st_size, p.stat().st_mtime_ns)
-                       for p in package.rglob("*.py"))
+        stats = sorted(
+            (str(p.relative_to(package)), p.stat().st_size, p.stat().st_mtime_ns)
+            for p in package.rglob("*.py")
+        )
     except OSError:  # a file removed meanwhile
         return source_digest()
     key = hashlib.sha256(repr((str(package), stats)).encode()).hexdigest()
@@ -642,7 +678,10 @@ def trusted_entry_dir() -> Path | None:
             f"pymc_bnn does not use the compiled functions stored in {folder}: the folder "
             f"{problem}, and loading them would run whatever another user put there. "
             f"They are compiled again instead; make the folder yours alone (chmod 700), "
-            f"or set {ENV_VAR} to another folder or to off.", RuntimeWarning, stacklevel=2)
+            f"or set {ENV_VAR} to another folder or to off.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return None
 
 

@@ -16,8 +16,14 @@ import warnings
 
 import numpy as np
 
-__all__ = ["jitted_program", "platform", "on_device", "matmul_precision",
-           "untraceable_checks_ignored", "GPU_MATMUL_PRECISION"]
+__all__ = [
+    "jitted_program",
+    "platform",
+    "on_device",
+    "matmul_precision",
+    "untraceable_checks_ignored",
+    "GPU_MATMUL_PRECISION",
+]
 
 #: JAX's matmul precision for the predictive on a GPU. JAX's default there may multiply
 #: float32 matrices in reduced precision (TF32: a 10-bit mantissa), which moved class
@@ -41,8 +47,13 @@ def jitted_program(fn):
     code = getattr(thunk, "__code__", None)
     defaults = getattr(thunk, "__defaults__", None)
     params = ("fgraph_jit", "thunk_inputs", "thunk_outputs")
-    if (code is None or defaults is None or len(defaults) != len(params)
-            or code.co_varnames[:len(params)] != params or not callable(defaults[0])):
+    if (
+        code is None
+        or defaults is None
+        or len(defaults) != len(params)
+        or code.co_varnames[: len(params)] != params
+        or not callable(defaults[0])
+    ):
         return None
     return defaults[0]
 

@@ -98,8 +98,13 @@ class FitProgress:
             yield self
             return
         with self._lock:
-            self._stage = {"name": name, "fits": fits, "done": 0, "start": self.clock(),
-                           "unit": unit}
+            self._stage = {
+                "name": name,
+                "fits": fits,
+                "done": 0,
+                "start": self.clock(),
+                "unit": unit,
+            }
             self._write(f"{self.prefix}: {name} ...", end="" if self.live else "\n")
         if unit == "chains":
             _COUNTING_CHAINS.append(self)
@@ -114,8 +119,11 @@ class FitProgress:
                 _COUNTING_CHAINS.remove(self)
             with self._lock:
                 seconds = self.clock() - self._stage["start"]
-                line = f"{self.prefix}: {name}: {outcome} after {_seconds(seconds)}" if (
-                    outcome != "done") else f"{self.prefix}: {name}: done in {_seconds(seconds)}"
+                line = (
+                    f"{self.prefix}: {name}: {outcome} after {_seconds(seconds)}"
+                    if (outcome != "done")
+                    else f"{self.prefix}: {name}: done in {_seconds(seconds)}"
+                )
                 self._write(f"\r\033[K{line}" if self.live else line)
                 self._stage = None
 
@@ -131,8 +139,9 @@ class FitProgress:
             seconds = _seconds(self.clock() - stage["start"])
             count = f"{stage['done']} of {stage['fits']} {stage['unit']} done"
             if self.live:
-                self._write(f"\r\033[K{self.prefix}: {stage['name']} ... {count}, {seconds}",
-                            end="")
+                self._write(
+                    f"\r\033[K{self.prefix}: {stage['name']} ... {count}, {seconds}", end=""
+                )
             else:
                 self._write(f"{self.prefix}:   {count} ({seconds})")
 

@@ -15,9 +15,19 @@ def info_lines(path, meta: dict) -> list[str]:
     params = meta.get("params", {})
     pre = (meta.get("extra") or {}).get("preprocessing") or {}
     lines = [f"{path}: {meta['format'].split('.')[-1]} (format {meta.get('format_version')})"]
-    for key in ("created", "data", "target", "task", "groups", "rows",
-                "features_after_encoding", "inference", "fit_seconds", "training_accuracy",
-                "training_rmse"):
+    for key in (
+        "created",
+        "data",
+        "target",
+        "task",
+        "groups",
+        "rows",
+        "features_after_encoding",
+        "inference",
+        "fit_seconds",
+        "training_accuracy",
+        "training_rmse",
+    ):
         if info.get(key) is not None:
             value = info[key] if key == "fit_seconds" else format_number(info[key])
             lines.append(f"  {key.replace('_', ' ')}: {value}")
@@ -32,10 +42,23 @@ def info_lines(path, meta: dict) -> list[str]:
         how = " (--categorical)" if c["name"] in forced else ""
         lines.append(f"  categorical {c['name']}{how}: {', '.join(c['categories'])}")
     for c in pre.get("constant", []):
-        lines.append(f"  constant {c['name']}: {format_number(c['value'], trim=True)} (left "
-                     "out: one value in training)")
-    shown = ("hidden_layer_sizes", "activation", "prior", "prior_sigma", "inference", "n_iter",
-             "batch_size", "n_draws", "posterior_temperature", "n_init", "random_state")
+        lines.append(
+            f"  constant {c['name']}: {format_number(c['value'], trim=True)} (left "
+            "out: one value in training)"
+        )
+    shown = (
+        "hidden_layer_sizes",
+        "activation",
+        "prior",
+        "prior_sigma",
+        "inference",
+        "n_iter",
+        "batch_size",
+        "n_draws",
+        "posterior_temperature",
+        "n_init",
+        "random_state",
+    )
     lines.append("  settings: " + ", ".join(f"{k}={params[k]}" for k in shown if k in params))
     from pymc_bnn.policy._nuts_words import draws_kept_text
 
@@ -44,16 +67,22 @@ def info_lines(path, meta: dict) -> list[str]:
         lines.append(f"  draws kept: {kept}")
     lines.append(f"  posterior temperature used: {meta.get('posterior_temperature', 1.0):g}")
     if meta.get("mixture"):
-        lines.append("  mixture: half the network's draws from ADVI, half from a Laplace fit "
-                     f"(temperature {meta['mixture']['laplace_temperature']:g})")
+        lines.append(
+            "  mixture: half the network's draws from ADVI, half from a Laplace fit "
+            f"(temperature {meta['mixture']['laplace_temperature']:g})"
+        )
     if meta.get("linear_part"):
-        lines.append(f"  linear part: {meta['linear_part']['weight']:.0%} of the draws from a "
-                     "Bayesian logistic regression (its share chosen on held-out rows)")
+        lines.append(
+            f"  linear part: {meta['linear_part']['weight']:.0%} of the draws from a "
+            "Bayesian logistic regression (its share chosen on held-out rows)"
+        )
     ensemble = meta.get("ensemble")
     if ensemble:
         epochs = ensemble.get("epochs") or [0]
-        text = (f"  ensemble: {ensemble['members']} networks at their MAP weights, trained "
-                f"{min(epochs)}-{max(epochs)} epochs")
+        text = (
+            f"  ensemble: {ensemble['members']} networks at their MAP weights, trained "
+            f"{min(epochs)}-{max(epochs)} epochs"
+        )
         if ensemble.get("noise_sd"):
             scale = float(target.get("y_scale", 1.0))
             sds = [float(v) * scale for v in ensemble["noise_sd"]]
@@ -65,11 +94,16 @@ def info_lines(path, meta: dict) -> list[str]:
         lines.append(f"  {noise_line(NoiseChoice(**noise))}")
         for r in noise.get("rounds", []):  # log-likelihood per held-out row
             how = " (quick fits)" if r["fits"] == "screen" else ""
-            lines.append(f"  noise models on held-out rows{how}: " + ", ".join(
-                f"{k} {v:.4g}" for k, v in r["models"].items()) + f"; kept {r['kept']}")
+            lines.append(
+                f"  noise models on held-out rows{how}: "
+                + ", ".join(f"{k} {v:.4g}" for k, v in r["models"].items())
+                + f"; kept {r['kept']}"
+            )
     if meta.get("evidence"):
-        lines.append("  prior sd per layer (evidence): "
-                     + ", ".join(f"{v:.3g}" for v in meta["evidence"]["sigmas"]))
+        lines.append(
+            "  prior sd per layer (evidence): "
+            + ", ".join(f"{v:.3g}" for v in meta["evidence"]["sigmas"])
+        )
     from pymc_bnn.policy._nuts_words import nuts_run_text, short_run_diagnostics_text
 
     run = meta.get("nuts_run")
@@ -80,9 +114,11 @@ def info_lines(path, meta: dict) -> list[str]:
         lines.append(f"  diagnostics: {short_run_diagnostics_text(diagnostics)}")
     elif "converged" in diagnostics:
         steps = diagnostics.get("n_steps")
-        lines.append(f"  converged: {diagnostics['converged']}"
-                     + (f" ({steps} steps)" if steps is not None else "")
-                     + (f"; {diagnostics['message']}" if diagnostics.get("message") else ""))
+        lines.append(
+            f"  converged: {diagnostics['converged']}"
+            + (f" ({steps} steps)" if steps is not None else "")
+            + (f"; {diagnostics['message']}" if diagnostics.get("message") else "")
+        )
     fit_with = info.get("versions") or {}
     if fit_with:
         lines.append("  fit with: " + ", ".join(f"{k} {v}" for k, v in fit_with.items()))

@@ -32,6 +32,12 @@ from pathlib import Path
 import click
 
 from pymc_bnn import __version__
+from pymc_bnn.cli._scores import (
+    cost_threshold_for,
+    decide,
+    evaluate_rows,
+    score_labels,
+)
 from pymc_bnn.cli._tables import (
     BadInput,
     atomic,
@@ -43,9 +49,7 @@ from pymc_bnn.cli._tables import (
     file_rows,
     format_number,
     format_scores,
-    interval_name,
     is_table_name,
-    labelled_rows,
     load_model,
     match_labels,
     model_info,
@@ -56,7 +60,6 @@ from pymc_bnn.cli._tables import (
     read_model_metadata,
     read_table,
     row_name,
-    score_predictions,
     shown,
     split_columns,
     table_format,
@@ -68,48 +71,34 @@ from pymc_bnn.policy._noise import NOISE_MODELS, noise_line
 __all__ = ["BadInput", "demo", "main"]
 
 SEP_OPTION = click.option(
-    "--sep", default=None, metavar="CHAR",
+    "--sep",
+    default=None,
+    metavar="CHAR",
     help="Separator of a CSV / TSV DATA file, e.g. ';' or tab (default: the one its first "
-         "lines use).")
+    "lines use).",
+)
 INFERENCE = ("auto", "advi", "minibatch", "fullrank_advi", "nuts")
 MINIBATCH_SIZE = 128
 
 COST_OPTION = click.option(
-    "--cost-fn-fp", "cost_fn_fp", type=click.FloatRange(0, min_open=True), default=None,
+    "--cost-fn-fp",
+    "cost_fn_fp",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
     help="Two classes: what a missed positive (the second class) costs, in false alarms; "
-         "predicts it where its probability is at least 1 / (1 + this).")
-
-
-def _cost_threshold(cost_fn_fp, est):
-    """The threshold of --cost-fn-fp (None without it); BadInput unless two classes."""
-    if cost_fn_fp is None:
-        return None
-    classes = getattr(est, "classes_", None)
-    if classes is None or len(classes) != 2:
-        raise BadInput("--cost-fn-fp applies to a model of two classes.")
-    from pymc_bnn.estimators._decision import cost_threshold
-
-    return cost_threshold(cost_fn_fp)
-
-
-def _decide(pred: dict, est, threshold) -> dict:
-    """``pred`` with its predictions at ``threshold`` (the positive class: the second),
-    or a note where the 0.5 threshold predicts every row one class."""
-    if "proba" not in pred:
-        return pred
-    from pymc_bnn.estimators._decision import one_class_message
-
-    if threshold is None:
-        message = one_class_message(pred["prediction"], list(est.classes_), pred["proba"][:, -1])
-        if message:
-            note(message)
-        return pred
-    return {**pred, "prediction": est.classes_[(pred["proba"][:, 1] >= threshold).astype(int)]}
+    "predicts it where its probability is at least 1 / (1 + this).",
+)
 
 
 # --------------------------------------------------------------------------- demo
-def demo(out_dir: str | Path = "figures", *, inference: str = "advi", batch_size=None,
-         random_state: int = 0, resolution: int = 100) -> dict:
+def demo(
+    out_dir: str | Path = "figures",
+    *,
+    inference: str = "advi",
+    batch_size=None,
+    random_state: int = 0,
+    resolution: int = 100,
+) -> dict:
     """Fit the moons classifier, print its test accuracy, write the figures.
 
     Returns
@@ -126,8 +115,9 @@ def demo(out_dir: str | Path = "figures", *, inference: str = "advi", batch_size
     from pymc_bnn.plotting import loss_curve, uncertainty_map
 
     X_train, X_test, y_train, y_test = moons_split(random_state=random_state)
-    clf = BayesianMLPClassifier(inference=inference, batch_size=batch_size,
-                                random_state=random_state)
+    clf = BayesianMLPClassifier(
+        inference=inference, batch_size=batch_size, random_state=random_state
+    )
     t0 = time.perf_counter()
     clf.fit(X_train, y_train)
     fit_seconds = time.perf_counter() - t0
@@ -139,8 +129,15 @@ def demo(out_dir: str | Path = "figures", *, inference: str = "advi", batch_size
     figures = {}
     for kind in ("mean", "std"):
         fig, ax = plt.subplots(figsize=(6.4, 5))
-        uncertainty_map(clf, kind=kind, X=X_test, y=y_test, resolution=resolution, ax=ax,
-                        title=f"Two moons, {inference}: posterior predictive {kind}")
+        uncertainty_map(
+            clf,
+            kind=kind,
+            X=X_test,
+            y=y_test,
+            resolution=resolution,
+            ax=ax,
+            title=f"Two moons, {inference}: posterior predictive {kind}",
+        )
         path = out / f"moons_{kind}.png"
         fig.savefig(path, dpi=110, bbox_inches="tight")
         plt.close(fig)
@@ -160,8 +157,9 @@ def demo(out_dir: str | Path = "figures", *, inference: str = "advi", batch_size
 
 # -------------------------------------------------------------------- commands
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name="pymc-bnn",
-                      message="%(prog)s %(version)s")
+@click.version_option(
+    __version__, "--version", prog_name="pymc-bnn", message="%(prog)s %(version)s"
+)
 @click.option("--debug", is_flag=True, help="On an error, show the full traceback.")
 def cli(debug):
     """Bayesian neural networks with uncertainty, on your own tables (pymc_bnn)."""
@@ -169,10 +167,18 @@ def cli(debug):
 
 @cli.command("demo")
 @click.option("--out", default="figures", show_default=True, help="Output folder.")
-@click.option("--inference", default="advi", type=click.Choice(["advi", "fullrank_advi", "nuts"]),
-              show_default=True)
-@click.option("--batch-size", type=click.IntRange(min=1), default=None,
-              help="Minibatch ADVI with this batch size.")
+@click.option(
+    "--inference",
+    default="advi",
+    type=click.Choice(["advi", "fullrank_advi", "nuts"]),
+    show_default=True,
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Minibatch ADVI with this batch size.",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 def demo_command(out, inference, batch_size, seed):
     """Fit two moons, print test accuracy, write uncertainty maps."""
@@ -181,8 +187,12 @@ def demo_command(out, inference, batch_size, seed):
 
 @cli.command("example")
 @click.argument("out", type=click.Path(path_type=Path))
-@click.option("--task", type=click.Choice(["classification", "multiclass", "regression"]),
-              default="classification", show_default=True)
+@click.option(
+    "--task",
+    type=click.Choice(["classification", "multiclass", "regression"]),
+    default="classification",
+    show_default=True,
+)
 @click.option("--rows", type=click.IntRange(min=10), default=800, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 def example_command(out, task, rows, seed):
@@ -204,12 +214,18 @@ def _parse_hidden(value: str) -> tuple[int, ...]:
     typo, not ``5,5``)."""
     sizes = []
     for entry in (v.strip() for v in value.split(",")):
-        why = ("an empty entry" if not entry
-               else None if entry.isdigit() and int(entry) >= 1
-               else f"{entry!r} is not a positive whole number")
+        why = (
+            "an empty entry"
+            if not entry
+            else None
+            if entry.isdigit() and int(entry) >= 1
+            else f"{entry!r} is not a positive whole number"
+        )
         if why:
-            raise BadInput(f"--hidden must be positive layer sizes separated by commas, e.g. "
-                           f"32 or 32,16; got {value!r} ({why}).")
+            raise BadInput(
+                f"--hidden must be positive layer sizes separated by commas, e.g. "
+                f"32 or 32,16; got {value!r} ({why})."
+            )
         sizes.append(int(entry))
     return tuple(sizes)
 
@@ -271,88 +287,176 @@ def _positive_or(value: str, words: tuple[str, ...], option: str):
 @cli.command("fit")
 @click.argument("data", type=click.Path(path_type=Path))
 @click.option("--target", "-t", required=True, help="Column to predict.")
-@click.option("--output", "-o", required=True, type=click.Path(path_type=Path),
-              help="Model file to write (netCDF, e.g. model.nc).")
-@click.option("--task", type=click.Choice(["auto", "classification", "regression"]),
-              default="auto", show_default=True,
-              help="auto: text, true/false or <= 10 distinct integers is classification.")
-@click.option("--hidden", default="5,5", show_default=True,
-              help="Hidden layer sizes, comma-separated.")
-@click.option("--inference", type=click.Choice(INFERENCE), default="auto", show_default=True,
-              help="auto: the estimators' default. Classification: a mixture of Laplace "
-                   "approximations (five MAP networks) up to 100,000 rows, ADVI beyond; "
-                   "with --groups NUTS (unless --batch-size, --n-iter, --n-init or a "
-                   "--temperature is given). Regression: a short NUTS run on small tables "
-                   "(rows x weights <= 500,000), a mixture of Laplace approximations "
-                   "beyond; with --groups or varying noise ADVI. "
-                   "`pymc-bnn info` says which ran.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=None,
-              help=f"Minibatch size (implies minibatch ADVI; default {MINIBATCH_SIZE} "
-                   "with --inference minibatch, else full batches up to 1,024 rows and "
-                   "minibatches of 1,024 beyond).")
-@click.option("--n-iter", type=click.IntRange(min=1), default=None,
-              help="ADVI steps (default: the estimator's).")
-@click.option("--draws", type=click.IntRange(min=1), default=500, show_default=True,
-              help="Posterior draws kept for prediction (ADVI, Laplace); per chain with "
-                   "--inference nuts. The regression default's short NUTS run keeps its "
-                   "own 100 per chain.")
-@click.option("--n-init", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Starting weights per ADVI fit; the one with the best ELBO is kept "
-                   "(costs n-init times the fits).")
-@click.option("--temperature", default="auto", show_default=True,
-              help="Posterior temperature: 'auto' (chosen by cross-fitting) or a number.")
-@click.option("--prior-sigma", default="auto", show_default=True,
-              help="Prior sd of the weights (classification): 'evidence' (one per "
-                   "layer, chosen by the Laplace evidence; without --groups), 'auto' (the "
-                   "evidence where available, else 1) or a number. Regression infers "
-                   "each layer's scale.")
-@click.option("--noise", type=click.Choice(["auto", *NOISE_MODELS]), default="auto",
-              show_default=True,
-              help="Regression: 'constant' (one noise sd), 'varying' (the noise sd learned "
-                   "as a function of the features), 'log' (y modelled on the log scale: "
-                   "noise a fraction of the value; y > 0). auto: the best on held-out "
-                   "rows (a fifth; log tried for a positive, right-skewed target).")
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Model file to write (netCDF, e.g. model.nc).",
+)
+@click.option(
+    "--task",
+    type=click.Choice(["auto", "classification", "regression"]),
+    default="auto",
+    show_default=True,
+    help="auto: text, true/false or <= 10 distinct integers is classification.",
+)
+@click.option(
+    "--hidden", default="5,5", show_default=True, help="Hidden layer sizes, comma-separated."
+)
+@click.option(
+    "--inference",
+    type=click.Choice(INFERENCE),
+    default="auto",
+    show_default=True,
+    help="auto: the estimators' default. Classification: a mixture of Laplace "
+    "approximations (five MAP networks) up to 100,000 rows, ADVI beyond; "
+    "with --groups NUTS (unless --batch-size, --n-iter, --n-init or a "
+    "--temperature is given). Regression: a short NUTS run on small tables "
+    "(rows x weights <= 500,000), a mixture of Laplace approximations "
+    "beyond; with --groups or varying noise ADVI. "
+    "`pymc-bnn info` says which ran.",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=None,
+    help=f"Minibatch size (implies minibatch ADVI; default {MINIBATCH_SIZE} "
+    "with --inference minibatch, else full batches up to 1,024 rows and "
+    "minibatches of 1,024 beyond).",
+)
+@click.option(
+    "--n-iter",
+    type=click.IntRange(min=1),
+    default=None,
+    help="ADVI steps (default: the estimator's).",
+)
+@click.option(
+    "--draws",
+    type=click.IntRange(min=1),
+    default=500,
+    show_default=True,
+    help="Posterior draws kept for prediction (ADVI, Laplace); per chain with "
+    "--inference nuts. The regression default's short NUTS run keeps its "
+    "own 100 per chain.",
+)
+@click.option(
+    "--n-init",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Starting weights per ADVI fit; the one with the best ELBO is kept "
+    "(costs n-init times the fits).",
+)
+@click.option(
+    "--temperature",
+    default="auto",
+    show_default=True,
+    help="Posterior temperature: 'auto' (chosen by cross-fitting) or a number.",
+)
+@click.option(
+    "--prior-sigma",
+    default="auto",
+    show_default=True,
+    help="Prior sd of the weights (classification): 'evidence' (one per "
+    "layer, chosen by the Laplace evidence; without --groups), 'auto' (the "
+    "evidence where available, else 1) or a number. Regression infers "
+    "each layer's scale.",
+)
+@click.option(
+    "--noise",
+    type=click.Choice(["auto", *NOISE_MODELS]),
+    default="auto",
+    show_default=True,
+    help="Regression: 'constant' (one noise sd), 'varying' (the noise sd learned "
+    "as a function of the features), 'log' (y modelled on the log scale: "
+    "noise a fraction of the value; y > 0). auto: the best on held-out "
+    "rows (a fifth; log tried for a positive, right-skewed target).",
+)
 @click.option("--groups", default=None, help="Column of group labels: a hierarchical model.")
 @click.option("--features", default=None, help="Comma-separated columns to use (default: all).")
 @click.option("--drop", default=None, help="Comma-separated columns to leave out.")
-@click.option("--keep", default=None,
-              help="Comma-separated columns that are features although they look like "
-                   "identifiers (whole numbers, each once, in row order, tightly packed, or "
-                   "named like an id: user_id, account_no, ...).")
-@click.option("--categorical", default=None,
-              help="Comma-separated columns that are categories although they hold numbers "
-                   "(e.g. codes 1, 2, 3): one-hot encoded, here and in predict / evaluate.")
-@click.option("--max-categories", type=click.IntRange(min=2), default=50, show_default=True,
-              help="Refuse a categorical column with more distinct values.")
+@click.option(
+    "--keep",
+    default=None,
+    help="Comma-separated columns that are features although they look like "
+    "identifiers (whole numbers, each once, in row order, tightly packed, or "
+    "named like an id: user_id, account_no, ...).",
+)
+@click.option(
+    "--categorical",
+    default=None,
+    help="Comma-separated columns that are categories although they hold numbers "
+    "(e.g. codes 1, 2, 3): one-hot encoded, here and in predict / evaluate.",
+)
+@click.option(
+    "--max-categories",
+    type=click.IntRange(min=2),
+    default=50,
+    show_default=True,
+    help="Refuse a categorical column with more distinct values.",
+)
 @SEP_OPTION
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--verbose", "-v", is_flag=True,
-              help="Say in full what the fit chose and why, and warnings in full.")
-def fit_command(data, target, output, task, hidden, inference, batch_size, n_iter, draws,
-                n_init, temperature, prior_sigma, noise, groups, features, drop, keep,
-                categorical, max_categories, sep, seed, verbose):
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="Say in full what the fit chose and why, and warnings in full.",
+)
+def fit_command(
+    data,
+    target,
+    output,
+    task,
+    hidden,
+    inference,
+    batch_size,
+    n_iter,
+    draws,
+    n_init,
+    temperature,
+    prior_sigma,
+    noise,
+    groups,
+    features,
+    drop,
+    keep,
+    categorical,
+    max_categories,
+    sep,
+    seed,
+    verbose,
+):
     """Fit a Bayesian MLP on the table DATA and save it to a model file."""
     hidden_sizes = _parse_hidden(hidden)
     sep = parse_separator(sep)
     temperature = _positive_or(temperature, ("auto",), "--temperature")
     prior_sigma = _positive_or(prior_sigma, ("auto", "evidence"), "--prior-sigma")
     if prior_sigma == "evidence" and groups:
-        raise BadInput("--prior-sigma evidence is not available with --groups yet; give a "
-                       "number.")
+        raise BadInput("--prior-sigma evidence is not available with --groups yet; give a number.")
     output = check_output(output, "model", inputs=[data])
     if is_table_name(output):
-        raise BadInput(f"cannot write the model to {output}: a model file is netCDF "
-                       "(e.g. model.nc), and this name is a table's.")
+        raise BadInput(
+            f"cannot write the model to {output}: a model file is netCDF "
+            "(e.g. model.nc), and this name is a table's."
+        )
     frame = read_table(data, sep=sep)
-    features, drop, keep, categorical = (split_columns(option, frame.columns) for option in
-                                         (features, drop, keep, categorical))
-    for option, names in (("--features", features), ("--drop", drop), ("--keep", keep),
-                          ("--categorical", categorical)):
+    features, drop, keep, categorical = (
+        split_columns(option, frame.columns) for option in (features, drop, keep, categorical)
+    )
+    for option, names in (
+        ("--features", features),
+        ("--drop", drop),
+        ("--keep", keep),
+        ("--categorical", categorical),
+    ):
         repeated = sorted({c for c in names if names.count(c) > 1})
         if repeated:
             raise BadInput(f"{option} names {', '.join(map(repr, repeated))} more than once.")
-    check_present(frame, [target] + ([groups] if groups else []) + features + drop + keep
-                  + categorical, data)
+    check_present(
+        frame, [target] + ([groups] if groups else []) + features + drop + keep + categorical, data
+    )
     if target in features or target in drop or target == groups:
         raise BadInput(f"the target {target!r} cannot also be a feature, dropped or the groups.")
     rows = frame[target].notna()
@@ -360,14 +464,18 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
         raise BadInput(f"{data}: the target column {target!r} has no values.")
     if not rows.all():
         n_absent = int((~rows).sum())
-        note(f"{n_absent} row{'s' if n_absent > 1 else ''} without a {target!r} value "
-             f"{'are' if n_absent > 1 else 'is'} left out.")
+        note(
+            f"{n_absent} row{'s' if n_absent > 1 else ''} without a {target!r} value "
+            f"{'are' if n_absent > 1 else 'is'} left out."
+        )
         frame = frame.loc[rows]  # the row labels stay the file's (messages name rows)
     task = choose_task(task, frame[target], target, data)
     if prior_sigma not in ("auto", 1.0) and task == "regression":
         # the regressor's Neal prior infers each layer's scale: a scale would be ignored
-        raise BadInput("--prior-sigma is available for classification only: the regressor "
-                       "infers each layer's prior scale (a Gamma precision per layer).")
+        raise BadInput(
+            "--prior-sigma is available for classification only: the regressor "
+            "infers each layer's prior scale (a Gamma precision per layer)."
+        )
     if noise != "auto" and task == "classification":
         raise BadInput("--noise applies to regression only: a classifier has no noise sd.")
     used = features or [c for c in frame.columns if c not in {target, groups, *drop}]
@@ -376,24 +484,32 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
         raise BadInput(f"{data}: no feature columns are left after --features / --drop.")
     not_used = [c for c in categorical if c not in used]
     if not_used:
-        raise BadInput(f"--categorical {', '.join(map(repr, not_used))}: not a feature (the "
-                       "target, the groups, or left out by --features / --drop).")
+        raise BadInput(
+            f"--categorical {', '.join(map(repr, not_used))}: not a feature (the "
+            "target, the groups, or left out by --features / --drop)."
+        )
     if groups and frame[groups].isna().any():
         absent = frame[groups].isna().to_numpy()
-        raise BadInput(f"{data}: the groups column {groups!r} has missing values, the first "
-                       f"in {row_name(frame.index[absent.argmax()])}.")
+        raise BadInput(
+            f"{data}: the groups column {groups!r} has missing values, the first "
+            f"in {row_name(frame.index[absent.argmax()])}."
+        )
     if groups:
         n_groups = int(frame[groups].nunique())
         if n_groups == 1:
-            raise BadInput(f"{data}: the groups column {groups!r} has the single value "
-                           f"{shown(frame[groups].iloc[0])}: a hierarchical model needs "
-                           "several groups; leave out --groups.")
+            raise BadInput(
+                f"{data}: the groups column {groups!r} has the single value "
+                f"{shown(frame[groups].iloc[0])}: a hierarchical model needs "
+                "several groups; leave out --groups."
+            )
         if n_groups == len(frame) and len(frame) >= 20:
             # each row its own group: the group effects memorise the rows, and every new
             # row is an unseen group
-            raise BadInput(f"{data}: the groups column {groups!r} looks like an identifier "
-                           f"(a different value in each of its {len(frame)} rows): groups "
-                           "must repeat to share anything; choose another --groups.")
+            raise BadInput(
+                f"{data}: the groups column {groups!r} looks like an identifier "
+                f"(a different value in each of its {len(frame)} rows): groups "
+                "must repeat to share anything; choose another --groups."
+            )
 
     from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor
     from pymc_bnn.tabular.pipeline import make_tabular_pipeline, save_pipeline
@@ -401,28 +517,43 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
     if inference == "nuts" and temperature not in ("auto", 1.0):
         raise BadInput("--temperature applies to ADVI only; NUTS uses its draws as they are.")
     if inference == "nuts" and n_init != 1:
-        raise BadInput("--n-init applies to ADVI only; NUTS runs its chains from starts of "
-                       "their own.")
+        raise BadInput(
+            "--n-init applies to ADVI only; NUTS runs its chains from starts of their own."
+        )
     if inference == "nuts" and (batch_size is not None or n_iter is not None):
         option = "--batch-size" if batch_size is not None else "--n-iter"
-        raise BadInput(f"{option} applies to ADVI only; NUTS runs on all the rows (its "
-                       "length: --draws per chain).")
+        raise BadInput(
+            f"{option} applies to ADVI only; NUTS runs on all the rows (its "
+            "length: --draws per chain)."
+        )
 
     cls = BayesianMLPClassifier if task == "classification" else BayesianMLPRegressor
     est = cls(
         hidden_layer_sizes=hidden_sizes,
         inference="advi" if inference == "minibatch" else inference,
-        n_iter=n_iter, n_draws=draws, posterior_temperature=temperature, random_state=seed,
-        prior_sigma=prior_sigma, n_init=n_init, progressbar=True)
-    pipeline = make_tabular_pipeline(est, max_categories=max_categories,
-                                     keep=[c for c in keep if c in used] or None,
-                                     as_categorical=categorical or None)
+        n_iter=n_iter,
+        n_draws=draws,
+        posterior_temperature=temperature,
+        random_state=seed,
+        prior_sigma=prior_sigma,
+        n_init=n_init,
+        progressbar=True,
+    )
+    pipeline = make_tabular_pipeline(
+        est,
+        max_categories=max_categories,
+        keep=[c for c in keep if c in used] or None,
+        as_categorical=categorical or None,
+    )
     pre = pipeline.named_steps["preprocess"]
     try:
         pre.fit(frame[used])
     except ValueError as err:
-        message = (file_rows(str(err)).replace(": drop it", ": --drop it")
-                   .replace("(or keep it", "(or --keep it"))
+        message = (
+            file_rows(str(err))
+            .replace(": drop it", ": --drop it")
+            .replace("(or keep it", "(or --keep it")
+        )
         raise BadInput(f"{data}: {message}") from None
     from pymc_bnn.tabular._transform import leaking_columns
 
@@ -430,19 +561,24 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
     if leaks:
         # brief: the figures are in the Python warning (columns.leak_message)
         names = ", ".join(repr(c) for c, _ in leaks)
-        note(f"a single column predicts the target almost perfectly: {names}; if it leaks "
-             "the target, --drop it")
+        note(
+            f"a single column predicts the target almost perfectly: {names}; if it leaks "
+            "the target, --drop it"
+        )
     n_imputed = sum(pre.n_missing_.values())
     if n_imputed:
         cols = sum(1 for v in pre.n_missing_.values() if v)
-        note(f"filled {n_imputed} missing value{'s' if n_imputed > 1 else ''} in {cols} "
-             f"column{'s' if cols > 1 else ''} (numbers: the median; categories: the most "
-             "frequent).")
+        note(
+            f"filled {n_imputed} missing value{'s' if n_imputed > 1 else ''} in {cols} "
+            f"column{'s' if cols > 1 else ''} (numbers: the median; categories: the most "
+            "frequent)."
+        )
     if inference == "minibatch" and batch_size is None:
         batch_size = MINIBATCH_SIZE
     # no --batch-size: the estimator's "auto" (full batches on small tables)
-    est.set_params(batch_size=None if inference == "nuts"
-                   else "auto" if batch_size is None else batch_size)
+    est.set_params(
+        batch_size=None if inference == "nuts" else "auto" if batch_size is None else batch_size
+    )
     y = frame[target].to_numpy()
     if task == "regression":
         import pandas as pd
@@ -452,8 +588,11 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
     X = pre.transform(frame)
     t0 = time.perf_counter()
     try:
-        choice = (_in_worker(_choose_noise, est, X, y, group_values, noise, seed)
-                  if task == "regression" else None)
+        choice = (
+            _in_worker(_choose_noise, est, X, y, group_values, noise, seed)
+            if task == "regression"
+            else None
+        )
         _in_worker(est.fit, X, y, groups=group_values)
     except ValueError as err:
         raise BadInput(f"{data}: {err}") from None
@@ -467,26 +606,37 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
         train = {"training_rmse": float(np.sqrt(np.mean((pred - y) ** 2)))}
     info = {
         "created": time.strftime("%Y-%m-%d %H:%M:%S %z"),
-        "data": str(data), "target": target, "task": task, "groups": groups,
-        "rows": int(frame.shape[0]), "columns": [str(c) for c in used],
+        "data": str(data),
+        "target": target,
+        "task": task,
+        "groups": groups,
+        "rows": int(frame.shape[0]),
+        "columns": [str(c) for c in used],
         "categorical": [str(c) for c in categorical],
         "features_after_encoding": int(X.shape[1]),
         "inference": "minibatch" if inference == "minibatch" else est.inference_,
-        "draws_kept": int(est.idata_.posterior.sizes["chain"]
-                          * est.idata_.posterior.sizes["draw"]),
-        "fit_seconds": round(fit_seconds, 2), **train, "versions": versions(),
+        "draws_kept": int(est.idata_.posterior.sizes["chain"] * est.idata_.posterior.sizes["draw"]),
+        "fit_seconds": round(fit_seconds, 2),
+        **train,
+        "versions": versions(),
     }
     if choice is not None:
         info["noise"] = choice.as_dict()
     with atomic(output) as tmp:
         save_pipeline(pipeline, tmp, info=info)
-    what = (f"{len(est.classes_)} classes ({', '.join(map(str, est.classes_[:8]))}"
-            f"{', ...' if len(est.classes_) > 8 else ''})" if task == "classification"
-            else "regression")
-    click.echo(f"fit {frame.shape[0]} rows x {X.shape[1]} features (from {len(used)} columns), "
-               f"{what}")
-    click.echo(f"inference {info['inference']}, hidden {','.join(map(str, hidden_sizes))}, "
-               f"{fit_seconds:.1f} s")
+    what = (
+        f"{len(est.classes_)} classes ({', '.join(map(str, est.classes_[:8]))}"
+        f"{', ...' if len(est.classes_) > 8 else ''})"
+        if task == "classification"
+        else "regression"
+    )
+    click.echo(
+        f"fit {frame.shape[0]} rows x {X.shape[1]} features (from {len(used)} columns), {what}"
+    )
+    click.echo(
+        f"inference {info['inference']}, hidden {','.join(map(str, hidden_sizes))}, "
+        f"{fit_seconds:.1f} s"
+    )
     from pymc_bnn.policy._describe import describe
 
     if choice is not None:
@@ -508,12 +658,26 @@ def fit_command(data, target, output, task, hidden, inference, batch_size, n_ite
 @cli.command("predict")
 @click.argument("model", type=click.Path(path_type=Path))
 @click.argument("data", type=click.Path(path_type=Path))
-@click.option("--output", "-o", required=True, type=click.Path(path_type=Path),
-              help="Predictions file (.csv, .tsv or .parquet).")
-@click.option("--id", "id_column", default=None,
-              help="Keep only this input column beside the predictions (default: all).")
-@click.option("--interval", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.9, show_default=True, help="Regression: central interval coverage.")
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Predictions file (.csv, .tsv or .parquet).",
+)
+@click.option(
+    "--id",
+    "id_column",
+    default=None,
+    help="Keep only this input column beside the predictions (default: all).",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.9,
+    show_default=True,
+    help="Regression: central interval coverage.",
+)
 @SEP_OPTION
 @COST_OPTION
 def predict_command(model, data, output, id_column, interval, sep, cost_fn_fp):
@@ -536,92 +700,30 @@ def predict_command(model, data, output, id_column, interval, sep, cost_fn_fp):
     check_model_columns(frame, meta, data)
     pipeline, meta = load_model(model, meta)
     est = pipeline.named_steps["model"]
-    threshold = _cost_threshold(cost_fn_fp, est)
+    threshold = cost_threshold_for(cost_fn_fp, est)
     pred = predict_rows(pipeline, frame, meta, path=data, interval=interval)
-    pred = _decide(pred, est, threshold)
+    pred = decide(pred, est, threshold)
     if threshold is not None:
-        note(f"predicted {est.classes_[1]!r} where its probability is at least "
-             f"{threshold:.3g} (--cost-fn-fp {cost_fn_fp:g})")
+        note(
+            f"predicted {est.classes_[1]!r} where its probability is at least "
+            f"{threshold:.3g} (--cost-fn-fp {cost_fn_fp:g})"
+        )
     out = prediction_frame(frame, pred, est, id_column=id_column, interval=interval)
     write_table(out, output)
     click.echo(f"wrote {output}: {len(out)} rows")
-
-
-def _evaluate(model, data, target, interval, sep, cost_fn_fp=None):
-    """(pipeline, metadata, labels, predictions, scores) of the labelled rows of DATA;
-    with ``cost_fn_fp``, the scores of its threshold too."""
-    check_model_and_data(model, data)
-    sep = parse_separator(sep)
-    meta = read_model_metadata(model)  # the target, before the (slow) model is built
-    target = target or model_info(meta).get("target")
-    if not target:
-        raise BadInput(f"{model} does not record its target column; pass --target.")
-    frame = read_table(data, sep=sep)
-    check_present(frame, [target], data)
-    check_model_columns(frame, meta, data)
-    pipeline, meta = load_model(model, meta)
-    est = pipeline.named_steps["model"]
-    threshold = _cost_threshold(cost_fn_fp, est)
-    rows, y = labelled_rows(frame, target, est, data)
-    # every row is predicted, so that a message names a row as the file counts it
-    pred = predict_rows(pipeline, frame, meta, path=data, interval=interval)
-    pred = _decide({k: v[rows] for k, v in pred.items()}, est, None)
-    scores = score_predictions(pred, y, est)
-    if "mean" in pred:  # the model's own predictive density, not a Normal of its moments
-        scores["nll"] = _predictive_nll(pipeline, meta, frame.loc[rows], y)
-    if "lower" in pred:  # coverage in fifths of the predicted value
-        from pymc_bnn.metrics import binned_coverage
-
-        bins = binned_coverage(y, pred["mean"], pred["lower"], pred["upper"])
-        for lo, hi, cov in zip(bins["low"], bins["high"], bins["coverage"]):
-            scores[f"coverage, predicted {format_number(lo)} to {format_number(hi)}"] = cov
-    if threshold is not None:
-        from pymc_bnn.estimators._decision import expected_cost, threshold_curves
-
-        positive, p = y == est.classes_[1], pred["proba"][:, 1]
-        at = threshold_curves(positive, p, [threshold])
-        scores.update({
-            "cost_threshold": threshold, "precision_at_threshold": float(at["precision"][0]),
-            "recall_at_threshold": float(at["recall"][0]),
-            "expected_cost_at_threshold": expected_cost(positive, p, threshold, cost_fn_fp),
-            "expected_cost_at_0.5": expected_cost(positive, p, 0.5, cost_fn_fp)})
-    return pipeline, meta, y, pred, scores
-
-
-def _predictive_nll(pipeline, meta, frame, y) -> float:
-    """Mean negative log predictive density of the regression targets ``y`` of the rows
-    of ``frame``: of the posterior's mixture (log-normal on the log scale), where the
-    Normal of its mean and sd would misjudge a skewed predictive."""
-    import numpy as np
-
-    from pymc_bnn.cli._tables import by_group
-
-    pre, est = pipeline.named_steps["preprocess"], pipeline.named_steps["model"]
-    column = model_info(meta).get("groups")
-    groups, seen = (match_labels(frame[column].to_numpy(), est.groups_) if column
-                    else (None, None))
-    Xy = np.column_stack([pre.transform(frame), y])  # y goes wherever its rows go
-
-    def density(rows, groups=None):
-        return est.log_predictive_density(rows[:, :-1], rows[:, -1], groups=groups)
-
-    return float(-np.mean(by_group(density, Xy, groups, seen)))
-
-
-def _score_labels(interval: float) -> dict:
-    """Names that say which interval a regression score is about."""
-    name = interval_name(interval)
-    return {"coverage": f"coverage of the {name}% interval",
-            "mean_interval_width": f"mean width of the {name}% interval"}
 
 
 @cli.command("evaluate")
 @click.argument("model", type=click.Path(path_type=Path))
 @click.argument("data", type=click.Path(path_type=Path))
 @click.option("--target", "-t", default=None, help="Target column (default: the model's).")
-@click.option("--interval", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.9, show_default=True,
-              help="Regression: the central interval whose coverage and width to score.")
+@click.option(
+    "--interval",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.9,
+    show_default=True,
+    help="Regression: the central interval whose coverage and width to score.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the scores as JSON.")
 @SEP_OPTION
 @COST_OPTION
@@ -638,22 +740,31 @@ def evaluate_command(model, data, target, interval, as_json, sep, cost_fn_fp):
     Regression: RMSE, NLL, CRPS and more, and the coverage (and width) of the central
     --interval (default: the 90% interval).
     """
-    _, _, _, _, scores = _evaluate(model, data, target, interval, sep, cost_fn_fp)
+    _, _, _, _, scores = evaluate_rows(model, data, target, interval, sep, cost_fn_fp)
     if as_json:
         click.echo(json.dumps(scores, indent=2))
     else:
         click.echo(f"{model} on {data}:")
-        click.echo(format_scores(scores, _score_labels(interval)))
+        click.echo(format_scores(scores, score_labels(interval)))
 
 
 @cli.command("report")
 @click.argument("model", type=click.Path(path_type=Path))
 @click.argument("data", type=click.Path(path_type=Path))
-@click.option("--output", "-o", required=True, type=click.Path(path_type=Path),
-              help="Folder for the figures and index.html.")
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Folder for the figures and index.html.",
+)
 @click.option("--target", "-t", default=None, help="Target column (default: the model's).")
-@click.option("--interval", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.9, show_default=True)
+@click.option(
+    "--interval",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.9,
+    show_default=True,
+)
 @SEP_OPTION
 @COST_OPTION
 def report_command(model, data, output, target, interval, sep, cost_fn_fp):
@@ -661,27 +772,58 @@ def report_command(model, data, output, target, interval, sep, cost_fn_fp):
     from pymc_bnn.plotting.report import write_report
 
     output = check_output(output, "report", folder=True, inputs=[data, model])
-    pipeline, meta, y, pred, scores = _evaluate(model, data, target, interval, sep, cost_fn_fp)
+    pipeline, meta, y, pred, scores = evaluate_rows(model, data, target, interval, sep, cost_fn_fp)
     est = pipeline.named_steps["model"]
     info = model_info(meta)
     about = {"model file": str(model), "evaluated on": str(data), "rows": len(y)}
-    about.update({k: info[k] for k in ("data", "target", "task", "inference", "rows",
-                                       "features_after_encoding", "fit_seconds", "created")
-                  if k in info})
+    about.update(
+        {
+            k: info[k]
+            for k in (
+                "data",
+                "target",
+                "task",
+                "inference",
+                "rows",
+                "features_after_encoding",
+                "fit_seconds",
+                "created",
+            )
+            if k in info
+        }
+    )
     about.update({f"version {k}": v for k, v in (info.get("versions") or {}).items()})
-    about = {str(k): (", ".join(map(str, v)) if isinstance(v, list) else v)
-             for k, v in about.items()}
+    about = {
+        str(k): (", ".join(map(str, v)) if isinstance(v, list) else v) for k, v in about.items()
+    }
     title = f"pymc_bnn report: {info.get('target', 'model')} ({Path(str(data)).name})"
     if "proba" in pred:
-        index = write_report(output, task="classification", y_true=y, proba=pred["proba"],
-                             classes=est.classes_, entropy=pred["entropy"],
-                             mutual_info=pred["mutual_info"], info=about, title=title,
-                             cost_fn_fp=cost_fn_fp)
+        index = write_report(
+            output,
+            task="classification",
+            y_true=y,
+            proba=pred["proba"],
+            classes=est.classes_,
+            entropy=pred["entropy"],
+            mutual_info=pred["mutual_info"],
+            info=about,
+            title=title,
+            cost_fn_fp=cost_fn_fp,
+        )
     else:
-        index = write_report(output, task="regression", y_true=y, mean=pred["mean"],
-                             std=pred["std"], lower=pred["lower"], upper=pred["upper"],
-                             interval=interval, info=about, title=title)
-    click.echo(format_scores(scores, _score_labels(interval)))
+        index = write_report(
+            output,
+            task="regression",
+            y_true=y,
+            mean=pred["mean"],
+            std=pred["std"],
+            lower=pred["lower"],
+            upper=pred["upper"],
+            interval=interval,
+            info=about,
+            title=title,
+        )
+    click.echo(format_scores(scores, score_labels(interval)))
     click.echo(f"wrote {index}")
 
 
@@ -706,16 +848,22 @@ CLI_ADVICE = {
     " (or continue the chains with sample_more)": "",
     "lengthen tune and draws, or run more chains": "raise --draws",
     "raise target_accept (pymc_bnn.fit(..., target_accept=0.95)), lengthen tune, start from "
-    "ADVI (nuts_init='advi'), or use a smaller prior_sigma":
+    "ADVI (nuts_init='advi'), or use a smaller prior_sigma": (
         "a smaller --prior-sigma (classification), or from Python a higher target_accept, "
-        "a longer tune or nuts_init='advi'",
+        "a longer tune or nuts_init='advi'"
+    ),
 }
 
 
 #: How a warning's class is named in its note: plain words for the package's own and
 #: Python's generic ones (a user of the command line need not know the classes).
-WARNING_WORDS = {"UserWarning": "", "InputScaleWarning": "", "TargetLeakageWarning": "",
-                 "ConvergenceWarning": "not converged: ", "SamplingWarning": "sampling: "}
+WARNING_WORDS = {
+    "UserWarning": "",
+    "InputScaleWarning": "",
+    "TargetLeakageWarning": "",
+    "ConvergenceWarning": "not converged: ",
+    "SamplingWarning": "sampling: ",
+}
 
 
 def _warning_as_note(message, category, filename, lineno, file=None, line=None) -> None:
@@ -770,8 +918,11 @@ def main(argv=None) -> int:
     except Exception as err:
         if debug:
             raise
-        click.echo(f"pymc-bnn: internal error: {type(err).__name__}: {err} (run with --debug "
-                   "for the traceback, and please report it)", err=True)
+        click.echo(
+            f"pymc-bnn: internal error: {type(err).__name__}: {err} (run with --debug "
+            "for the traceback, and please report it)",
+            err=True,
+        )
         return 1
     return 0
 

@@ -29,18 +29,51 @@ from pathlib import Path
 import click
 
 __all__ = [
-    "BadInput", "PARQUET_EXTRA", "SEPARATORS", "TABLE_SUFFIXES", "atomic", "check_classes",
-    "check_model_and_data", "check_model_columns", "check_output", "check_present",
-    "choose_task", "file_rows", "format_number", "format_scores", "interval_name",
+    "BadInput",
+    "PARQUET_EXTRA",
+    "SEPARATORS",
+    "TABLE_SUFFIXES",
+    "atomic",
+    "check_classes",
+    "check_model_and_data",
+    "check_model_columns",
+    "check_output",
+    "check_present",
+    "choose_task",
+    "file_rows",
+    "format_number",
+    "format_scores",
+    "interval_name",
     "is_table_name",
-    "labelled_rows", "load_model", "match_labels", "model_info", "note", "parse_separator",
-    "predict_rows", "prediction_frame", "read_model_metadata", "read_table", "row_name",
-    "score_predictions", "separator_hint", "shown", "sniff_separator", "split_columns",
-    "table_format", "versions", "write_table",
+    "labelled_rows",
+    "load_model",
+    "match_labels",
+    "model_info",
+    "note",
+    "parse_separator",
+    "predict_rows",
+    "prediction_frame",
+    "read_model_metadata",
+    "read_table",
+    "row_name",
+    "score_predictions",
+    "separator_hint",
+    "shown",
+    "sniff_separator",
+    "split_columns",
+    "table_format",
+    "versions",
+    "write_table",
 ]
 
-TABLE_SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".txt": "tsv",
-                  ".parquet": "parquet", ".pq": "parquet"}
+TABLE_SUFFIXES = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".txt": "tsv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".zip")
 #: Model files the command line writes (netCDF-4, i.e. HDF5) and what they start with.
 MODEL_SUFFIXES = (".nc", ".h5", ".hdf5", ".nc4")
@@ -87,8 +120,10 @@ def file_rows(message: str) -> str:
 
     def by_place(match) -> str:
         labels = [int(v) for v in re.findall(r"\d+", match.group(2))]
-        return (f"row{match.group(1)} {', '.join(str(v + 1) for v in labels)} "
-                "(counting from 1 after the header)")
+        return (
+            f"row{match.group(1)} {', '.join(str(v + 1) for v in labels)} "
+            "(counting from 1 after the header)"
+        )
 
     return re.sub(r"the row(s?) labelled ((?:\d+)(?:, \d+)*)", by_place, message)
 
@@ -116,8 +151,10 @@ def table_format(path: Path, what: str) -> str:
     """``"csv"``, ``"tsv"`` or ``"parquet"`` from ``path``'s extension; BadInput if none."""
     fmt = TABLE_SUFFIXES.get(_suffix(Path(path)))
     if fmt is None:
-        raise BadInput(f"{what} {path}: unknown table format; use a file ending in "
-                       f"{', '.join(TABLE_SUFFIXES)} (optionally compressed, e.g. .csv.gz).")
+        raise BadInput(
+            f"{what} {path}: unknown table format; use a file ending in "
+            f"{', '.join(TABLE_SUFFIXES)} (optionally compressed, e.g. .csv.gz)."
+        )
     return fmt
 
 
@@ -139,7 +176,7 @@ def parse_separator(value: str | None) -> str | None:
         return None
     if value.lower() in ("tab", "\\t", "\t"):
         return "\t"
-    if len(value) != 1 or value in "\r\n\"":
+    if len(value) != 1 or value in '\r\n"':
         raise BadInput(f"--sep must be one character, e.g. ';' or tab; got {value!r}.")
     return value
 
@@ -150,8 +187,7 @@ def _text_sample(path: Path) -> str | None:
     import gzip
     import lzma
 
-    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(
-        path.suffix.lower(), open)
+    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(path.suffix.lower(), open)
     if path.suffix.lower() in (".zst", ".zip"):
         return None
     try:
@@ -176,8 +212,9 @@ def sniff_separator(path: Path, default: str) -> str:
     fields = {}
     for sep in SEPARATORS:
         try:
-            counts = {len(row) for row in csv.reader(io.StringIO("".join(lines)), delimiter=sep)
-                      if row}
+            counts = {
+                len(row) for row in csv.reader(io.StringIO("".join(lines)), delimiter=sep) if row
+            }
         except csv.Error:  # e.g. NUL bytes: not a text table, pandas will say so
             continue
         if len(counts) == 1 and min(counts) > 1:
@@ -217,8 +254,10 @@ def read_table(path, *, sep: str | None = None) -> "pandas.DataFrame":  # noqa: 
         default = "," if fmt == "csv" else "\t"
         sep = sniff_separator(path, default)
         if sep != default:
-            note(f"{path} is {SEPARATORS[sep]}-separated; read as such ({_sep_option(sep)} "
-                 "to say so, or to choose another).")
+            note(
+                f"{path} is {SEPARATORS[sep]}-separated; read as such ({_sep_option(sep)} "
+                "to say so, or to choose another)."
+            )
     import pandas as pd  # here: a missing file is said at once
 
     try:
@@ -239,16 +278,19 @@ def read_table(path, *, sep: str | None = None) -> "pandas.DataFrame":  # noqa: 
     if fmt != "parquet":
         _check_header(path, sep, frame)
         frame = _numbers_from_text(path, sep, frame)
-    for column in frame.columns[frame.dtypes == object]:
+    for column in frame.columns[frame.dtypes == object]:  # noqa: E721 (elementwise)
         # Parquet list / struct columns arrive as arrays and dicts: no feature or label
         values = frame[column].dropna()
-        nested = values.map(lambda v: isinstance(v, (list, tuple, dict, set))
-                            or getattr(v, "ndim", 0) > 0)
+        nested = values.map(
+            lambda v: isinstance(v, (list, tuple, dict, set)) or getattr(v, "ndim", 0) > 0
+        )
         if nested.any():
-            raise BadInput(f"{path}: column {column!r} holds "
-                           f"{type(values[nested].iloc[0]).__name__} values (e.g. "
-                           f"{row_name(values[nested].index[0])}), not single numbers or "
-                           "strings: drop it from the file, or flatten it into columns.")
+            raise BadInput(
+                f"{path}: column {column!r} holds "
+                f"{type(values[nested].iloc[0]).__name__} values (e.g. "
+                f"{row_name(values[nested].index[0])}), not single numbers or "
+                "strings: drop it from the file, or flatten it into columns."
+            )
     return frame.reset_index(drop=True)
 
 
@@ -259,8 +301,9 @@ def _numbers_from_text(path: Path, sep: str, frame):
 
     frame, notation, examples = read_numbers(frame, sep)
     if notation is not None:
-        names = ", ".join(list(examples)[:3]) + (f" and {len(examples) - 3} more"
-                                                 if len(examples) > 3 else "")
+        names = ", ".join(list(examples)[:3]) + (
+            f" and {len(examples) - 3} more" if len(examples) > 3 else ""
+        )
         first = next(iter(examples.items()))
         note(f"read {names} as numbers with {notation}s (e.g. {first[1]!r} in {first[0]}).")
     return frame
@@ -278,11 +321,14 @@ def _check_header(path: Path, sep: str, frame) -> None:
     names = [str(v) for v in header.tolist()]
     repeated = sorted({n for n in names if names.count(n) > 1 and n != "nan"})
     if repeated and len(names) == frame.shape[1]:
-        where = "; ".join(f"{n!r} in columns "
-                          + ", ".join(str(k + 1) for k, m in enumerate(names) if m == n)
-                          for n in repeated[:3])
-        raise BadInput(f"{path}: the header names a column more than once ({where}); "
-                       "rename them so that each column has its own name.")
+        where = "; ".join(
+            f"{n!r} in columns " + ", ".join(str(k + 1) for k, m in enumerate(names) if m == n)
+            for n in repeated[:3]
+        )
+        raise BadInput(
+            f"{path}: the header names a column more than once ({where}); "
+            "rename them so that each column has its own name."
+        )
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -298,8 +344,10 @@ def check_output(path, what: str, *, folder: bool = False, inputs=()) -> Path:
     path = Path(path)
     for given in map(Path, inputs):
         if _same_file(path, given) or path.resolve() == given.resolve():
-            raise BadInput(f"cannot write the {what} to {path}: it is the input {given}, "
-                           f"which would be overwritten; choose another output.")
+            raise BadInput(
+                f"cannot write the {what} to {path}: it is the input {given}, "
+                f"which would be overwritten; choose another output."
+            )
     if folder:
         if path.exists() and not path.is_dir():
             raise BadInput(f"cannot write the {what} to {path}: it is a file, not a folder.")
@@ -375,8 +423,10 @@ def check_present(frame, columns, path, what: str = "column") -> None:
         names = ", ".join(repr(c) for c in missing)
         have = ", ".join(map(str, list(frame.columns)[:12]))
         more = ", ..." if frame.shape[1] > 12 else ""
-        raise BadInput(f"{path} has no {what}{'s' if len(missing) > 1 else ''} {names} "
-                       f"(its columns: {have}{more}){separator_hint(frame)}.")
+        raise BadInput(
+            f"{path} has no {what}{'s' if len(missing) > 1 else ''} {names} "
+            f"(its columns: {have}{more}){separator_hint(frame)}."
+        )
 
 
 # ------------------------------------------------------------------------ targets
@@ -402,37 +452,52 @@ def choose_task(task: str, y, target: str, path) -> str:
 
     values = pd.to_numeric(y, errors="coerce")
     stray = values.isna().to_numpy()
-    if (stray.any() and stray.mean() <= STRAY_SHARE and task != "classification"
-            and infer_task(values[~stray].to_numpy(dtype=float)) == "regression"):
+    if (
+        stray.any()
+        and stray.mean() <= STRAY_SHARE
+        and task != "classification"
+        and infer_task(values[~stray].to_numpy(dtype=float)) == "regression"
+    ):
         # numbers but for a few cells (a "?", "n/a" or typo): neither a reason to make
         # every distinct number a class, nor a regression target as it stands
-        cells = ", ".join(f"{row_name(label)} holds {shown(v)}"
-                          for label, v in y[stray].iloc[:3].items())
+        cells = ", ".join(
+            f"{row_name(label)} holds {shown(v)}" for label, v in y[stray].iloc[:3].items()
+        )
         more = f" ({int(stray.sum())} cells in all)" if stray.sum() > 3 else ""
-        raise BadInput(f"{path}: the target {target!r} holds numbers except in a few cells: "
-                       f"{cells}{more}. Fix them, or blank them (rows without a target are "
-                       "left out).")
+        raise BadInput(
+            f"{path}: the target {target!r} holds numbers except in a few cells: "
+            f"{cells}{more}. Fix them, or blank them (rows without a target are "
+            "left out)."
+        )
     if task == "auto":
         task = infer_task(y)
         n = y.nunique()
-        why = ("it holds true/false values" if pd.api.types.is_bool_dtype(y.dtype)
-               else "it holds text or true/false values"
-               if not pd.api.types.is_numeric_dtype(y.dtype)
-               else f"it has {n} distinct integer values" if task == "classification"
-               else "it holds numbers")
+        why = (
+            "it holds true/false values"
+            if pd.api.types.is_bool_dtype(y.dtype)
+            else "it holds text or true/false values"
+            if not pd.api.types.is_numeric_dtype(y.dtype)
+            else f"it has {n} distinct integer values"
+            if task == "classification"
+            else "it holds numbers"
+        )
         other = "regression" if task == "classification" else "classification"
         note(f"task: {task} (target {target!r}: {why}; --task {other} to override)")
     if y.nunique() < 2:
-        raise BadInput(f"{path}: the target {target!r} has the single value {shown(y.iloc[0])} in "
-                       f"all {len(y)} rows: there is nothing to learn.")
+        raise BadInput(
+            f"{path}: the target {target!r} has the single value {shown(y.iloc[0])} in "
+            f"all {len(y)} rows: there is nothing to learn."
+        )
     values = pd.to_numeric(y, errors="coerce")
     numeric = bool(values.notna().all())
     if task == "regression":
         if not numeric:
             bad = values.isna().to_numpy()
-            raise BadInput(f"{path}: the target {target!r} is not numeric: "
-                           f"{row_name(y.index[bad.argmax()])} holds {shown(y[bad].iloc[0])}; use "
-                           "--task classification.")
+            raise BadInput(
+                f"{path}: the target {target!r} is not numeric: "
+                f"{row_name(y.index[bad.argmax()])} holds {shown(y[bad].iloc[0])}; use "
+                "--task classification."
+            )
         if not np.isfinite(values.to_numpy(dtype=float)).all():
             raise BadInput(f"{path}: the target {target!r} has infinite values.")
     else:
@@ -452,18 +517,25 @@ def check_classes(y, numbers, target: str, path) -> None:
         fraction = ~np.isfinite(values) | (values != np.round(values))
         if fraction.any():
             k = int(fraction.argmax())
-            raise BadInput(f"{path}: the classification target {target!r} holds numbers that "
-                           f"are not whole, which are no classes: {row_name(y.index[k])} "
-                           f"holds {shown(y.iloc[k])}; use --task regression.")
+            raise BadInput(
+                f"{path}: the classification target {target!r} holds numbers that "
+                f"are not whole, which are no classes: {row_name(y.index[k])} "
+                f"holds {shown(y.iloc[k])}; use --task regression."
+            )
     n_classes, n_rows = int(y.nunique()), len(y)
     limit = min(MAX_CLASSES, max(FEW_CLASSES, n_rows // ROWS_PER_CLASS))
     if n_classes > limit:
-        advice = ("use --task regression" if numbers is not None
-                  else "is it an identifier or free text? Choose another --target")
-        raise BadInput(f"{path}: the classification target {target!r} has {n_classes} "
-                       f"distinct values in {n_rows} rows, too many classes to learn (at most "
-                       f"{limit} here: {MAX_CLASSES} at most, and beyond {FEW_CLASSES} one "
-                       f"per {ROWS_PER_CLASS} rows); {advice}.")
+        advice = (
+            "use --task regression"
+            if numbers is not None
+            else "is it an identifier or free text? Choose another --target"
+        )
+        raise BadInput(
+            f"{path}: the classification target {target!r} has {n_classes} "
+            f"distinct values in {n_rows} rows, too many classes to learn (at most "
+            f"{limit} here: {MAX_CLASSES} at most, and beyond {FEW_CLASSES} one "
+            f"per {ROWS_PER_CLASS} rows); {advice}."
+        )
 
 
 # -------------------------------------------------------------------- model files
@@ -484,15 +556,20 @@ def check_model_and_data(model, data) -> None:
     data_is_model = data.is_file() and _starts_hdf5(data)
     data_named_model = not data.exists() and data.suffix.lower() in MODEL_SUFFIXES
     if (model_is_table and (data_is_model or data_named_model)) or (
-            data_is_model and model.is_file() and not model_is_model):
-        raise BadInput(f"{model} is {'a table' if model_is_table else 'not a model file'} and "
-                       f"{data} a model file: did you swap MODEL and DATA? The model file "
-                       "comes first.")
+        data_is_model and model.is_file() and not model_is_model
+    ):
+        raise BadInput(
+            f"{model} is {'a table' if model_is_table else 'not a model file'} and "
+            f"{data} a model file: did you swap MODEL and DATA? The model file "
+            "comes first."
+        )
     if data_is_model:
         raise BadInput(f"{data} is a model file, not a table of rows (DATA).")
     if model_is_table and model.is_file():
-        raise BadInput(f"{model} is a table, not a model file: MODEL (the file pymc-bnn fit "
-                       "wrote) comes first, then DATA.")
+        raise BadInput(
+            f"{model} is a table, not a model file: MODEL (the file pymc-bnn fit "
+            "wrote) comes first, then DATA."
+        )
 
 
 def read_model_metadata(path) -> dict:
@@ -556,15 +633,16 @@ def check_model_columns(frame, meta: dict, path) -> None:
     """BadInput if ``frame`` lacks a column the model file (its metadata: known before
     the model is built) needs: the features and the groups column."""
     state = (meta.get("extra") or {}).get("preprocessing") or {}
-    needed = [str(c["name"]) for kind in ("numeric", "categorical")
-              for c in state.get(kind) or []]
+    needed = [str(c["name"]) for kind in ("numeric", "categorical") for c in state.get(kind) or []]
     groups_column = model_info(meta).get("groups")
     needed += [groups_column] if groups_column else []
     missing = [c for c in needed if c not in frame.columns]
     if missing:
-        raise BadInput(f"{path} lacks the column{'s' if len(missing) > 1 else ''} "
-                       f"{', '.join(map(repr, missing))} that the model needs"
-                       f"{separator_hint(frame)}.")
+        raise BadInput(
+            f"{path} lacks the column{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(map(repr, missing))} that the model needs"
+            f"{separator_hint(frame)}."
+        )
 
 
 def predict_rows(pipeline, frame, meta, *, path, interval: float | None = None) -> dict:
@@ -583,29 +661,39 @@ def predict_rows(pipeline, frame, meta, *, path, interval: float | None = None) 
         raise BadInput(f"{path}: {message}") from None
     for column, values in unseen.items():
         listed = ", ".join(map(repr, values[:5])) + (", ..." if len(values) > 5 else "")
-        note(f"column {column!r} has categories not seen in training ({listed}): "
-             "see column unseen_categories")
+        note(
+            f"column {column!r} has categories not seen in training ({listed}): "
+            "see column unseen_categories"
+        )
     outside = int((flags["outside_training_range"] != "").sum())
     if outside:
-        note(f"{outside} row{'s' if outside > 1 else ''} outside the training range: "
-             "extrapolated (see column outside_training_range)")
+        note(
+            f"{outside} row{'s' if outside > 1 else ''} outside the training range: "
+            "extrapolated (see column outside_training_range)"
+        )
     n_missing = sum(pre.count_missing(frame).values())
     if n_missing:
-        note(f"filled {n_missing} missing value{'s' if n_missing > 1 else ''} as in "
-             "training (medians, most frequent categories)")
+        note(
+            f"filled {n_missing} missing value{'s' if n_missing > 1 else ''} as in "
+            "training (medians, most frequent categories)"
+        )
     groups, seen = None, None
     if groups_column:
         absent = frame[groups_column].isna().to_numpy()
         if absent.any():
-            raise BadInput(f"{path}: the groups column {groups_column!r} has missing values, "
-                           f"the first in {_first_row(absent, frame)}.")
+            raise BadInput(
+                f"{path}: the groups column {groups_column!r} has missing values, "
+                f"the first in {_first_row(absent, frame)}."
+            )
         groups, seen = match_labels(frame[groups_column].to_numpy(), est.groups_)
         if not seen.all():
             values = frame[groups_column].to_numpy()[~seen]
             listed = ", ".join(map(shown, list(dict.fromkeys(values.tolist()))[:5]))
             more = ", ..." if len(set(values.tolist())) > 5 else ""
-            note(f"{int((~seen).sum())} row{'s' if (~seen).sum() > 1 else ''} of groups "
-                 f"not seen in training ({listed}{more}): the population's weights")
+            note(
+                f"{int((~seen).sum())} row{'s' if (~seen).sum() > 1 else ''} of groups "
+                f"not seen in training ({listed}{more}): the population's weights"
+            )
         # like unseen_categories: the column whose value training did not cover
         flags["unseen_group"] = np.where(seen, "", str(groups_column))
     out = {"flags": flags}
@@ -618,7 +706,8 @@ def predict_rows(pipeline, frame, meta, *, path, interval: float | None = None) 
         out["mean"], out["std"] = u["mean"], u["std"]
         if interval is not None:
             out["lower"], out["upper"] = by_group(
-                functools.partial(est.predict_interval, coverage=interval), X, groups, seen)
+                functools.partial(est.predict_interval, coverage=interval), X, groups, seen
+            )
     return out
 
 
@@ -692,8 +781,9 @@ def match_labels(values, reference):
     keys = [_label_key(v, kind) for v in values]
     known = np.array([k is not None and k in lookup for k in keys], dtype=bool)
     fill = reference[0] if len(reference) else None
-    labels = np.array([lookup[k] if ok else fill for k, ok in zip(keys, known)],
-                      dtype=reference.dtype)
+    labels = np.array(
+        [lookup[k] if ok else fill for k, ok in zip(keys, known)], dtype=reference.dtype
+    )
     return labels, known
 
 
@@ -717,10 +807,13 @@ def prediction_frame(frame, pred: dict, est, *, id_column, interval):
         cols.update({k: v.to_numpy() for k, v in pred["flags"].items()})
     clash = [c for c in cols if c in base.columns]
     if clash:
-        raise BadInput(f"the input already has column{'s' if len(clash) > 1 else ''} "
-                       f"{', '.join(map(repr, clash))}; pass --id COLUMN to keep only an id.")
-    return pd.concat([base.reset_index(drop=True),
-                      pd.DataFrame(cols, index=range(len(base)))], axis=1)
+        raise BadInput(
+            f"the input already has column{'s' if len(clash) > 1 else ''} "
+            f"{', '.join(map(repr, clash))}; pass --id COLUMN to keep only an id."
+        )
+    return pd.concat(
+        [base.reset_index(drop=True), pd.DataFrame(cols, index=range(len(base)))], axis=1
+    )
 
 
 def labelled_rows(frame, target: str, est, path):
@@ -741,18 +834,22 @@ def labelled_rows(frame, target: str, est, path):
         bad = ~known
         if bad.any():
             unknown = list(dict.fromkeys(str(v) for v in raw[bad]))
-            raise BadInput(f"{path}: column {target!r} has labels the model was not fit on: "
-                           f"{', '.join(unknown[:5])} (the model knows "
-                           f"{', '.join(map(str, est.classes_))}); the first is in "
-                           f"{_first_row(bad, labelled)}.")
+            raise BadInput(
+                f"{path}: column {target!r} has labels the model was not fit on: "
+                f"{', '.join(unknown[:5])} (the model knows "
+                f"{', '.join(map(str, est.classes_))}); the first is in "
+                f"{_first_row(bad, labelled)}."
+            )
     else:
         import pandas as pd
 
         values = pd.to_numeric(labelled[target], errors="coerce")
         if values.isna().any():
-            raise BadInput(f"{path}: the regression target {target!r} has non-numeric values: "
-                           f"{_first_row(values.isna(), labelled)} holds "
-                           f"{shown(labelled[target][values.isna()].iloc[0])}.")
+            raise BadInput(
+                f"{path}: the regression target {target!r} has non-numeric values: "
+                f"{_first_row(values.isna(), labelled)} holds "
+                f"{shown(labelled[target][values.isna()].iloc[0])}."
+            )
         y = values.to_numpy(dtype=np.float64)
     return rows, y
 
@@ -762,8 +859,9 @@ def score_predictions(pred: dict, y, est) -> dict:
 
     if "proba" in pred:
         return metrics.classification_summary(y, pred["proba"], classes=est.classes_)
-    return metrics.regression_summary(y, pred["mean"], pred["std"], lower=pred.get("lower"),
-                                      upper=pred.get("upper"))
+    return metrics.regression_summary(
+        y, pred["mean"], pred["std"], lower=pred.get("lower"), upper=pred.get("upper")
+    )
 
 
 def format_number(value, *, trim: bool = False) -> str:

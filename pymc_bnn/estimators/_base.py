@@ -21,20 +21,26 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from pymc_bnn.estimators import persistence
-from pymc_bnn.network._checks import check_group_labels, check_input_scale, check_same_label_kind
+from pymc_bnn._runtime.progress import FitProgress
 from pymc_bnn.dask import is_dask_collection
+from pymc_bnn.estimators import persistence
+from pymc_bnn.inference import (
+    METHODS,
+    NUTS_INITS,
+    NUTS_SAMPLERS,
+    fit,
+    fit_concurrently,
+    sample_more,
+)
+from pymc_bnn.inference.diagnostics import warn_diagnostics as _warn_diagnostics
+from pymc_bnn.network._checks import check_group_labels, check_input_scale, check_same_label_kind
+from pymc_bnn.network.model import ACTIVATIONS, PRIORS, NetworkSpec, build_model
 from pymc_bnn.policy._ensemble import ENSEMBLE_MEMBERS, fit_ensemble, fitted_attributes
 from pymc_bnn.policy._settings import LAPLACE_ENSEMBLE, MIXTURE, FitSettingsMixin, spawned_seeds
-from pymc_bnn.inference import (METHODS, NUTS_INITS, NUTS_SAMPLERS, fit, fit_concurrently,
-                                sample_more)
-from pymc_bnn.inference.diagnostics import warn_diagnostics as _warn_diagnostics
-from pymc_bnn.predictive._composed import composed_idata
-from pymc_bnn.predictive._linear import predictive_from_idata
-from pymc_bnn.network.model import ACTIVATIONS, PRIORS, NetworkSpec, build_model
-from pymc_bnn._runtime.progress import FitProgress
 from pymc_bnn.policy._tempering import TEMPERATURES, choose_temperature, fold_tasks
 from pymc_bnn.policy.thresholds import AUTO_BATCH_SIZE
+from pymc_bnn.predictive._composed import composed_idata
+from pymc_bnn.predictive._linear import predictive_from_idata
 
 __all__ = ["BayesianMLPBase", "MAX_DENSE_CELLS", "AUTO_BATCH_SIZE"]
 
@@ -66,7 +72,7 @@ def _final_loss(posterior) -> float:
     if final is not None:
         return float(final)
     loss = np.asarray(posterior.loss, dtype=np.float64)
-    return float(np.mean(loss[-max(1, loss.size // 10):]))
+    return float(np.mean(loss[-max(1, loss.size // 10) :]))
 
 
 class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
@@ -80,15 +86,16 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
         "activation": [StrOptions(set(ACTIVATIONS))],
         "prior": [StrOptions(set(PRIORS))],
-        "prior_sigma": [Interval(Real, 0, None, closed="neither"),
-                        StrOptions({"auto", "evidence"})],
+        "prior_sigma": [
+            Interval(Real, 0, None, closed="neither"),
+            StrOptions({"auto", "evidence"}),
+        ],
         "precision_shape": [Interval(Real, 0, None, closed="neither")],
         "precision_rate": [Interval(Real, 0, None, closed="neither")],
         "inference": [StrOptions({"auto", *METHODS})],
         "n_iter": [Interval(Integral, 1, None, closed="left"), None],
         "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
-        "batch_size": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}),
-                       None],
+        "batch_size": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}), None],
         "n_draws": [Interval(Integral, 1, None, closed="left")],
         "tune": [Interval(Integral, 0, None, closed="left")],
         "chains": [Interval(Integral, 1, None, closed="left")],
@@ -225,15 +232,18 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         if streamed:
             return self._fit_streamed(X, y, groups, use_evidence)
         X, y = self._validate_X(X, reset=True, y=y)
-        check_input_scale(X, estimator=type(self).__name__,
-                          feature_names=getattr(self, "feature_names_in_", None))
+        check_input_scale(
+            X, estimator=type(self).__name__, feature_names=getattr(self, "feature_names_in_", None)
+        )
         y_model, target_kwargs = self._encode_target(y)
-        self.inference_ = self._inference_for_data(X.shape, target_kwargs,
-                                                   grouped=groups is not None)
+        self.inference_ = self._inference_for_data(
+            X.shape, target_kwargs, grouped=groups is not None
+        )
         group_codes = None
         if groups is not None:
-            self.groups_, group_codes = np.unique(self._check_groups(groups, X.shape[0]),
-                                                  return_inverse=True)
+            self.groups_, group_codes = np.unique(
+                self._check_groups(groups, X.shape[0]), return_inverse=True
+            )
         elif hasattr(self, "groups_"):
             del self.groups_
         seeds = self._seeds()
@@ -242,10 +252,8 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         if self.inference_ == LAPLACE_ENSEMBLE:
             return self._fit_ensemble(X, y_model, target_kwargs, seeds, progress)
         if use_evidence:
-            with progress.stage("prior scales from the evidence (a MAP fit and its "
-                                "curvature)"):
-                self._choose_prior_scales(use_evidence, X, y_model, target_kwargs,
-                                          seeds["init"])
+            with progress.stage("prior scales from the evidence (a MAP fit and its curvature)"):
+                self._choose_prior_scales(use_evidence, X, y_model, target_kwargs, seeds["init"])
         else:
             self._choose_prior_scales(use_evidence, X, y_model, target_kwargs, seeds["init"])
 
@@ -263,14 +271,20 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
             if kl_weight is None:
                 kl_weight = self._kl_weight_candidates()[0]
             posterior, start_losses = self._fit_from_starts(
-                X[sub], y_model[sub], target_kwargs, fit_seed,
-                seeds["init"] if init_seed is None else init_seed, method=method,
-                groups=None if group_codes is None else group_codes[sub], n_groups=n_groups,
+                X[sub],
+                y_model[sub],
+                target_kwargs,
+                fit_seed,
+                seeds["init"] if init_seed is None else init_seed,
+                method=method,
+                groups=None if group_codes is None else group_codes[sub],
+                n_groups=n_groups,
                 batch_size=None if batch is None else min(batch, n_rows),
                 total_size=None if kl_weight == 1.0 else int(round(n_rows / kl_weight)),
                 # only the kept fit warns: a fold fit that has not quite levelled off
                 # moves the temperature score a little, and the user cannot act on it
-                warn=rows is None)
+                warn=rows is None,
+            )
             if rows is None:
                 kept[method or self._fit_method] = start_losses
             return posterior
@@ -281,8 +295,9 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         if len(candidates) > 1:
             folds = self._temperature_folds(y_model, seeds["temperature"])
             if folds is not None:
-                return self._fit_choosing(fit_rows, candidates, folds, X, y_model,
-                                          group_codes, seeds, kept, progress)
+                return self._fit_choosing(
+                    fit_rows, candidates, folds, X, y_model, group_codes, seeds, kept, progress
+                )
             weights = (1.0,)  # too few rows to hold any out: the plain ELBO
         self.kl_weight_, self.kl_weight_selection_ = weights[0], None
         # the kept fit and the cross-fitting fits of the temperature (each scored on
@@ -295,40 +310,55 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         for method in methods:
             rows_fit = functools.partial(fit_rows, method=method)
             tasks += [functools.partial(rows_fit, None, seeds["fit"])]
-            tasks += fold_tasks(rows_fit, X, y_model, folds=folds or [], groups=group_codes,
-                                seed=seeds["temperature"], per_row=len(methods) > 1)
+            tasks += fold_tasks(
+                rows_fit,
+                X,
+                y_model,
+                folds=folds or [],
+                groups=group_codes,
+                seed=seeds["temperature"],
+                per_row=len(methods) > 1,
+            )
         # NUTS in threads, without numpyro's bar (the regressor's short run): its chains
         # are counted as they end, so that a minute of sampling is not one silent step
         run = self._run_settings(True) if self._fit_method == "nuts" else None
         by_chain = run is not None and not run["progressbar"] and len(tasks) == 1
-        with progress.stage(self._fits_stage_name(len(tasks), folds),
-                            fits=run["chains"] if by_chain else len(tasks),
-                            unit="chains" if by_chain else "fits"):
-            results = iter(fit_concurrently([t if by_chain else progress.counted(t)
-                                             for t in tasks]))
+        with progress.stage(
+            self._fits_stage_name(len(tasks), folds),
+            fits=run["chains"] if by_chain else len(tasks),
+            unit="chains" if by_chain else "fits",
+        ):
+            results = iter(
+                fit_concurrently([t if by_chain else progress.counted(t) for t in tasks])
+            )
         # each method's kept fit, then its fits on the folds (each from a start of its
         # own: a fold fit that started from the kept fit, which saw the held-out rows,
         # scored them too well; research/notes/calibration-log.md)
-        fits = {method: (next(results), [next(results) for _ in folds or []])
-                for method in methods}
+        fits = {method: (next(results), [next(results) for _ in folds or []]) for method in methods}
         posterior, fold_scores = fits[methods[0]]
         self.start_losses_ = kept[methods[0]]
         self._choose_temperature(fold_scores, folds, X.shape[0])
         laplace = None
         if self.inference_ == MIXTURE:
-            laplace = self._mixture_component(*fits["laplace"], folds, X.shape[0],
-                                              advi_fold_scores=fold_scores)
+            laplace = self._mixture_component(
+                *fits["laplace"], folds, X.shape[0], advi_fold_scores=fold_scores
+            )
             if laplace is not None:
                 # at a fixed temperature the mixture is equal: its share is a half
                 laplace["starts"] = self._laplace_modes(
-                    fit_rows, seeds, laplace.get("weight", 0.5), progress,
-                    first=laplace["posterior"])
+                    fit_rows,
+                    seeds,
+                    laplace.get("weight", 0.5),
+                    progress,
+                    first=laplace["posterior"],
+                )
         with progress.stage("posterior predictive draws"):
             self._set_posterior(posterior, seeds["predict"], laplace=laplace)
         return self
 
-    def _fit_choosing(self, fit_rows, candidates, folds, X, y_model, group_codes, seeds,
-                      kept, progress):
+    def _fit_choosing(
+        self, fit_rows, candidates, folds, X, y_model, group_codes, seeds, kept, progress
+    ):
         """Several candidate fits, ``(method, kl_weight)`` pairs of one method
         (``kl_weight="auto"``): the folds' fits of every candidate (at once), each scored
         at every temperature (or at the fixed one); the candidate and temperature with
@@ -336,25 +366,35 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         fixed = self.posterior_temperature != "auto"
         # a fit at KL weight w is about as spread as the posterior at temperature w:
         # its temperatures are the grid's divided by w (1 / w restores the spread)
-        grids = [(float(self.posterior_temperature),) if fixed
-                 else tuple(t / w for t in TEMPERATURES) for _, w in candidates]
+        grids = [
+            (float(self.posterior_temperature),) if fixed else tuple(t / w for t in TEMPERATURES)
+            for _, w in candidates
+        ]
         tasks = []
         for (method, w), grid in zip(candidates, grids):
-            tasks += fold_tasks(functools.partial(fit_rows, kl_weight=w, method=method), X,
-                                y_model, folds=folds, seed=seeds["temperature"],
-                                groups=group_codes, temperatures=grid)
-        with progress.stage(f"{len(tasks)} fits on held-out folds to choose the KL weight "
-                            "and the temperature", fits=len(tasks)):
+            tasks += fold_tasks(
+                functools.partial(fit_rows, kl_weight=w, method=method),
+                X,
+                y_model,
+                folds=folds,
+                seed=seeds["temperature"],
+                groups=group_codes,
+                temperatures=grid,
+            )
+        with progress.stage(
+            f"{len(tasks)} fits on held-out folds to choose the KL weight and the temperature",
+            fits=len(tasks),
+        ):
             scores = fit_concurrently([progress.counted(t) for t in tasks])
-        scores = [scores[i * len(folds):(i + 1) * len(folds)] for i in range(len(candidates))]
-        selections = [choose_temperature(s, X.shape[0], grid)
-                      for s, grid in zip(scores, grids)]
+        scores = [scores[i * len(folds) : (i + 1) * len(folds)] for i in range(len(candidates))]
+        selections = [choose_temperature(s, X.shape[0], grid) for s, grid in zip(scores, grids)]
         best = int(np.argmin([sel.scores.min() for sel in selections]))
         self.inference_, self.kl_weight_ = candidates[best]
         self.kl_weight_selection_ = {
             "kl_weights": [w for _, w in candidates],
             "scores": [float(sel.scores.min()) for sel in selections],
-            "temperatures": [sel.temperature for sel in selections]}
+            "temperatures": [sel.temperature for sel in selections],
+        }
         if fixed:
             self.temperature_selection_ = None
             self.posterior_temperature_ = grids[0][0]
@@ -362,15 +402,17 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
             self.temperature_selection_ = selections[best]
             self.posterior_temperature_ = selections[best].temperature
         with progress.stage(self._fits_stage_name(1, None), fits=1):
-            posterior = progress.counted(fit_rows)(None, seeds["fit"], kl_weight=self.kl_weight_,
-                                                   method=self.inference_)
+            posterior = progress.counted(fit_rows)(
+                None, seeds["fit"], kl_weight=self.kl_weight_, method=self.inference_
+            )
         self.start_losses_ = kept[self.inference_]
         with progress.stage("posterior predictive draws"):
             self._set_posterior(posterior, seeds["predict"])
         return self
 
-    def _fit_from_starts(self, X, y_model, target_kwargs, fit_seed, init_seed, *, warn=True,
-                         method=None, **kwargs):
+    def _fit_from_starts(
+        self, X, y_model, target_kwargs, fit_seed, init_seed, *, warn=True, method=None, **kwargs
+    ):
         """:meth:`_fit_network` from ``n_init`` starting weights; the fit with the lowest
         final loss (the highest ELBO) is kept, as in scikit-learn's ``GaussianMixture``.
 
@@ -381,14 +423,22 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         the losses are None for NUTS, whose chains have starts of their own.
         """
         if self.inference_ == "nuts":
-            return self._fit_network(X, y_model, target_kwargs, fit_seed, init_seed,
-                                     warn=warn, **kwargs), None
+            return self._fit_network(
+                X, y_model, target_kwargs, fit_seed, init_seed, warn=warn, **kwargs
+            ), None
         best, losses = None, []
         for seed in _start_seeds(init_seed, self.n_init):
             # of several starts only the kept one's diagnostics matter (warned below)
-            posterior = self._fit_network(X, y_model, target_kwargs, fit_seed, seed,
-                                          warn=warn and self.n_init == 1, method=method,
-                                          **kwargs)
+            posterior = self._fit_network(
+                X,
+                y_model,
+                target_kwargs,
+                fit_seed,
+                seed,
+                warn=warn and self.n_init == 1,
+                method=method,
+                **kwargs,
+            )
             losses.append(_final_loss(posterior))
             if best is None or losses[-1] < min(losses[:-1]):
                 best = posterior
@@ -402,11 +452,18 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         sigma = 1.0 if self.prior_sigma in ("auto", "evidence") else self.prior_sigma
         with progress.stage(f"{ENSEMBLE_MEMBERS} MAP fits and their Laplace approximations"):
             result = fit_ensemble(
-                X, y_model, hidden_layer_sizes=self._hidden_tuple(),
-                n_classes=int(target_kwargs.get("n_classes", 0)), activation=self.activation,
-                prior_sigma=sigma, temperature=self.posterior_temperature,
-                n_draws=self.n_draws, init_seed=seeds["init"], predict_seed=seeds["predict"],
-                noise_scale=target_kwargs.get("noise_scale"))
+                X,
+                y_model,
+                hidden_layer_sizes=self._hidden_tuple(),
+                n_classes=int(target_kwargs.get("n_classes", 0)),
+                activation=self.activation,
+                prior_sigma=sigma,
+                temperature=self.posterior_temperature,
+                n_draws=self.n_draws,
+                init_seed=seeds["init"],
+                predict_seed=seeds["predict"],
+                noise_scale=target_kwargs.get("noise_scale"),
+            )
         for name, value in fitted_attributes(result).items():
             setattr(self, name, value)
         self.__dict__.pop("_draw_parts", None)  # the stored draws serve sample_proba
@@ -421,10 +478,15 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
     def _laplace_spec(self, X, target_kwargs):
         """The network :meth:`_fit_laplace` fits (a classifier's: one logit per class,
         one for two)."""
-        return NetworkSpec(n_features=X.shape[1], hidden_layer_sizes=self._hidden_tuple(),
-                           n_classes=int(target_kwargs["n_classes"]),
-                           activation=self.activation, prior_sigma=1.0, n_rows=X.shape[0],
-                           batch_size=None)
+        return NetworkSpec(
+            n_features=X.shape[1],
+            hidden_layer_sizes=self._hidden_tuple(),
+            n_classes=int(target_kwargs["n_classes"]),
+            activation=self.activation,
+            prior_sigma=1.0,
+            n_rows=X.shape[0],
+            batch_size=None,
+        )
 
     def _fit_laplace(self, X, y_model, target_kwargs, init_seed, *, warn=True):
         """The evidence-tuned linearised Laplace fit (:mod:`pymc_bnn.inference.laplace`)."""
@@ -433,26 +495,55 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
 
         spec = self._laplace_spec(X, target_kwargs)
         hidden = self._laplace_hidden_sigmas(X.shape, target_kwargs)
-        gaussian, info = fit_laplace(X, y_model, layer_shapes=spec.layer_shapes,
-                                     activation=self.activation, random_state=init_seed,
-                                     likelihood=spec.likelihood, hidden_prior_sigmas=hidden)
+        gaussian, info = fit_laplace(
+            X,
+            y_model,
+            layer_shapes=spec.layer_shapes,
+            activation=self.activation,
+            random_state=init_seed,
+            likelihood=spec.likelihood,
+            hidden_prior_sigmas=hidden,
+        )
         diagnostics = {
-            "method": "laplace", "final_loss": -gaussian.log_evidence,
+            "method": "laplace",
+            "final_loss": -gaussian.log_evidence,
             "log_evidence": gaussian.log_evidence,
             "effective_parameters": float(np.nansum(gaussian.effective_parameters)),
             "structure": "last_layer" if gaussian.last_layer else "full",
-            "gradient_norm": info["gradient_norm"], "rounds": info["rounds"],
-            "map_iterations": info["map_iterations"], "polish_steps": info["polish_steps"]}
+            "gradient_norm": info["gradient_norm"],
+            "rounds": info["rounds"],
+            "map_iterations": info["map_iterations"],
+            "polish_steps": info["polish_steps"],
+        }
         if gaussian.noise_sd is not None:
             diagnostics["noise_sd"] = gaussian.noise_sd
         # the spec records the prior the posterior was fit under: the evidence's scales
         spec = dataclasses.replace(spec, prior_sigma=gaussian.prior_sigmas)
-        return Posterior(method="laplace", spec=spec, seed=int(init_seed), loss=info["loss"],
-                         laplace=gaussian, diagnostics=diagnostics)
+        return Posterior(
+            method="laplace",
+            spec=spec,
+            seed=int(init_seed),
+            loss=info["loss"],
+            laplace=gaussian,
+            diagnostics=diagnostics,
+        )
 
-    def _fit_network(self, X, y_model, target_kwargs, fit_seed, init_seed, *, groups=None,
-                     n_groups=None, batch_size=None, warn=True, total_size=None,
-                     minibatch_source=None, method=None):
+    def _fit_network(
+        self,
+        X,
+        y_model,
+        target_kwargs,
+        fit_seed,
+        init_seed,
+        *,
+        groups=None,
+        n_groups=None,
+        batch_size=None,
+        warn=True,
+        total_size=None,
+        minibatch_source=None,
+        method=None,
+    ):
         """``build_model`` + ``fit`` with this estimator's settings (by ``method``,
         default ``inference_``): a Posterior."""
         if (method or self._fit_method) == "laplace":
@@ -490,41 +581,55 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         from pymc_bnn.dask import BlockSampler, streamed_inputs
 
         if groups is not None:
-            raise ValueError("groups are not supported with dask input yet; compute the "
-                             "data into NumPy arrays for a hierarchical fit.")
+            raise ValueError(
+                "groups are not supported with dask input yet; compute the "
+                "data into NumPy arrays for a hierarchical fit."
+            )
         if hasattr(self, "groups_"):
             del self.groups_
         seeds = self._seeds()
         stream = streamed_inputs(self, X, y)
-        check_input_scale(stream["X0"], estimator=type(self).__name__,
-                          feature_names=getattr(self, "feature_names_in_", None),
-                          sample_note=f" (in the first {len(stream['X0'])} rows)",
-                          stacklevel=4)
+        check_input_scale(
+            stream["X0"],
+            estimator=type(self).__name__,
+            feature_names=getattr(self, "feature_names_in_", None),
+            sample_note=f" (in the first {len(stream['X0'])} rows)",
+            stacklevel=4,
+        )
         progress = FitProgress(enabled=bool(self.progressbar))
         # the evidence keeps only its rows (all up to 20,000, else a random 20,000), and
         # is done before the sampler's blocks come into memory
-        with progress.stage("prior scales from the evidence (a MAP fit and its curvature)"
-                            ) if use_evidence else contextlib.nullcontext():
-            self._choose_prior_scales(use_evidence, stream["X"], stream["codes"],
-                                      stream["target_kwargs"], seeds["init"])
-        sampler = BlockSampler([stream["X"], stream["codes"]], pool_blocks=4,
-                               seed=seeds["init"])
+        with (
+            progress.stage("prior scales from the evidence (a MAP fit and its curvature)")
+            if use_evidence
+            else contextlib.nullcontext()
+        ):
+            self._choose_prior_scales(
+                use_evidence, stream["X"], stream["codes"], stream["target_kwargs"], seeds["init"]
+            )
+        sampler = BlockSampler([stream["X"], stream["codes"]], pool_blocks=4, seed=seeds["init"])
         # the cross-fitted KL weight needs folds held in memory too: "auto" is 1 here
         self.kl_weight_, self.kl_weight_selection_ = self._kl_weight_candidates()[0], None
         self.inference_selection_ = None
         try:
             with progress.stage(f"streamed minibatch {self._fits_stage_name(1, None)}"):
                 posterior, self.start_losses_ = self._fit_from_starts(
-                    stream["X0"], stream["y0"], stream["target_kwargs"], seeds["fit"],
-                    seeds["init"], batch_size=len(stream["X0"]),
+                    stream["X0"],
+                    stream["y0"],
+                    stream["target_kwargs"],
+                    seeds["fit"],
+                    seeds["init"],
+                    batch_size=len(stream["X0"]),
                     total_size=int(round(stream["n_rows"] / self.kl_weight_)),
-                    minibatch_source=sampler)
+                    minibatch_source=sampler,
+                )
         finally:
             sampler.close()
         # the cross-fitted temperature needs folds held in memory: "auto" is 1 here
         self.temperature_selection_ = None
-        self.posterior_temperature_ = (1.0 if self.posterior_temperature == "auto"
-                                       else float(self.posterior_temperature))
+        self.posterior_temperature_ = (
+            1.0 if self.posterior_temperature == "auto" else float(self.posterior_temperature)
+        )
         self._set_posterior(posterior, seeds["predict"])
         return self
 
@@ -549,11 +654,20 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
             self.prior_sigma_ = posterior.spec.prior_sigma
         temperature = getattr(self, "posterior_temperature_", 1.0)
         # the parts, kept for fresh draws of another number (sample_proba(n_draws=k))
-        self._draw_parts = {"posterior": posterior, "temperature": temperature,
-                            "laplace": laplace, "linear": None}
-        self.idata_, counts = composed_idata(posterior, self.n_draws, random_seed=predict_seed,
-                                             temperature=temperature, laplace=laplace,
-                                             linear=None)
+        self._draw_parts = {
+            "posterior": posterior,
+            "temperature": temperature,
+            "laplace": laplace,
+            "linear": None,
+        }
+        self.idata_, counts = composed_idata(
+            posterior,
+            self.n_draws,
+            random_seed=predict_seed,
+            temperature=temperature,
+            laplace=laplace,
+            linear=None,
+        )
         self.mixture_ = self.linear_part_ = self.ensemble_ = None
         if laplace is not None:
             selection = laplace["selection"]
@@ -563,14 +677,15 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
                 "n_draws": [counts["network"], counts["laplace"]],
                 "laplace_temperature": float(laplace["temperature"]),
                 "laplace_weight": float(laplace.get("weight", 0.5)),
-                "laplace_temperature_selection": (None if selection is None
-                                                  else selection.as_dict()),
-                "laplace_prior_sigma": [float(v) for v in
-                                        laplace["posterior"].spec.prior_sigma],
+                "laplace_temperature_selection": (
+                    None if selection is None else selection.as_dict()
+                ),
+                "laplace_prior_sigma": [float(v) for v in laplace["posterior"].spec.prior_sigma],
                 "laplace_diagnostics": dict(laplace["posterior"].diagnostics),
                 "laplace_starts": len(fits),
-                "laplace_log_evidence": [float(fit.laplace.log_evidence) for fit in fits
-                                         if fit.laplace is not None],
+                "laplace_log_evidence": [
+                    float(fit.laplace.log_evidence) for fit in fits if fit.laplace is not None
+                ],
             }
         self.predictive_ = predictive_from_idata(posterior.spec, self.idata_)
 
@@ -590,8 +705,9 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         """
         check_is_fitted(self)
         seed = self._seeds()["fit"] + int(self.idata_.posterior.sizes["draw"])
-        more = sample_more(self.posterior_, n_draws, tune=tune, random_seed=seed,
-                           progressbar=self.progressbar)
+        more = sample_more(
+            self.posterior_, n_draws, tune=tune, random_seed=seed, progressbar=self.progressbar
+        )
         self._set_posterior(more, None)  # MCMC: predictions use all stored draws
         return self
 
@@ -663,9 +779,7 @@ class BayesianMLPBase(FitSettingsMixin, BaseEstimator):
         X, codes = self._check_X(X, groups)
         y = column_or_1d(y, warn=True)
         if y.shape[0] != X.shape[0]:
-            raise ValueError(
-                f"X has {X.shape[0]} rows but y has {y.shape[0]}; they must match."
-            )
+            raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}; they must match.")
         y_model, log_jacobian = self._model_target(y)
         return self.predictive_.log_density(X, y_model, codes) - log_jacobian
 

@@ -7,19 +7,24 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 
+from pymc_bnn.dask import is_dask_collection
 from pymc_bnn.estimators import persistence
 from pymc_bnn.estimators._base import BayesianMLPBase
-from pymc_bnn.dask import is_dask_collection
+from pymc_bnn.inference import METHODS
 from pymc_bnn.policy._ensemble import AUTO_ENSEMBLE_MAX_ROWS
 from pymc_bnn.policy._settings import LAPLACE_ENSEMBLE, MIXTURE
-from pymc_bnn.inference import METHODS
-from pymc_bnn.predictive._composed import composed_idata
-from pymc_bnn.predictive._linear import predictive_from_idata
-from pymc_bnn.predictive._draws import check_n_draws
 from pymc_bnn.policy.thresholds import AUTO_MIXTURE_MAX_FLOPS, AUTO_MIXTURE_MAX_ROWS
+from pymc_bnn.predictive._composed import composed_idata
+from pymc_bnn.predictive._draws import check_n_draws
+from pymc_bnn.predictive._linear import predictive_from_idata
 
-__all__ = ["AUTO_MIXTURE_MAX_FLOPS", "AUTO_MIXTURE_MAX_ROWS", "BayesianMLPClassifier",
-           "laplace_structure", "mixture_affordable"]
+__all__ = [
+    "AUTO_MIXTURE_MAX_FLOPS",
+    "AUTO_MIXTURE_MAX_ROWS",
+    "BayesianMLPClassifier",
+    "laplace_structure",
+    "mixture_affordable",
+]
 
 
 def laplace_structure(shape, hidden: tuple, n_classes: int) -> str | None:
@@ -32,8 +37,8 @@ def laplace_structure(shape, hidden: tuple, n_classes: int) -> str | None:
     (units + 1)^2``: its curvature's structure); else None. Either way at most
     :data:`AUTO_MIXTURE_MAX_ROWS` rows and :data:`pymc_bnn.inference.laplace.MAX_PARAMS`
     weights (each MAP iteration costs rows x weights, as the full fit's did)."""
-    from pymc_bnn.network._flat import n_params
     from pymc_bnn.inference.laplace import MAX_PARAMS
+    from pymc_bnn.network._flat import n_params
 
     outputs = 1 if n_classes == 2 else n_classes
     widths = (int(shape[1]), *hidden, outputs)
@@ -43,8 +48,11 @@ def laplace_structure(shape, hidden: tuple, n_classes: int) -> str | None:
     if float(shape[0]) * outputs * P**2 + P**3 / 3 <= AUTO_MIXTURE_MAX_FLOPS:
         return "full"
     last = (widths[-2] + 1) * outputs
-    if (len(widths) > 2 and float(shape[0]) * outputs**2 * (widths[-2] + 1) ** 2
-            + last**3 / 3 <= AUTO_MIXTURE_MAX_FLOPS):
+    if (
+        len(widths) > 2
+        and float(shape[0]) * outputs**2 * (widths[-2] + 1) ** 2 + last**3 / 3
+        <= AUTO_MIXTURE_MAX_FLOPS
+    ):
         return "last_layer"
     return None
 
@@ -277,20 +285,30 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
         default scale, no setting given that only variational inference uses, and at
         most :data:`~pymc_bnn.policy._ensemble.AUTO_ENSEMBLE_MAX_ROWS` rows; else as
         resolved."""
-        eligible = (self.inference == "auto" and self.inference_ == "advi" and not grouped
-                    and self.prior == "normal" and self.prior_sigma in ("auto", "evidence")
-                    and not self._vi_settings_given() and shape[0] <= AUTO_ENSEMBLE_MAX_ROWS)
+        eligible = (
+            self.inference == "auto"
+            and self.inference_ == "advi"
+            and not grouped
+            and self.prior == "normal"
+            and self.prior_sigma in ("auto", "evidence")
+            and not self._vi_settings_given()
+            and shape[0] <= AUTO_ENSEMBLE_MAX_ROWS
+        )
         return LAPLACE_ENSEMBLE if eligible else self.inference_
 
     def _laplace_hidden_sigmas(self, shape, target_kwargs):
         """A mixture's Laplace half over the output layer only (:func:`laplace_structure`):
         the hidden layers' prior scales, the ADVI half's (its evidence's); else None."""
-        if self.inference_ != MIXTURE or laplace_structure(
-                shape, self._hidden_tuple(), int(target_kwargs["n_classes"])) != "last_layer":
+        if (
+            self.inference_ != MIXTURE
+            or laplace_structure(shape, self._hidden_tuple(), int(target_kwargs["n_classes"]))
+            != "last_layer"
+        ):
             return None
         n_layers = len(self._hidden_tuple()) + 1
-        sigmas = np.broadcast_to(np.atleast_1d(np.asarray(self.prior_sigma_, dtype=float)),
-                                 (n_layers,))
+        sigmas = np.broadcast_to(
+            np.atleast_1d(np.asarray(self.prior_sigma_, dtype=float)), (n_layers,)
+        )
         return tuple(float(s) for s in sigmas[:-1])
 
     def _encode_target(self, y):
@@ -322,8 +340,11 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
         n_splits = min(self._TEMPERATURE_FOLDS, int(np.bincount(y_model).min()))
         if n_splits < 2:
             return None
-        return list(StratifiedKFold(n_splits, shuffle=True, random_state=seed)
-                    .split(np.zeros(len(y_model)), y_model))
+        return list(
+            StratifiedKFold(n_splits, shuffle=True, random_state=seed).split(
+                np.zeros(len(y_model)), y_model
+            )
+        )
 
     def _target_metadata(self):
         classes, dtype = persistence.jsonable_labels(self.classes_)
@@ -421,9 +442,11 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
             pred = self.predictive_
         elif self.posterior_.is_variational and hasattr(self, "_draw_parts"):
             # the fit's parts (base._set_posterior), each in its share of the k draws
-            idata, _ = composed_idata(n_draws=check_n_draws(n_draws, allow_none=False),
-                                      random_seed=self._seeds()["predict"],
-                                      **self._draw_parts)
+            idata, _ = composed_idata(
+                n_draws=check_n_draws(n_draws, allow_none=False),
+                random_seed=self._seeds()["predict"],
+                **self._draw_parts,
+            )
             pred = predictive_from_idata(self.posterior_.spec, idata)
         else:
             pred = predictive_from_idata(self.posterior_.spec, self.idata_, n_draws=n_draws)

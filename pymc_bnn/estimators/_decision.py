@@ -33,8 +33,9 @@ def cost_threshold(cost_fn_fp: float) -> float:
     return 1.0 / (1.0 + cost)
 
 
-def expected_cost(positive: np.ndarray, p_positive: np.ndarray, threshold: float,
-                  cost_fn_fp: float) -> float:
+def expected_cost(
+    positive: np.ndarray, p_positive: np.ndarray, threshold: float, cost_fn_fp: float
+) -> float:
     """The mean cost per row of predicting positive where ``p_positive >= threshold``,
     in units of one false positive (a false negative costs ``cost_fn_fp``)."""
     positive = np.asarray(positive, dtype=bool)
@@ -44,8 +45,9 @@ def expected_cost(positive: np.ndarray, p_positive: np.ndarray, threshold: float
     return float((cost_fn_fp * fn + fp) / max(positive.size, 1))
 
 
-def threshold_curves(positive: np.ndarray, p_positive: np.ndarray,
-                     thresholds: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def threshold_curves(
+    positive: np.ndarray, p_positive: np.ndarray, thresholds: np.ndarray | None = None
+) -> dict[str, np.ndarray]:
     """Precision and recall of predicting positive where ``p_positive >= t``, for each
     ``t`` of ``thresholds`` (default 0.01, 0.02, ..., 0.99): ``{"thresholds",
     "precision", "recall", "predicted_positive"}`` (precision NaN where nothing is
@@ -59,8 +61,12 @@ def threshold_curves(positive: np.ndarray, p_positive: np.ndarray,
     with np.errstate(invalid="ignore", divide="ignore"):
         precision = np.where(n_pred > 0, tp / n_pred, np.nan)
     recall = tp / max(int(positive.sum()), 1)
-    return {"thresholds": t, "precision": precision, "recall": recall,
-            "predicted_positive": n_pred / max(p.size, 1)}
+    return {
+        "thresholds": t,
+        "precision": precision,
+        "recall": recall,
+        "predicted_positive": n_pred / max(p.size, 1),
+    }
 
 
 def one_class_message(predicted: np.ndarray, classes, p_positive: np.ndarray) -> str | None:
@@ -76,5 +82,7 @@ def one_class_message(predicted: np.ndarray, classes, p_positive: np.ndarray) ->
     if chance <= 0.05:
         return None
     label = str(predicted[0])
-    return (f"every row predicted {label!r} at 0.5 ({str(other)!r}: up to {chance:.0%}); "
-            "see --cost-fn-fp")
+    return (
+        f"every row predicted {label!r} at 0.5 ({str(other)!r}: up to {chance:.0%}); "
+        "see --cost-fn-fp"
+    )

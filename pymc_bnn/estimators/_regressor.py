@@ -9,14 +9,21 @@ from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from pymc_bnn.estimators._base import BayesianMLPBase
 from pymc_bnn.dask import is_dask_collection
-from pymc_bnn.policy._ensemble import AUTO_ENSEMBLE_MAX_ROWS
-from pymc_bnn.policy._settings import LAPLACE_ENSEMBLE, LAPLACE_STARTS, MIXTURE
+from pymc_bnn.estimators._base import BayesianMLPBase
 from pymc_bnn.inference import METHODS
 from pymc_bnn.network.spec import NetworkSpec
+from pymc_bnn.policy._ensemble import AUTO_ENSEMBLE_MAX_ROWS
+from pymc_bnn.policy._settings import LAPLACE_ENSEMBLE, MIXTURE
 from pymc_bnn.policy._tempering import MIXTURE_WEIGHTS
-from pymc_bnn.policy.thresholds import AUTO_NUTS_CHAINS, AUTO_NUTS_DRAWS, AUTO_NUTS_MAX_CHAINS, AUTO_NUTS_MAX_WORK, AUTO_NUTS_TUNE
+from pymc_bnn.policy.thresholds import (
+    AUTO_NUTS_CHAINS,
+    AUTO_NUTS_DRAWS,
+    AUTO_NUTS_MAX_CHAINS,
+    AUTO_NUTS_MAX_WORK,
+    AUTO_NUTS_TUNE,
+    LAPLACE_STARTS,
+)
 
 __all__ = ["BayesianMLPRegressor"]
 
@@ -244,13 +251,25 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         progressbar=False,
     ):
         super().__init__(
-            hidden_layer_sizes, activation, prior=prior, prior_sigma=prior_sigma,
-            precision_shape=precision_shape, precision_rate=precision_rate,
-            inference=inference, n_iter=n_iter, learning_rate=learning_rate,
-            batch_size=batch_size, n_draws=n_draws, tune=tune, chains=chains,
-            nuts_sampler=nuts_sampler, nuts_init=nuts_init,
-            posterior_temperature=posterior_temperature, n_init=n_init,
-            random_state=random_state, progressbar=progressbar,
+            hidden_layer_sizes,
+            activation,
+            prior=prior,
+            prior_sigma=prior_sigma,
+            precision_shape=precision_shape,
+            precision_rate=precision_rate,
+            inference=inference,
+            n_iter=n_iter,
+            learning_rate=learning_rate,
+            batch_size=batch_size,
+            n_draws=n_draws,
+            tune=tune,
+            chains=chains,
+            nuts_sampler=nuts_sampler,
+            nuts_init=nuts_init,
+            posterior_temperature=posterior_temperature,
+            n_init=n_init,
+            random_state=random_state,
+            progressbar=progressbar,
         )
         self.heteroscedastic = heteroscedastic
         self.noise_scale = noise_scale
@@ -266,7 +285,8 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
             raise ValueError(
                 f"target_scale='log' needs a positive target, but {int(bad.sum())} value"
                 f"{'s are' if bad.sum() > 1 else ' is'} zero or negative (the smallest "
-                f"{float(np.min(y)):.4g}): use target_scale='linear', or shift y.")
+                f"{float(np.min(y)):.4g}): use target_scale='linear', or shift y."
+            )
         return np.log(y)
 
     def _encode_target(self, y):
@@ -280,7 +300,8 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
             raise ValueError(
                 f"y cannot be standardised in float64 (mean {mean:.3g}, sd {sd:.3g}, "
                 f"range {spread:.3g}): rescale it to ordinary magnitudes first (e.g. "
-                "divide by a power of ten), and scale the predictions back.")
+                "divide by a power of ten), and scale the predictions back."
+            )
         kwargs = self._set_target_scaling(mean, sd)
         return (y - self.y_mean_) / self.y_scale_, kwargs
 
@@ -288,8 +309,11 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         """Store the target's standardisation; returns the model's likelihood options."""
         self.y_mean_ = mean
         self.y_scale_ = sd if sd > 0 else 1.0
-        return {"likelihood": "normal", "heteroscedastic": bool(self.heteroscedastic),
-                "noise_scale": self.noise_scale}
+        return {
+            "likelihood": "normal",
+            "heteroscedastic": bool(self.heteroscedastic),
+            "noise_scale": self.noise_scale,
+        }
 
     def _model_target(self, y):
         try:
@@ -316,9 +340,14 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         regressor's own defaults were measured on (Neal's prior, one noise scale, no
         groups, no setting only ADVI uses): where the short NUTS run and the Laplace
         half may apply."""
-        return (self.inference == "auto" and self.inference_ == "advi"
-                and self.prior == "gamma_precision" and not self.heteroscedastic
-                and not grouped and not self._vi_settings_given())
+        return (
+            self.inference == "auto"
+            and self.inference_ == "advi"
+            and self.prior == "gamma_precision"
+            and not self.heteroscedastic
+            and not grouped
+            and not self._vi_settings_given()
+        )
 
     def _inference_for_data(self, shape, target_kwargs, *, grouped: bool) -> str:
         """``inference="auto"``: NUTS, a short run, where it is affordable
@@ -330,25 +359,41 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
 
         work = shape[0] * self._n_network_params(shape)
         sampler = self.nuts_sampler or default_nuts_sampler()
-        auto = (self._plain_auto(grouped)
-                and self.kl_weight in (1, 1.0) and sampler == "numpyro"
-                and work <= AUTO_NUTS_MAX_WORK)
+        auto = (
+            self._plain_auto(grouped)
+            and self.kl_weight in (1, 1.0)
+            and sampler == "numpyro"
+            and work <= AUTO_NUTS_MAX_WORK
+        )
         if auto:
-            self.nuts_run_ = {"chains": auto_nuts_chains(work), "tune": AUTO_NUTS_TUNE,
-                              "draws": AUTO_NUTS_DRAWS, "chosen": "auto",
-                              "rows_x_parameters": int(work), "limit": AUTO_NUTS_MAX_WORK}
+            self.nuts_run_ = {
+                "chains": auto_nuts_chains(work),
+                "tune": AUTO_NUTS_TUNE,
+                "draws": AUTO_NUTS_DRAWS,
+                "chosen": "auto",
+                "rows_x_parameters": int(work),
+                "limit": AUTO_NUTS_MAX_WORK,
+            }
             return "nuts"
-        self.nuts_run_ = ({"chains": self.chains, "tune": self.tune, "draws": self.n_draws,
-                           "chosen": "given"} if self.inference_ == "nuts" else None)
-        if (self._plain_auto(grouped) and self.kl_weight in (1, 1.0)
-                and shape[0] <= AUTO_ENSEMBLE_MAX_ROWS):
+        self.nuts_run_ = (
+            {"chains": self.chains, "tune": self.tune, "draws": self.n_draws, "chosen": "given"}
+            if self.inference_ == "nuts"
+            else None
+        )
+        if (
+            self._plain_auto(grouped)
+            and self.kl_weight in (1, 1.0)
+            and shape[0] <= AUTO_ENSEMBLE_MAX_ROWS
+        ):
             return LAPLACE_ENSEMBLE
         return self.inference_
 
     def _fit_streamed(self, X, y, groups, use_evidence):
         if self.target_scale == "log":
-            raise ValueError("target_scale='log' is not available for dask data yet: "
-                             "stream log(y) with target_scale='linear' instead.")
+            raise ValueError(
+                "target_scale='log' is not available for dask data yet: "
+                "stream log(y) with target_scale='linear' instead."
+            )
         self.nuts_run_ = None  # streamed fits are minibatch ADVI
         return super()._fit_streamed(X, y, groups, use_evidence)
 
@@ -358,8 +403,13 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         bar for them: the fit's stages say what runs); else the estimator's own."""
         run = getattr(self, "nuts_run_", None)
         if self.inference_ == "nuts" and run is not None and run["chosen"] == "auto":
-            return {"draws": run["draws"], "tune": run["tune"], "chains": run["chains"],
-                    "warn": False, "progressbar": False}
+            return {
+                "draws": run["draws"],
+                "tune": run["tune"],
+                "chains": run["chains"],
+                "warn": False,
+                "progressbar": False,
+            }
         return super()._run_settings(warn)
 
     def _laplace_unsupported(self, *, streamed: bool, grouped: bool) -> str | None:
@@ -374,18 +424,28 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
 
     def _laplace_spec(self, X, target_kwargs) -> NetworkSpec:
         """The network :meth:`_fit_laplace` fits: one Normal output."""
-        return NetworkSpec(n_features=X.shape[1], hidden_layer_sizes=self._hidden_tuple(),
-                           n_classes=0, activation=self.activation, prior_sigma=1.0,
-                           n_rows=X.shape[0], batch_size=None, likelihood="normal",
-                           noise_scale=target_kwargs["noise_scale"])
+        return NetworkSpec(
+            n_features=X.shape[1],
+            hidden_layer_sizes=self._hidden_tuple(),
+            n_classes=0,
+            activation=self.activation,
+            prior_sigma=1.0,
+            n_rows=X.shape[0],
+            batch_size=None,
+            likelihood="normal",
+            noise_scale=target_kwargs["noise_scale"],
+        )
 
     def _temperature_folds(self, y_model, seed):
         from sklearn.model_selection import KFold
 
         if len(y_model) < 2 * self._TEMPERATURE_FOLDS:
             return None
-        return list(KFold(self._TEMPERATURE_FOLDS, shuffle=True, random_state=seed)
-                    .split(np.zeros(len(y_model))))
+        return list(
+            KFold(self._TEMPERATURE_FOLDS, shuffle=True, random_state=seed).split(
+                np.zeros(len(y_model))
+            )
+        )
 
     def _target_metadata(self):
         return {"y_mean": self.y_mean_, "y_scale": self.y_scale_}
@@ -436,17 +496,27 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         for start in range(0, X.shape[0], self._LOG_MOMENT_ROWS):
             rows = slice(start, start + self._LOG_MOMENT_ROWS)
             mean, sd = self.predictive_.sample_normal(
-                X[rows], None if codes is None else codes[rows])
+                X[rows], None if codes is None else codes[rows]
+            )
             mu = mean * self.y_scale_ + self.y_mean_
             var = np.broadcast_to(sd * self.y_scale_, mu.shape) ** 2
             with np.errstate(over="ignore"):
                 conditional_mean = np.exp(mu + var / 2)
                 noise_var = np.expm1(var) * np.exp(2 * mu + var)
-            parts.append((conditional_mean.mean(axis=0), conditional_mean.std(axis=0),
-                          np.sqrt(noise_var.mean(axis=0))))
+            parts.append(
+                (
+                    conditional_mean.mean(axis=0),
+                    conditional_mean.std(axis=0),
+                    np.sqrt(noise_var.mean(axis=0)),
+                )
+            )
         mean, epistemic, aleatoric = (np.concatenate(p) for p in zip(*parts))
-        return {"mean": mean, "std": np.hypot(epistemic, aleatoric),
-                "epistemic_std": epistemic, "aleatoric_std": aleatoric}
+        return {
+            "mean": mean,
+            "std": np.hypot(epistemic, aleatoric),
+            "epistemic_std": epistemic,
+            "aleatoric_std": aleatoric,
+        }
 
     def predict(self, X, return_std=False, groups=None):
         """Posterior predictive mean (and standard deviation).

@@ -21,8 +21,16 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "jsonable_labels", "load", "load_any", "read_metadata",
-           "restore_labels", "save"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "jsonable_labels",
+    "load",
+    "load_any",
+    "read_metadata",
+    "restore_labels",
+    "save",
+]
 
 #: Format tag prefix; a file's tag names the estimator class, e.g.
 #: ``"pymc_bnn.BayesianMLPClassifier"``.
@@ -88,7 +96,9 @@ def save(estimator, path, *, extra: dict | None = None) -> Path:
     rs = params["random_state"]
     params["random_state"] = int(rs) if isinstance(rs, int | np.integer) else None
     groups = getattr(estimator, "groups_", None)
-    groups, groups_dtype = (None, None) if groups is None else jsonable_labels(groups, "group labels")
+    groups, groups_dtype = (
+        (None, None) if groups is None else jsonable_labels(groups, "group labels")
+    )
     post = estimator.posterior_
     names = getattr(estimator, "feature_names_in_", None)
     meta = {
@@ -116,8 +126,11 @@ def save(estimator, path, *, extra: dict | None = None) -> Path:
         "nuts_sampler": post.nuts_sampler,
         # the stored draws are already tempered; these record how T was chosen
         "posterior_temperature": float(estimator.posterior_temperature_),
-        "temperature_selection": (None if estimator.temperature_selection_ is None
-                                  else estimator.temperature_selection_.as_dict()),
+        "temperature_selection": (
+            None
+            if estimator.temperature_selection_ is None
+            else estimator.temperature_selection_.as_dict()
+        ),
         # the ELBO's KL weight of the kept fit, and how it was chosen (plain data)
         "kl_weight": float(getattr(estimator, "kl_weight_", 1.0)),
         "kl_weight_selection": getattr(estimator, "kl_weight_selection_", None),
@@ -128,8 +141,9 @@ def save(estimator, path, *, extra: dict | None = None) -> Path:
         # the final loss of each of the kept fit's n_init starts (None: NUTS)
         "start_losses": _float_list(getattr(estimator, "start_losses_", None)),
         # how the evidence chose the scales, if it did (the spec holds the scales used)
-        "evidence": (None if getattr(estimator, "evidence_", None) is None
-                     else estimator.evidence_.as_dict()),
+        "evidence": (
+            None if getattr(estimator, "evidence_", None) is None else estimator.evidence_.as_dict()
+        ),
     }
     if extra:
         meta["extra"] = extra
@@ -159,9 +173,14 @@ def _encoding(groups: dict) -> dict:
     with a dimension (HDF5 filters need chunked storage, which neither a scalar nor a
     string array can have). It replaces the variables' own encoding, so a loaded
     estimator saved again is written the same way as a fitted one."""
-    return {name: {k: {**_CHECKSUM, "chunksizes": _chunks(v.shape, v.dtype.itemsize)}
-                   for k, v in ds.variables.items() if v.ndim and v.dtype.kind in "biufc"}
-            for name, ds in groups.items()}
+    return {
+        name: {
+            k: {**_CHECKSUM, "chunksizes": _chunks(v.shape, v.dtype.itemsize)}
+            for k, v in ds.variables.items()
+            if v.ndim and v.dtype.kind in "biufc"
+        }
+        for name, ds in groups.items()
+    }
 
 
 #: Largest chunk of a saved array (HDF5 allows up to 4 GiB; a chunk is read whole).
@@ -285,13 +304,13 @@ def load(cls, path):
     """
     from sklearn.base import is_regressor
 
-    from pymc_bnn.network._checks import check_hidden_layer_sizes
-    from pymc_bnn.inference.evidence import EvidencePrior
     from pymc_bnn.inference import Posterior
+    from pymc_bnn.inference.evidence import EvidencePrior
     from pymc_bnn.inference.laplace import LINEARIZATION_GROUP
-    from pymc_bnn.predictive._linear import LINEAR_PART_GROUP, predictive_from_idata
+    from pymc_bnn.network._checks import check_hidden_layer_sizes
     from pymc_bnn.network.model import NetworkSpec
     from pymc_bnn.policy._tempering import TemperatureSelection
+    from pymc_bnn.predictive._linear import LINEAR_PART_GROUP, predictive_from_idata
 
     path = _model_file(path)
     meta = _read_metadata(path)
@@ -343,7 +362,8 @@ def load(cls, path):
                 temperature=float(selection["temperature"]),
                 temperatures=tuple(float(t) for t in selection["temperatures"]),
                 scores=np.array(selection["scores"], dtype=np.float64),
-                n_splits=int(selection["n_splits"]))
+                n_splits=int(selection["n_splits"]),
+            )
         # files written before the evidence step existed have none
         evidence = meta.get("evidence")
         if evidence is not None:
@@ -351,7 +371,8 @@ def load(cls, path):
                 sigmas=tuple(float(v) for v in evidence["sigmas"]),
                 log_evidence=float(evidence["log_evidence"]),
                 curvature=tuple(str(v) for v in evidence["curvature"]),
-                map_iterations=int(evidence["map_iterations"]))
+                map_iterations=int(evidence["map_iterations"]),
+            )
         # files written before n_init existed have none
         start_losses = meta.get("start_losses")
         if start_losses is not None:
@@ -397,8 +418,13 @@ def load(cls, path):
     if meta["feature_names_in"] is not None:
         est.feature_names_in_ = np.array(meta["feature_names_in"], dtype=object)
     est.posterior_ = Posterior(
-        method=meta["method"], spec=spec, seed=meta["seed"], idata=idata, loss=loss,
-        learning_rate=meta["learning_rate"], nuts_sampler=meta["nuts_sampler"],
+        method=meta["method"],
+        spec=spec,
+        seed=meta["seed"],
+        idata=idata,
+        loss=loss,
+        learning_rate=meta["learning_rate"],
+        nuts_sampler=meta["nuts_sampler"],
         diagnostics=diagnostics,
     )
     est.approx_ = None
@@ -438,20 +464,26 @@ def _checked_spec(spec):
         batch_size = check_positive_int("batch_size", spec.batch_size, allow_none=True)
         if batch_size is not None and batch_size > n_rows:
             raise ValueError(f"batch_size ({batch_size}) exceeds n_rows ({n_rows}).")
-        if not isinstance(spec.heteroscedastic, bool) or (spec.heteroscedastic
-                                                          and not regression):
-            raise ValueError(f"heteroscedastic must be a boolean, and False for "
-                             f"classification; got {spec.heteroscedastic!r}.")
+        if not isinstance(spec.heteroscedastic, bool) or (spec.heteroscedastic and not regression):
+            raise ValueError(
+                f"heteroscedastic must be a boolean, and False for "
+                f"classification; got {spec.heteroscedastic!r}."
+            )
         # a classifier has at least 2 classes, regression 0
-        n_classes = check_positive_int("n_classes", spec.n_classes,
-                                       minimum=0 if regression else 2)
+        n_classes = check_positive_int("n_classes", spec.n_classes, minimum=0 if regression else 2)
         if regression and n_classes:
             raise ValueError(f"n_classes must be 0 for regression; got {n_classes}.")
         fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
-        return checked_spec(**fields | {
-            "n_features": check_positive_int("n_features", spec.n_features),
-            "n_classes": n_classes, "n_rows": n_rows, "batch_size": batch_size,
-            "n_groups": check_positive_int("n_groups", spec.n_groups, minimum=0)})
+        return checked_spec(
+            **fields
+            | {
+                "n_features": check_positive_int("n_features", spec.n_features),
+                "n_classes": n_classes,
+                "n_rows": n_rows,
+                "batch_size": batch_size,
+                "n_groups": check_positive_int("n_groups", spec.n_groups, minimum=0),
+            }
+        )
     except ValueError as err:
         raise ValueError(f"architecture (spec): {err}") from None
 

@@ -27,25 +27,45 @@ Its modules, by concept (each public name is re-exported here):
 """
 
 # re-exported: every public name of the modules below that pymc_bnn.inference had
-from pymc_bnn.exceptions import ConvergenceWarning, SamplingWarning
-from pymc_bnn.inference._concurrency import fit_concurrently
-from pymc_bnn.inference.diagnostics import (ELBO_MIN_STEPS, ELBO_MIN_WINDOW, ELBO_NOISE_Z,
-                                            ELBO_RELATIVE_TOL, ELBO_TRIM,
-                                            ELBO_WINDOW_FRACTION, ESS_PER_CHAIN,
-                                            N_DIAGNOSTIC_POINTS, RHAT_THRESHOLD, diagnose)
-from pymc_bnn.inference._fitting import METHODS, fit
-from pymc_bnn.inference._nuts import (NUTS_INITS, NUTS_SAMPLERS, NUTS_SAMPLERS_HIERARCHICAL,
-                                     default_nuts_sampler, sample_more)
-from pymc_bnn.inference.posterior import Posterior
-from pymc_bnn.inference._vi import (ENGINES, MINIBATCH_ADVI_LEARNING_RATE,
-                                   MINIBATCH_FINAL_LR_FRACTION, SCAN_CALL_BYTES, SCAN_CHUNK,
-                                   VI_DEFAULTS, minibatch_learning_rate)
-# importable from here before inference was a package (Posterior.spec is a NetworkSpec)
-from pymc_bnn.network.model import NetworkSpec, network_spec
 # default_threads is public here (fit_concurrently's default); it lives in its own
 # module so that the NUTS chains (pymc_bnn.inference._compiled_nuts) need not import
 # the concurrency helpers
 from pymc_bnn._runtime.threads import THREADS_ENV, default_threads
+from pymc_bnn.exceptions import ConvergenceWarning, SamplingWarning
+from pymc_bnn.inference._concurrency import fit_concurrently
+from pymc_bnn.inference._fitting import METHODS, fit
+from pymc_bnn.inference._nuts import (
+    NUTS_INITS,
+    NUTS_SAMPLERS,
+    NUTS_SAMPLERS_HIERARCHICAL,
+    default_nuts_sampler,
+    sample_more,
+)
+from pymc_bnn.inference._vi import (
+    ENGINES,
+    MINIBATCH_ADVI_LEARNING_RATE,
+    MINIBATCH_FINAL_LR_FRACTION,
+    SCAN_CALL_BYTES,
+    SCAN_CHUNK,
+    VI_DEFAULTS,
+    minibatch_learning_rate,
+)
+from pymc_bnn.inference.diagnostics import (
+    ELBO_MIN_STEPS,
+    ELBO_MIN_WINDOW,
+    ELBO_NOISE_Z,
+    ELBO_RELATIVE_TOL,
+    ELBO_TRIM,
+    ELBO_WINDOW_FRACTION,
+    ESS_PER_CHAIN,
+    N_DIAGNOSTIC_POINTS,
+    RHAT_THRESHOLD,
+    diagnose,
+)
+from pymc_bnn.inference.posterior import Posterior
+
+# importable from here before inference was a package (Posterior.spec is a NetworkSpec)
+from pymc_bnn.network.model import NetworkSpec, network_spec
 
 __all__ = [
     "ENGINES",

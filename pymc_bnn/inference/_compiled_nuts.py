@@ -32,8 +32,8 @@ import numpy as np
 from pytensor.graph.basic import Constant, equal_computations
 from pytensor.graph.traversal import ancestors
 
-from pymc_bnn.inference._structure import detached, model_graph, transform_key
 from pymc_bnn._runtime.threads import default_threads
+from pymc_bnn.inference._structure import detached, model_graph, transform_key
 
 __all__ = ["NUTPIE_MODELS", "NutpieModels", "sample_nutpie"]
 
@@ -42,9 +42,18 @@ def _signature(model):
     """(coarse key, graph outputs, graph inputs) of what nutpie compiles and traces."""
     outputs, inputs = model_graph(model)
     outputs = [*outputs, *model.deterministics]
-    inputs = list(dict.fromkeys([*inputs, *(v for v in ancestors(model.deterministics)
-                                            if v.owner is None
-                                            and not isinstance(v, Constant))]))
+    inputs = list(
+        dict.fromkeys(
+            [
+                *inputs,
+                *(
+                    v
+                    for v in ancestors(model.deterministics)
+                    if v.owner is None and not isinstance(v, Constant)
+                ),
+            ]
+        )
+    )
     rvs = [*model.free_RVs, *model.observed_RVs]
     key = (
         tuple(rv.name for rv in model.free_RVs),
@@ -72,9 +81,12 @@ class _Entry:
     shape_bound: dict
 
     def same(self, key, outputs, inputs) -> bool:
-        return (key == self.key and len(inputs) == len(self.inputs)
-                and len(outputs) == len(self.outputs)
-                and equal_computations(outputs, self.outputs, inputs, self.inputs))
+        return (
+            key == self.key
+            and len(inputs) == len(self.inputs)
+            and len(outputs) == len(self.outputs)
+            and equal_computations(outputs, self.outputs, inputs, self.inputs)
+        )
 
 
 class NutpieModels:
@@ -98,8 +110,14 @@ class NutpieModels:
         """A compiled model carrying ``model``'s data (from the cache, or compiled)."""
         key, outputs, inputs = _signature(model)
         with self._lock:
-            entry = next((e for e in reversed(self._entries.values())
-                          if e.same(key, outputs, inputs) and self._fits(e, inputs)), None)
+            entry = next(
+                (
+                    e
+                    for e in reversed(self._entries.values())
+                    if e.same(key, outputs, inputs) and self._fits(e, inputs)
+                ),
+                None,
+            )
             if entry is not None:
                 self._entries.move_to_end(id(entry))
                 self.hits += 1
@@ -115,13 +133,16 @@ class NutpieModels:
                     while len(self._entries) > self.maxsize:
                         self._entries.popitem(last=False)
         return entry.compiled.with_data(
-            **{name: inputs[i].get_value(borrow=True) for name, i in entry.positions.items()})
+            **{name: inputs[i].get_value(borrow=True) for name, i in entry.positions.items()}
+        )
 
     @staticmethod
     def _fits(entry, inputs) -> bool:
         """Whether the trace's layout (variable shapes) can be that of ``inputs``."""
-        return all(np.shape(inputs[entry.positions[name]].get_value(borrow=True)) == shape
-                   for name, shape in entry.shape_bound.items())
+        return all(
+            np.shape(inputs[entry.positions[name]].get_value(borrow=True)) == shape
+            for name, shape in entry.shape_bound.items()
+        )
 
     def _compile(self, model, key, outputs, inputs):
         """Compile ``model``; keep the result without the model's variables."""
@@ -147,10 +168,18 @@ class NutpieModels:
         kept = dataclasses.replace(
             compiled.with_data(**blank),
             shared_var_keys={_Name(v.name): k for v, k in shared.items()},
-            logp_func=None, expand_func=None)
+            logp_func=None,
+            expand_func=None,
+        )
         _, outputs, inputs = detached(key, outputs, inputs)  # the graph, without data
-        entry = _Entry(key=key, outputs=outputs, inputs=inputs, compiled=kept,
-                       positions=positions, shape_bound=shape_bound)
+        entry = _Entry(
+            key=key,
+            outputs=outputs,
+            inputs=inputs,
+            compiled=kept,
+            positions=positions,
+            shape_bound=shape_bound,
+        )
         return entry, compiled
 
 
@@ -171,23 +200,36 @@ def _initial_point_func(model, initvals):
     what ``nutpie.compile_pymc_model`` builds for the model it compiles."""
     from pymc.initial_point import make_initial_point_fn
 
-    fn = make_initial_point_fn(model=model, overrides=initvals,
-                               default_strategy="support_point",
-                               jitter_rvs=set(model.free_RVs), return_transformed=True)
+    fn = make_initial_point_fn(
+        model=model,
+        overrides=initvals,
+        default_strategy="support_point",
+        jitter_rvs=set(model.free_RVs),
+        return_transformed=True,
+    )
     names = [model.rvs_to_values[rv].name for rv in model.free_RVs]
     lock = threading.Lock()  # nutpie calls it from its chains' threads
 
     def flat(seed=None):
         with lock:
             point = fn(seed)
-        return np.concatenate([np.asarray(point[n], dtype=np.float64).ravel()
-                               for n in names])
+        return np.concatenate([np.asarray(point[n], dtype=np.float64).ravel() for n in names])
 
     return flat
 
 
-def sample_nutpie(model, *, draws: int, tune: int, chains: int, seed: int, initvals=None,
-                  progressbar: bool = False, nuts=None, cache: NutpieModels | None = None):
+def sample_nutpie(
+    model,
+    *,
+    draws: int,
+    tune: int,
+    chains: int,
+    seed: int,
+    initvals=None,
+    progressbar: bool = False,
+    nuts=None,
+    cache: NutpieModels | None = None,
+):
     """``pm.sample(nuts_sampler="nutpie", ...)`` through a cache of compiled models.
 
     The same chain seed (PyMC's: the first of ``chains`` spawned generators), initial
@@ -206,8 +248,9 @@ def sample_nutpie(model, *, draws: int, tune: int, chains: int, seed: int, initv
     # PyMC's: one integer from each of `chains` spawned generators; nutpie takes the first
     chain_seed = int(get_random_generator(seed).spawn(chains)[0].integers(2**30))
     compiled = cache.compiled_for(model)
-    compiled = dataclasses.replace(compiled,
-                                   initial_point_func=_initial_point_func(model, initvals))
+    compiled = dataclasses.replace(
+        compiled, initial_point_func=_initial_point_func(model, initvals)
+    )
     nuts = dict(nuts or {})
     if "max_treedepth" in nuts:
         nuts["maxdepth"] = nuts.pop("max_treedepth")
@@ -219,9 +262,17 @@ def sample_nutpie(model, *, draws: int, tune: int, chains: int, seed: int, initv
     t0 = time.time()
     with threadpool_limits(limits=cores):  # as pm.sample's BLAS limiter
         # at least one tuning step: nutpie asserts one (tune=0 panicked its workers)
-        idata = nutpie.sample(compiled, draws=draws, tune=max(int(tune), 1), chains=chains,
-                              cores=cores, seed=chain_seed,
-                              save_warmup=False, store_unconstrained=False,
-                              progress_bar=bool(progressbar), **nuts)
+        idata = nutpie.sample(
+            compiled,
+            draws=draws,
+            tune=max(int(tune), 1),
+            chains=chains,
+            cores=cores,
+            seed=chain_seed,
+            save_warmup=False,
+            store_unconstrained=False,
+            progress_bar=bool(progressbar),
+            **nuts,
+        )
     patch_nutpie_idata(idata, model, sampling_time=time.time() - t0)
     return idata

@@ -52,13 +52,19 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.random.type import RandomType
 
 from pymc_bnn._runtime import device as _jax_device
+from pymc_bnn._runtime.compile_cache import stored_class
 from pymc_bnn._runtime.device import jitted_program as _jitted_program
 from pymc_bnn._runtime.device import untraceable_checks_ignored as _untraceable_checks_ignored
-from pymc_bnn._runtime.compile_cache import stored_class
 from pymc_bnn.inference._structure import model_graph, shared_inputs
 
-__all__ = ["ScanUnsupported", "jax_available", "ScanADVI", "DEVICE_GATHER", "DEVICE_NOISE",
-           "device_steps"]
+__all__ = [
+    "ScanUnsupported",
+    "jax_available",
+    "ScanADVI",
+    "DEVICE_GATHER",
+    "DEVICE_NOISE",
+    "device_steps",
+]
 
 #: Where a minibatch model's rows are gathered: True, inside the compiled scan, from the
 #: data held on JAX's device once per fit (each step reads the rows of an index input);
@@ -83,8 +89,10 @@ def device_steps(mode: str) -> tuple[bool, bool]:
     rows and draws its noise on the device (:data:`DEVICE_GATHER`, :data:`DEVICE_NOISE`
     resolved for this process's JAX platform)."""
     accelerator = mode == "JAX" and _jax_device.platform() not in ("cpu", "none")
-    return (bool(accelerator if DEVICE_GATHER is None else DEVICE_GATHER) and mode == "JAX",
-            bool(accelerator if DEVICE_NOISE is None else DEVICE_NOISE) and mode == "JAX")
+    return (
+        bool(accelerator if DEVICE_GATHER is None else DEVICE_GATHER) and mode == "JAX",
+        bool(accelerator if DEVICE_NOISE is None else DEVICE_NOISE) and mode == "JAX",
+    )
 
 
 class ScanUnsupported(RuntimeError):
@@ -129,14 +137,17 @@ def _aligned_empty(shape, dtype, align: int = 64) -> np.ndarray:
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     raw = np.empty(nbytes + align, dtype=np.uint8)
     start = (-raw.ctypes.data) % align
-    return raw[start:start + nbytes].view(dtype).reshape(shape)
+    return raw[start : start + nbytes].view(dtype).reshape(shape)
 
 
 def _minibatch_nodes(outputs):
-    return list({
-        v.owner for v in ancestors(outputs)
-        if v.owner is not None and type(v.owner.op).__name__ == "MinibatchOp"
-    })
+    return list(
+        {
+            v.owner
+            for v in ancestors(outputs)
+            if v.owner is not None and type(v.owner.op).__name__ == "MinibatchOp"
+        }
+    )
 
 
 @stored_class
@@ -157,8 +168,15 @@ class ScanADVI:
         :data:`DEVICE_NOISE`); JAX only.
     """
 
-    def __init__(self, inference, *, learning_rate: float, mode: str,
-                 device_gather: bool = False, device_noise: bool = False):
+    def __init__(
+        self,
+        inference,
+        *,
+        learning_rate: float,
+        mode: str,
+        device_gather: bool = False,
+        device_noise: bool = False,
+    ):
         import pymc as pm
 
         if mode == "JAX":
@@ -178,8 +196,9 @@ class ScanADVI:
         model = inference.approx.model
         model_inputs = shared_inputs(model_graph(model)[1])
         if set(model_inputs) != set(shared_inputs(graph_inputs([model.logp()]))):
-            raise ScanUnsupported("the model's log density has shared inputs outside "
-                                  "its random variables' graphs")
+            raise ScanUnsupported(
+                "the model's log density has shared inputs outside its random variables' graphs"
+            )
         private = {v: _private_copy(v, copy=True) for v in inference.approx.params}
         private.update({v: _private_copy(v, copy=False) for v in model_inputs})
         keys = [private.get(k, k) for k in updates]
@@ -187,7 +206,8 @@ class ScanADVI:
         state_updates = dict(zip(keys, values))
         outputs = [loss, *state_updates.values()]
         rv_nodes = {
-            v.owner for v in ancestors(outputs)
+            v.owner
+            for v in ancestors(outputs)
             if v.owner is not None and isinstance(v.owner.op, RandomVariable)
         }
         if len(rv_nodes) != 1:
@@ -232,10 +252,13 @@ class ScanADVI:
                 inputs.append(row_index)
             else:
                 for c, out in zip(self._containers, mb.outputs[:-1]):
-                    rows_all.append(pt.tensor(
-                        f"{c.name or 'data'}_rows", dtype=out.type.dtype,
-                        shape=(None, *out.type.shape),
-                    ))
+                    rows_all.append(
+                        pt.tensor(
+                            f"{c.name or 'data'}_rows",
+                            dtype=out.type.dtype,
+                            shape=(None, *out.type.shape),
+                        )
+                    )
                 inputs.extend(rows_all)
         self.state = [s for s in state_updates if not isinstance(s.type, RandomType)]
         self.mode = mode
@@ -244,8 +267,9 @@ class ScanADVI:
         # model's data containers
         self.params = [private[p] for p in inference.approx.params]
         self._targets = list(inference.approx.params)
-        self._start = {s: np.array(s.get_value(borrow=True)) for s in self.state
-                       if s not in self.params}
+        self._start = {
+            s: np.array(s.get_value(borrow=True)) for s in self.state if s not in self.params
+        }
         #: private copies of the shared inputs of the model's log density (data
         #: containers, prior scale), which :meth:`bind` sets to another fit's values
         self.inputs = [private[v] for v in model_inputs]
@@ -274,14 +298,14 @@ class ScanADVI:
                     # read step t's rows inside the scan (a second scan sequence would
                     # make the JAX backend compute the number of steps dynamically)
                     repl[out] = rows[t]
-            new = graph_replace(
-                [state_updates[s] for s in self.state] + [loss], repl, strict=False
-            )
+            new = graph_replace([state_updates[s] for s in self.state] + [loss], repl, strict=False)
             return [t + 1, *new]
 
         t0 = pt.constant(np.int64(0))
         result = pytensor.scan(
-            step, sequences=[eps_seq], outputs_info=[t0, *self.state, None],
+            step,
+            sequences=[eps_seq],
+            outputs_info=[t0, *self.state, None],
             return_updates=False,
         )
         result = result[1:]
@@ -289,9 +313,12 @@ class ScanADVI:
         # read-only shared inputs left in the graph (full-batch data; a minibatch
         # model's containers when gathered on the device): see data_on_device()
         self.data = [
-            v for v in ancestors([*finals, result[-1]])
-            if isinstance(v, SharedVariable) and v not in state_updates
-            and not isinstance(v.type, RandomType) and v.type.ndim > 0
+            v
+            for v in ancestors([*finals, result[-1]])
+            if isinstance(v, SharedVariable)
+            and v not in state_updates
+            and not isinstance(v.type, RandomType)
+            and v.type.ndim > 0
         ]
         _clear_constant_traces([*finals, result[-1]])
         with _untraceable_checks_ignored():
@@ -304,8 +331,9 @@ class ScanADVI:
                 # reaches an ARange through a runtime-checked broadcast, which JAX
                 # cannot trace
                 first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-                raise ScanUnsupported(f"the {mode} backend cannot compile this model's "
-                                      f"objective ({first})") from err
+                raise ScanUnsupported(
+                    f"the {mode} backend cannot compile this model's objective ({first})"
+                ) from err
         _clear_constant_traces(self.fn.maker.fgraph.outputs)
 
     @contextlib.contextmanager
@@ -347,9 +375,13 @@ class ScanADVI:
         deterministic function of the seed of ``rng`` and the sequence of ``n_steps``.
         """
         ahead, self._ahead = self._ahead, None
-        if (ahead is not None and ahead[0] is rng and ahead[1] >= n_steps
-                and ahead[4] is self.row_source
-                and all(a is b for a, b in zip(ahead[2], self._data_values()))):
+        if (
+            ahead is not None
+            and ahead[0] is rng
+            and ahead[1] >= n_steps
+            and ahead[4] is self.row_source
+            and all(a is b for a, b in zip(ahead[2], self._data_values()))
+        ):
             args = [a[:n_steps] for a in ahead[3]]
         else:
             args = self._draw(n_steps, rng)
@@ -361,8 +393,13 @@ class ScanADVI:
         out = self.fn(*args)
         if self.draw_ahead:
             try:
-                self._ahead = (rng, n_steps, self._data_values(), self._draw(n_steps, rng),
-                               self.row_source)
+                self._ahead = (
+                    rng,
+                    n_steps,
+                    self._data_values(),
+                    self._draw(n_steps, rng),
+                    self.row_source,
+                )
             except ValueError:  # data of another size: the next call raises it
                 pass
         # reading the losses waits for the call to complete: its input buffers may be
@@ -386,11 +423,14 @@ class ScanADVI:
         args = [eps]
         if self.minibatch is not None and self.row_source is not None:
             if self.gather_on_device:
-                raise ValueError("a runner that gathers rows on the device cannot take "
-                                 "rows from a row_source")
+                raise ValueError(
+                    "a runner that gathers rows on the device cannot take rows from a row_source"
+                )
             batch = self.minibatch[0]
-            rows = [self._buffer((slot, i), (n_steps, batch, *value.shape[1:]), value.dtype)
-                    for i, value in enumerate(self._data_values())]
+            rows = [
+                self._buffer((slot, i), (n_steps, batch, *value.shape[1:]), value.dtype)
+                for i, value in enumerate(self._data_values())
+            ]
             self.row_source.fill(rng, rows)
             args.extend(rows)
         elif self.minibatch is not None:
@@ -471,9 +511,12 @@ class ScanADVI:
         its constant start values are read). The clone calls this runner's jitted JAX
         program (:func:`_share_jitted_program`): nothing is traced or compiled again.
         """
-        owned = [i.variable for i in self.fn.maker.inputs
-                 if isinstance(i.variable, SharedVariable)
-                 and not isinstance(i.variable.type, RandomType)]
+        owned = [
+            i.variable
+            for i in self.fn.maker.inputs
+            if isinstance(i.variable, SharedVariable)
+            and not isinstance(i.variable.type, RandomType)
+        ]
         owned += [v for v in (*self.inputs, self.learning_rate) if v not in owned]
         fresh = {}
         for v in owned:
@@ -543,4 +586,3 @@ def _private_copy(v: SharedVariable, *, copy: bool) -> SharedVariable:
     value = v.get_value(borrow=True)
     value = np.array(value) if copy else np.asarray(value)
     return pytensor.shared(value, name=v.name, shape=v.type.shape, borrow=True)
-

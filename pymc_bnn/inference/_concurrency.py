@@ -9,8 +9,8 @@ import contextlib
 import threading
 from collections.abc import Callable, Sequence
 
-from pymc_bnn.network._checks import check_positive_int
 from pymc_bnn._runtime.threads import default_threads
+from pymc_bnn.network._checks import check_positive_int
 
 __all__ = ["GRAPH_LOCK", "GraphLock", "fit_concurrently"]
 
@@ -57,8 +57,9 @@ class GraphLock:
 GRAPH_LOCK = GraphLock()
 
 
-def fit_concurrently(tasks: Sequence[Callable[[], object]], *,
-                     n_threads: int | None = None) -> list:
+def fit_concurrently(
+    tasks: Sequence[Callable[[], object]], *, n_threads: int | None = None
+) -> list:
     """Run independent fits at the same time, in threads; results in task order.
 
     Each task is a callable without arguments that builds a model and calls
@@ -124,8 +125,9 @@ def fit_concurrently(tasks: Sequence[Callable[[], object]], *,
                 return
             run(i)
 
-    threads = [threading.Thread(target=work, name=f"pymc_bnn-fit-{k}", daemon=True)
-               for k in range(n - 1)]
+    threads = [
+        threading.Thread(target=work, name=f"pymc_bnn-fit-{k}", daemon=True) for k in range(n - 1)
+    ]
     for t in threads:
         t.start()
     run(0)

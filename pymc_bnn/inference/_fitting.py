@@ -7,17 +7,24 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pymc_bnn.network._checks import (check_choice, check_positive_float, check_positive_int,
-                                  check_random_seed)
-from pymc_bnn.inference.diagnostics import with_diagnostics
 from pymc_bnn.inference._nuts import NUTS_INITS, chain_points, check_nuts_sampler, sample_nuts
+from pymc_bnn.inference._vi import MINIBATCH_ADVI_LEARNING_RATE, VI_DEFAULTS, check_engine, fit_vi
+from pymc_bnn.inference.diagnostics import with_diagnostics
 from pymc_bnn.inference.posterior import Posterior
-from pymc_bnn.inference._vi import (MINIBATCH_ADVI_LEARNING_RATE, VI_DEFAULTS, check_engine,
-                                   fit_vi)
+from pymc_bnn.network._checks import (
+    check_choice,
+    check_positive_float,
+    check_positive_int,
+    check_random_seed,
+)
 from pymc_bnn.network.model import network_spec
+
+if TYPE_CHECKING:
+    import pymc as pm
 
 __all__ = ["METHODS", "fit"]
 
@@ -166,7 +173,8 @@ def fit(
     max_restarts = check_positive_int("max_restarts", max_restarts, minimum=0)
     init_n_iter = check_positive_int("init_n_iter", init_n_iter)
     if target_accept is not None and (
-        isinstance(target_accept, bool) or not isinstance(target_accept, float | int)
+        isinstance(target_accept, bool)
+        or not isinstance(target_accept, float | int)
         or not 0 < target_accept < 1
     ):
         raise ValueError(f"target_accept must be a number in (0, 1); got {target_accept!r}.")
@@ -175,12 +183,17 @@ def fit(
         # NUTS needs the exact log density: on pm.Minibatch slices numpyro failed deep
         # in its tracing, nutpie with an AttributeError, and PyMC silently sampled a
         # random minibatch's log density
-        raise ValueError(f"method='nuts' needs a full-batch model; this one was built with "
-                         f"batch_size={spec.batch_size}. Build it without batch_size.")
-    if minibatch_source is not None and (method == "nuts" or spec.batch_size is None
-                                         or engine != "jax"):
-        raise ValueError("minibatch_source needs ADVI on a minibatch model (batch_size) "
-                         "with the compiled engine (jax installed, engine='auto' or 'jax').")
+        raise ValueError(
+            f"method='nuts' needs a full-batch model; this one was built with "
+            f"batch_size={spec.batch_size}. Build it without batch_size."
+        )
+    if minibatch_source is not None and (
+        method == "nuts" or spec.batch_size is None or engine != "jax"
+    ):
+        raise ValueError(
+            "minibatch_source needs ADVI on a minibatch model (batch_size) "
+            "with the compiled engine (jax installed, engine='auto' or 'jax')."
+        )
     if random_seed is None:
         random_seed = int(np.random.SeedSequence().generate_state(1)[0] >> 1)
     seed = check_random_seed(random_seed)
@@ -188,32 +201,58 @@ def fit(
     if method == "nuts":
         sampler = check_nuts_sampler(nuts_sampler, hierarchical=spec.hierarchical)
         nuts_init = check_choice("nuts_init", nuts_init, NUTS_INITS)
-        init_seed, sample_seed = (int(c.generate_state(1)[0] >> 1)
-                                  for c in np.random.SeedSequence(seed).spawn(2))
+        init_seed, sample_seed = (
+            int(c.generate_state(1)[0] >> 1) for c in np.random.SeedSequence(seed).spawn(2)
+        )
         initvals = None
         if nuts_init == "advi":
             # only a start point: whether its ELBO levelled off does not matter
-            warm = fit(model, method="advi", n_iter=init_n_iter, random_seed=init_seed,
-                       engine=engine, warn=False)
-            initvals = chain_points(model, warm.approx.sample(chains, random_seed=init_seed),
-                                    from_draws=True)
+            warm = fit(
+                model,
+                method="advi",
+                n_iter=init_n_iter,
+                random_seed=init_seed,
+                engine=engine,
+                warn=False,
+            )
+            initvals = chain_points(
+                model, warm.approx.sample(chains, random_seed=init_seed), from_draws=True
+            )
             if sampler == "nutpie":  # nutpie takes one start for all chains
                 initvals = initvals[0]
         nuts = None if target_accept is None else {"target_accept": float(target_accept)}
-        idata = sample_nuts(model, sampler, draws=draws, tune=tune, chains=chains,
-                            seed=sample_seed, initvals=initvals, progressbar=progressbar,
-                            nuts=nuts)
-        posterior = Posterior(method=method, spec=spec, seed=seed, idata=idata,
-                              nuts_sampler=sampler, model=model)
+        idata = sample_nuts(
+            model,
+            sampler,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            seed=sample_seed,
+            initvals=initvals,
+            progressbar=progressbar,
+            nuts=nuts,
+        )
+        posterior = Posterior(
+            method=method, spec=spec, seed=seed, idata=idata, nuts_sampler=sampler, model=model
+        )
         return with_diagnostics(posterior, warn=warn)
 
     lr = learning_rate
     for attempt in range(max_restarts + 1):
         try:
             approx, loss, used_engine = fit_vi(
-                model, spec, method=method, n_iter=n_iter, learning_rate=lr,
-                init_sigma=init_sigma, tol=tol, seed=seed, progressbar=progressbar,
-                backend=backend, callbacks=callbacks, engine=engine,
+                model,
+                spec,
+                method=method,
+                n_iter=n_iter,
+                learning_rate=lr,
+                init_sigma=init_sigma,
+                tol=tol,
+                seed=seed,
+                progressbar=progressbar,
+                backend=backend,
+                callbacks=callbacks,
+                engine=engine,
                 minibatch_source=minibatch_source,
             )
             if _params_finite(approx):
@@ -235,6 +274,13 @@ def fit(
         )
         lr /= 10
     loss.setflags(write=False)
-    posterior = Posterior(method=method, spec=spec, seed=seed, approx=approx, loss=loss,
-                          learning_rate=lr, engine=used_engine)
+    posterior = Posterior(
+        method=method,
+        spec=spec,
+        seed=seed,
+        approx=approx,
+        loss=loss,
+        learning_rate=lr,
+        engine=used_engine,
+    )
     return with_diagnostics(posterior, warn=warn)

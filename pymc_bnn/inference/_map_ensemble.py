@@ -23,8 +23,8 @@ improved post-hoc uncertainty in deep learning"), each part as in Daxberger et a
    1,010-weight Gaussian per member.
 3. :func:`pymc_bnn.policy._ensemble.heldout_temperature`: the scale of those Gaussians'
    covariances (0: the MAP ensemble itself) that predicts the held-out rows best, by the
-   one-standard-error rule; the Gaussian as fitted was too wide on clean tables, and helped on MNIST's
-   rotated digits at a fraction of its spread (``research/notes/laplace-ensemble.md``).
+   one-standard-error rule; the Gaussian as fitted was too wide on clean tables, and helped
+   on MNIST's rotated digits at a fraction of its spread (``research/notes/laplace-ensemble.md``).
 4. The members train on, from where they stopped, on all the rows (the held-out ones
    back in), and their Gaussians are found again there.
 
@@ -46,11 +46,27 @@ import pytensor.tensor as pt
 from pymc_bnn._runtime.compile_cache import compiled_function
 from pymc_bnn.network._flat import n_params
 
-__all__ = ["BATCH_SIZE", "DTYPE", "EPOCHS_PER_CALL", "HOLDOUT_FRACTION", "LEARNING_RATE",
-           "MAX_EPOCHS", "MIN_CHECK_STEPS", "MIN_HOLDOUT", "N_ITER_NO_CHANGE", "TOL",
-           "VALIDATION_PATIENCE", "MapEnsemble", "fit_map_ensemble", "holdout_masks",
-           "last_layer_laplace", "last_layer_regression", "member_logit_draws",
-           "member_normal_moments", "member_seeds"]
+__all__ = [
+    "BATCH_SIZE",
+    "DTYPE",
+    "EPOCHS_PER_CALL",
+    "HOLDOUT_FRACTION",
+    "LEARNING_RATE",
+    "MAX_EPOCHS",
+    "MIN_CHECK_STEPS",
+    "MIN_HOLDOUT",
+    "N_ITER_NO_CHANGE",
+    "TOL",
+    "VALIDATION_PATIENCE",
+    "MapEnsemble",
+    "fit_map_ensemble",
+    "holdout_masks",
+    "last_layer_laplace",
+    "last_layer_regression",
+    "member_logit_draws",
+    "member_normal_moments",
+    "member_seeds",
+]
 
 #: Rows per Adam step, capped at the rows: scikit-learn's ``MLPClassifier`` default.
 BATCH_SIZE = 200
@@ -142,8 +158,9 @@ def _stacked_weights(theta, layer_shapes):
     """``[(W (K, a, b), b (K, b)), ...]`` of a symbolic ``theta`` of shape (K, P)."""
     weights, start = [], 0
     for fan_in, fan_out in layer_shapes:
-        W = theta[:, start : start + fan_in * fan_out].reshape((theta.type.shape[0], fan_in,
-                                                                fan_out))
+        W = theta[:, start : start + fan_in * fan_out].reshape(
+            (theta.type.shape[0], fan_in, fan_out)
+        )
         start += fan_in * fan_out
         weights.append((W, theta[:, start : start + fan_out]))
         start += fan_out
@@ -195,16 +212,29 @@ def _single_sums(outputs: list) -> list:
     swaps = {}
     for var in ancestors(outputs):
         node = var.owner
-        if (node is not None and isinstance(node.op, Sum) and var is node.outputs[0]
-                and node.op.acc_dtype != var.dtype):
+        if (
+            node is not None
+            and isinstance(node.op, Sum)
+            and var is node.outputs[0]
+            and node.op.acc_dtype != var.dtype
+        ):
             swaps[var] = Sum(axis=node.op.axis, dtype=var.dtype, acc_dtype=var.dtype)(
-                node.inputs[0])
+                node.inputs[0]
+            )
     return graph_replace(outputs, swaps, strict=False) if swaps else outputs
 
 
 @functools.lru_cache(maxsize=16)
-def _epochs_program(layer_shapes: tuple, activation: str, n_members: int, batch: int,
-                    steps_per_epoch: int, dtype: str, mode: str, regression: bool = False):
+def _epochs_program(
+    layer_shapes: tuple,
+    activation: str,
+    n_members: int,
+    batch: int,
+    steps_per_epoch: int,
+    dtype: str,
+    mode: str,
+    regression: bool = False,
+):
     """``f(theta, m, v, t, best, stale, X, Y, train, rows, delta, lr, tol) -> (theta, m, v, t,
     best, stale, epoch_losses)``: Adam steps over ``rows`` (n_steps, batch) row indices,
     the same rows for every member (each weighs only its training rows, ``train`` (K,
@@ -238,9 +268,9 @@ def _epochs_program(layer_shapes: tuple, activation: str, n_members: int, batch:
         weight = train[:, idx]
         count = pt.maximum(pt.sum(weight, axis=1, acc_dtype=dtype), one)
         log_noise = theta[:, -1] if regression else None
-        objective = (pt.sum(weight * _nll(logits, Y[idx][None], log_noise), axis=1,
-                            acc_dtype=dtype)
-                     / count + half * pt.sum(delta * theta**2, axis=1, acc_dtype=dtype))
+        objective = pt.sum(
+            weight * _nll(logits, Y[idx][None], log_noise), axis=1, acc_dtype=dtype
+        ) / count + half * pt.sum(delta * theta**2, axis=1, acc_dtype=dtype)
         grad = pytensor.grad(objective.sum(), theta)
         t1 = t + one
         m1 = beta1 * m + (one - beta1) * grad
@@ -256,22 +286,42 @@ def _epochs_program(layer_shapes: tuple, activation: str, n_members: int, batch:
         stale1 = pt.switch(end & active, pt.switch(improved, 0, stale + 1), stale)
         best1 = pt.switch(end & active, pt.minimum(best, epoch_loss), best)
         recorded = pt.switch(end & active, epoch_loss, nan)
-        return _single_sums([
-            pt.switch(keep, moved, theta), pt.switch(keep, m1, m), pt.switch(keep, v1, v),
-            pt.switch(active, t1, t), best1, stale1,
-            pt.switch(end, pt.zeros_like(running1), running1), recorded])
+        return _single_sums(
+            [
+                pt.switch(keep, moved, theta),
+                pt.switch(keep, m1, m),
+                pt.switch(keep, v1, v),
+                pt.switch(active, t1, t),
+                best1,
+                stale1,
+                pt.switch(end, pt.zeros_like(running1), running1),
+                recorded,
+            ]
+        )
 
-    outs = pytensor.scan(step, sequences=[rows, step_no],
-                         outputs_info=[theta0, m0, v0, t0, best0, stale0,
-                                       pt.zeros((K,), dtype=dtype), None],
-                         return_updates=False)
+    outs = pytensor.scan(
+        step,
+        sequences=[rows, step_no],
+        outputs_info=[theta0, m0, v0, t0, best0, stale0, pt.zeros((K,), dtype=dtype), None],
+        return_updates=False,
+    )
     theta, m, v, t, best, stale, _, recorded = outs
     epoch_losses = recorded[steps_per_epoch - 1 :: steps_per_epoch]
     return compiled_function(
-        ("_map_ensemble_epochs", layer_shapes, activation, K, batch, steps_per_epoch, dtype,
-         regression),
+        (
+            "_map_ensemble_epochs",
+            layer_shapes,
+            activation,
+            K,
+            batch,
+            steps_per_epoch,
+            dtype,
+            regression,
+        ),
         [theta0, m0, v0, t0, best0, stale0, X, Y, train, rows, delta, lr, tol],
-        [theta[-1], m[-1], v[-1], t[-1], best[-1], stale[-1], epoch_losses], mode=mode)
+        [theta[-1], m[-1], v[-1], t[-1], best[-1], stale[-1], epoch_losses],
+        mode=mode,
+    )
 
 
 def _targets(y: np.ndarray, n_outputs: int) -> np.ndarray:
@@ -296,8 +346,9 @@ def _epoch_rows(rng, n_rows: int, batch: int, steps: int, epochs: int) -> np.nda
     return out.reshape(epochs * steps, batch)
 
 
-def holdout_masks(y: np.ndarray, n_members: int, seed: int,
-                  fraction: float = HOLDOUT_FRACTION) -> np.ndarray:
+def holdout_masks(
+    y: np.ndarray, n_members: int, seed: int, fraction: float = HOLDOUT_FRACTION
+) -> np.ndarray:
     """Each member's held-out rows, (n_members, n_rows) booleans: disjoint blocks of
     ``fraction`` of the rows each (stratified by class: the rows of each class dealt
     in turn, in a seeded order), so every member trains on the rest and the ensemble
@@ -340,7 +391,7 @@ class _HeldOutWatch:
         for k in np.flatnonzero(active & self.held.any(axis=1)):
             rows = self.held[k]
             w = theta[k, :P].astype(np.float64)
-            out = _phi(self.shapes, self.activation, self.mode, w, self.X[rows]) @ w[P - H - 1:]
+            out = _phi(self.shapes, self.activation, self.mode, w, self.X[rows]) @ w[P - H - 1 :]
             error = float(np.mean((self.y[rows] - out) ** 2))
             if error < self.best[k] - TOL:
                 self.best[k], self.stale[k], self.weights[k] = error, 0, theta[k].copy()
@@ -358,15 +409,26 @@ class _HeldOutWatch:
         return out
 
 
-def fit_map_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str = "tanh",
-                     prior_sigma=1.0, n_members: int = 5, seed: int = 0,
-                     holdout: np.ndarray | None = None,
-                     learning_rate: float = LEARNING_RATE, batch_size: int = BATCH_SIZE,
-                     max_epochs: int = MAX_EPOCHS, dtype: str = DTYPE,
-                     mode: str | None = None,
-                     starts: np.ndarray | None = None, regression: bool = False,
-                     start_noise_sd: np.ndarray | None = None,
-                     validate: bool = False) -> MapEnsemble:
+def fit_map_ensemble(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    layer_shapes,
+    activation: str = "tanh",
+    prior_sigma=1.0,
+    n_members: int = 5,
+    seed: int = 0,
+    holdout: np.ndarray | None = None,
+    learning_rate: float = LEARNING_RATE,
+    batch_size: int = BATCH_SIZE,
+    max_epochs: int = MAX_EPOCHS,
+    dtype: str = DTYPE,
+    mode: str | None = None,
+    starts: np.ndarray | None = None,
+    regression: bool = False,
+    start_noise_sd: np.ndarray | None = None,
+    validate: bool = False,
+) -> MapEnsemble:
     """Train ``n_members`` networks to their MAP weights at once (see the module).
 
     Parameters
@@ -414,8 +476,11 @@ def fit_map_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: 
     shapes = tuple((int(a), int(b)) for a, b in layer_shapes)
     X = np.ascontiguousarray(X, dtype=dtype)
     n_rows, K, P = X.shape[0], int(n_members), n_params(shapes)
-    Y = (np.asarray(y, dtype=dtype).reshape(-1, 1) if regression
-         else _targets(y, shapes[-1][1]).astype(dtype))
+    Y = (
+        np.asarray(y, dtype=dtype).reshape(-1, 1)
+        if regression
+        else _targets(y, shapes[-1][1]).astype(dtype)
+    )
     if holdout is None:
         holdout = np.zeros((K, n_rows), dtype=bool)
     train = ~np.asarray(holdout, dtype=bool)
@@ -428,11 +493,22 @@ def fit_map_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: 
     if regression:  # the log noise sd: a flat prior
         per_weight = np.append(per_weight, 0.0)
     delta = np.stack([per_weight / max(int(r.sum()), 1) for r in train]).astype(dtype)
-    program = _epochs_program(shapes, activation, K, batch, steps * period, dtype,
-                              mode or compile_mode(), bool(regression))
+    program = _epochs_program(
+        shapes,
+        activation,
+        K,
+        batch,
+        steps * period,
+        dtype,
+        mode or compile_mode(),
+        bool(regression),
+    )
     seeds = member_seeds(seed, K)
-    theta = (np.stack([initial_theta(shapes, s) for s in seeds]) if starts is None
-             else np.array(starts, dtype=np.float64).reshape(K, P))
+    theta = (
+        np.stack([initial_theta(shapes, s) for s in seeds])
+        if starts is None
+        else np.array(starts, dtype=np.float64).reshape(K, P)
+    )
     if regression:
         noise = np.ones(K) if start_noise_sd is None else np.asarray(start_noise_sd, float)
         theta = np.column_stack([theta, np.log(noise)])
@@ -447,13 +523,29 @@ def fit_map_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: 
     while done < most and np.any(stale <= N_ITER_NO_CHANGE):
         checks = min(per_call, most - done)
         rows = _epoch_rows(rng, n_rows, batch, steps, checks * period)
-        theta, m, v, t, best, stale, losses = (np.array(a) for a in program(
-            theta, m, v, t, best, stale, X, Y, train.astype(dtype), rows, delta,
-            np.asarray(learning_rate, dtype=dtype), np.asarray(TOL * period, dtype=dtype)))
+        theta, m, v, t, best, stale, losses = (
+            np.array(a)
+            for a in program(
+                theta,
+                m,
+                v,
+                t,
+                best,
+                stale,
+                X,
+                Y,
+                train.astype(dtype),
+                rows,
+                delta,
+                np.asarray(learning_rate, dtype=dtype),
+                np.asarray(TOL * period, dtype=dtype),
+            )
+        )
         if not np.all(np.isfinite(theta)):
             raise FloatingPointError(
                 "the MAP fits diverged (non-finite weights): standardise the features, or "
-                "lower the learning rate.")
+                "lower the learning rate."
+            )
         curves.append(losses)
         done += checks
         if watch is not None:  # freeze the members whose held-out error stopped falling
@@ -463,13 +555,18 @@ def fit_map_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: 
     curve = np.concatenate(curves, axis=0).astype(np.float64)
     n_epochs = np.sum(np.isfinite(curve), axis=0) * period
     theta = theta.astype(np.float64)
-    return MapEnsemble(thetas=theta[:, :P], loss_curve=curve, n_epochs=n_epochs,
-                       converged=stale > N_ITER_NO_CHANGE,
-                       noise_sd=np.exp(theta[:, P]) if regression else None)
+    return MapEnsemble(
+        thetas=theta[:, :P],
+        loss_curve=curve,
+        n_epochs=n_epochs,
+        converged=stale > N_ITER_NO_CHANGE,
+        noise_sd=np.exp(theta[:, P]) if regression else None,
+    )
 
 
-def _evidence_precision(eig: np.ndarray, sq_norm: float, n_params_: int,
-                        delta: float = 1.0, iters: int = 200) -> float:
+def _evidence_precision(
+    eig: np.ndarray, sq_norm: float, n_params_: int, delta: float = 1.0, iters: int = 200
+) -> float:
     """MacKay's fixed point ``delta = gamma / |theta|^2``, ``gamma = sum lambda / (lambda
     + delta)``, over the curvature's eigenvalues: the prior precision at which the
     Laplace evidence is stationary (within the evidence step's range)."""
@@ -484,25 +581,33 @@ def _evidence_precision(eig: np.ndarray, sq_norm: float, n_params_: int,
     return delta
 
 
-def last_layer_laplace(X: np.ndarray, y: np.ndarray, theta: np.ndarray, *, layer_shapes,
-                       activation: str = "tanh", hidden_prior_sigmas=(1.0,),
-                       mode: str | None = None):
+def last_layer_laplace(
+    X: np.ndarray,
+    y: np.ndarray,
+    theta: np.ndarray,
+    *,
+    layer_shapes,
+    activation: str = "tanh",
+    hidden_prior_sigmas=(1.0,),
+    mode: str | None = None,
+):
     """The last-layer Laplace approximation around one member's MAP ``theta``: a
     :class:`pymc_bnn.inference.laplace.LaplaceGaussian` whose Gaussian covers the output layer
     (GGN curvature, one prior precision chosen by the evidence) and whose hidden layers
     are a point estimate at ``theta``."""
     import scipy.linalg as sla
 
-    from pymc_bnn.network._flat import compile_mode
     from pymc_bnn.inference.laplace import LaplaceGaussian, last_layer_curvature
+    from pymc_bnn.network._flat import compile_mode
 
     shapes = tuple((int(a), int(b)) for a, b in layer_shapes)
     X = np.ascontiguousarray(X, dtype=np.float64)
     H, k = shapes[-1]
     first = theta.size - (H * k + k)
     Y = _targets(y, k)
-    G, _ = last_layer_curvature(shapes, activation, mode or compile_mode(), theta, X, Y,
-                                 classify=True)
+    G, _ = last_layer_curvature(
+        shapes, activation, mode or compile_mode(), theta, X, Y, classify=True
+    )
     G = 0.5 * (G + G.T)
     eig = np.clip(np.linalg.eigvalsh(G), 0.0, None)
     tail = theta[first:]
@@ -512,22 +617,42 @@ def last_layer_laplace(X: np.ndarray, y: np.ndarray, theta: np.ndarray, *, layer
     chol = sla.cholesky(A, lower=True, check_finite=False)
     z = _last_layer_logits(shapes, activation, mode, theta, X)
     nll = float(np.sum(_np_nll(z, Y)))
-    log_evidence = (-nll - 0.5 * delta * float(tail @ tail) + 0.5 * tail.size * math.log(delta)
-                    - float(np.sum(np.log(np.diag(chol)))))
+    log_evidence = (
+        -nll
+        - 0.5 * delta * float(tail @ tail)
+        + 0.5 * tail.size * math.log(delta)
+        - float(np.sum(np.log(np.diag(chol))))
+    )
     gamma = float(np.sum(eig / (eig + delta)))
-    sigmas = tuple(float(s) for s in np.broadcast_to(
-        np.asarray(hidden_prior_sigmas, dtype=np.float64), (len(shapes) - 1,)))
-    return LaplaceGaussian(theta=np.array(theta, dtype=np.float64), chol=chol, noise_sd=None,
-                           prior_sigmas=(*sigmas, 1.0 / math.sqrt(delta)),
-                           log_evidence=float(log_evidence),
-                           effective_parameters=(*[float("nan")] * len(sigmas), gamma),
-                           first_random=int(first))
+    sigmas = tuple(
+        float(s)
+        for s in np.broadcast_to(
+            np.asarray(hidden_prior_sigmas, dtype=np.float64), (len(shapes) - 1,)
+        )
+    )
+    return LaplaceGaussian(
+        theta=np.array(theta, dtype=np.float64),
+        chol=chol,
+        noise_sd=None,
+        prior_sigmas=(*sigmas, 1.0 / math.sqrt(delta)),
+        log_evidence=float(log_evidence),
+        effective_parameters=(*[float("nan")] * len(sigmas), gamma),
+        first_random=int(first),
+    )
 
 
-def last_layer_regression(X: np.ndarray, y: np.ndarray, theta: np.ndarray, noise_sd: float,
-                          *, layer_shapes, activation: str = "tanh",
-                          hidden_prior_sigmas=(1.0,), mode: str | None = None,
-                          iters: int = 200):
+def last_layer_regression(
+    X: np.ndarray,
+    y: np.ndarray,
+    theta: np.ndarray,
+    noise_sd: float,
+    *,
+    layer_shapes,
+    activation: str = "tanh",
+    hidden_prior_sigmas=(1.0,),
+    mode: str | None = None,
+    iters: int = 200,
+):
     """A regression member's last-layer posterior: the network is linear in its output
     layer, so given the last hidden layer's features the Normal likelihood makes that
     layer's posterior exactly Gaussian (Bayesian linear regression; no curvature
@@ -558,8 +683,7 @@ def last_layer_regression(X: np.ndarray, y: np.ndarray, theta: np.ndarray, noise
         ssr = float(np.sum((y - phi @ mean) ** 2))
         new_delta = float(np.clip(gamma / max(float(mean @ mean), 1e-300), *DELTA_RANGE))
         new_beta = float(np.clip(max(n - gamma, 1.0) / max(ssr, 1e-300), *BETA_RANGE))
-        done = (abs(math.log(new_delta / delta)) < 1e-8
-                and abs(math.log(new_beta / beta)) < 1e-8)
+        done = abs(math.log(new_delta / delta)) < 1e-8 and abs(math.log(new_beta / beta)) < 1e-8
         delta, beta = new_delta, new_beta
         if done:
             break
@@ -568,23 +692,36 @@ def last_layer_regression(X: np.ndarray, y: np.ndarray, theta: np.ndarray, noise
     A = beta * gram
     A[np.diag_indices_from(A)] += delta
     chol = sla.cholesky(A, lower=True, check_finite=False)
-    log_evidence = (0.5 * n * math.log(beta / (2 * math.pi)) - 0.5 * beta * ssr
-                    - 0.5 * delta * float(mean @ mean) + 0.5 * mean.size * math.log(delta)
-                    - float(np.sum(np.log(np.diag(chol)))))
+    log_evidence = (
+        0.5 * n * math.log(beta / (2 * math.pi))
+        - 0.5 * beta * ssr
+        - 0.5 * delta * float(mean @ mean)
+        + 0.5 * mean.size * math.log(delta)
+        - float(np.sum(np.log(np.diag(chol))))
+    )
     gamma = float(np.sum(beta * lam / (beta * lam + delta)))
-    sigmas = tuple(float(s) for s in np.broadcast_to(
-        np.asarray(hidden_prior_sigmas, dtype=np.float64), (len(shapes) - 1,)))
+    sigmas = tuple(
+        float(s)
+        for s in np.broadcast_to(
+            np.asarray(hidden_prior_sigmas, dtype=np.float64), (len(shapes) - 1,)
+        )
+    )
     moved = np.array(theta, dtype=np.float64)
     moved[first:] = mean
-    return LaplaceGaussian(theta=moved, chol=chol, noise_sd=float(1.0 / math.sqrt(beta)),
-                           prior_sigmas=(*sigmas, 1.0 / math.sqrt(delta)),
-                           log_evidence=float(log_evidence),
-                           effective_parameters=(*[float("nan")] * len(sigmas), gamma),
-                           first_random=int(first))
+    return LaplaceGaussian(
+        theta=moved,
+        chol=chol,
+        noise_sd=float(1.0 / math.sqrt(beta)),
+        prior_sigmas=(*sigmas, 1.0 / math.sqrt(delta)),
+        log_evidence=float(log_evidence),
+        effective_parameters=(*[float("nan")] * len(sigmas), gamma),
+        first_random=int(first),
+    )
 
 
-def member_normal_moments(gaussian, X, *, layer_shapes, activation: str,
-                          mode: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+def member_normal_moments(
+    gaussian, X, *, layer_shapes, activation: str, mode: str | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``(mean, variance)`` at the rows of ``X`` of a regression member's last-layer
     Gaussian: the network's output at its mean and the output's variance under the
     Gaussian (``phi A^-1 phi^T``; at temperature ``T`` the predictive is ``Normal(mean,
@@ -599,8 +736,8 @@ def member_normal_moments(gaussian, X, *, layer_shapes, activation: str,
 
 def _phi(layer_shapes, activation, mode, theta, X) -> np.ndarray:
     """The output layer's inputs with a 1 appended (its bias), (n_rows, H + 1)."""
-    from pymc_bnn.network._flat import compile_mode
     from pymc_bnn.inference.laplace import last_hidden
+    from pymc_bnn.network._flat import compile_mode
 
     h = last_hidden(layer_shapes, activation, mode or compile_mode(), theta, X)
     return np.column_stack([h, np.ones(len(h))])
@@ -608,12 +745,21 @@ def _phi(layer_shapes, activation, mode, theta, X) -> np.ndarray:
 
 def _last_layer_logits(layer_shapes, activation, mode, theta, X):
     H, k = layer_shapes[-1]
-    return _phi(layer_shapes, activation, mode, theta, X) @ theta[theta.size - (H + 1) * k :
-                                                                  ].reshape(H + 1, k)
+    return _phi(layer_shapes, activation, mode, theta, X) @ theta[
+        theta.size - (H + 1) * k :
+    ].reshape(H + 1, k)
 
 
-def member_logit_draws(gaussian, X, *, layer_shapes, activation: str, n_draws: int,
-                       random_seed, mode: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+def member_logit_draws(
+    gaussian,
+    X,
+    *,
+    layer_shapes,
+    activation: str,
+    n_draws: int,
+    random_seed,
+    mode: str | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """``(mean, noise)``: a last-layer Gaussian's logits at the rows of ``X`` at its
     MAP, (n_rows, k), and ``n_draws`` standard draws of their deviation from it,
     (n_draws, n_rows, k): at temperature ``T`` the draws are ``mean + sqrt(T) noise``."""

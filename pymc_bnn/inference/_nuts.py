@@ -11,13 +11,21 @@ import importlib.util
 
 import numpy as np
 
-from pymc_bnn.network._checks import check_choice, check_positive_int, check_random_seed
+from pymc_bnn._runtime.threads import default_threads
 from pymc_bnn.inference.diagnostics import with_diagnostics
 from pymc_bnn.inference.posterior import Posterior
-from pymc_bnn._runtime.threads import default_threads
+from pymc_bnn.network._checks import check_choice, check_positive_int, check_random_seed
 
-__all__ = ["NUTS_INITS", "NUTS_SAMPLERS", "NUTS_SAMPLERS_HIERARCHICAL", "chain_points",
-           "check_nuts_sampler", "default_nuts_sampler", "sample_more", "sample_nuts"]
+__all__ = [
+    "NUTS_INITS",
+    "NUTS_SAMPLERS",
+    "NUTS_SAMPLERS_HIERARCHICAL",
+    "chain_points",
+    "check_nuts_sampler",
+    "default_nuts_sampler",
+    "sample_more",
+    "sample_nuts",
+]
 
 #: NUTS implementations PyMC can drive, fastest first for a plain network (on moons
 #: numpyro took well under half of nutpie's or PyMC's time; measurements:
@@ -98,9 +106,10 @@ class ThreadedChains:
         self.calls = 0  # chains run through this object (what tests check was taken)
 
     def __call__(self, f):
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
         import jax
         import jax.numpy as jnp
-        from concurrent.futures import ThreadPoolExecutor, as_completed
 
         from pymc_bnn._runtime.progress import chain_done
 
@@ -130,8 +139,9 @@ class ThreadedChains:
         return run
 
 
-def sample_nuts(model, sampler, *, draws, tune, chains, seed, initvals, progressbar,
-                nuts=None, step=None):
+def sample_nuts(
+    model, sampler, *, draws, tune, chains, seed, initvals, progressbar, nuts=None, step=None
+):
     """``pm.sample`` with one of PyMC's NUTS backends; returns the DataTree.
 
     nutpie: the same sampling through a cache of compiled models
@@ -142,16 +152,23 @@ def sample_nuts(model, sampler, *, draws, tune, chains, seed, initvals, progress
     if sampler == "nutpie" and step is None:
         from pymc_bnn.inference._compiled_nuts import sample_nutpie
 
-        return sample_nutpie(model, draws=draws, tune=tune, chains=chains, seed=seed,
-                             initvals=initvals, progressbar=progressbar, nuts=nuts)
+        return sample_nutpie(
+            model,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            seed=seed,
+            initvals=initvals,
+            progressbar=progressbar,
+            nuts=nuts,
+        )
     kwargs = {}
     nuts = dict(nuts or {})
     if sampler == "numpyro":
         from pymc_bnn._runtime.compile_cache import enable
 
         enable()  # a second process reads the sampler's XLA programs back from disk
-        nuts.setdefault("chain_method",
-                        _numpyro_chain_method(chains, progressbar=progressbar))
+        nuts.setdefault("chain_method", _numpyro_chain_method(chains, progressbar=progressbar))
         if initvals is not None:
             nuts.setdefault("jitter", False)  # start exactly where asked
     elif sampler == "pymc" and initvals is not None:
@@ -203,10 +220,12 @@ def chain_points(model, idata, *, from_draws: bool = False) -> list[dict[str, np
     post = idata.posterior
     names = [rv.name for rv in model.free_RVs]
     if from_draws:
-        return [{n: np.asarray(post[n].values[0, i]) for n in names}
-                for i in range(post.sizes["draw"])]
-    return [{n: np.asarray(post[n].values[c, -1]) for n in names}
-            for c in range(post.sizes["chain"])]
+        return [
+            {n: np.asarray(post[n].values[0, i]) for n in names} for i in range(post.sizes["draw"])
+        ]
+    return [
+        {n: np.asarray(post[n].values[c, -1]) for n in names} for c in range(post.sizes["chain"])
+    ]
 
 
 def _unconstrained_draws(model, post, chain: int) -> list[np.ndarray]:
@@ -292,7 +311,8 @@ def _fitted_data(model, idata):
         raise ValueError(
             f"the data the chains were fitted on are not stored with the draws (no "
             f"constant_data for {', '.join(missing)}); sample_more will not continue them "
-            "on whatever data the model holds now. Refit instead.")
+            "on whatever data the model holds now. Refit instead."
+        )
     saved = {}
     try:
         for var in (v for v in model.data_vars if v.name in stored):
@@ -352,7 +372,9 @@ def sample_more(
     tune = check_positive_int("tune", tune, minimum=0)
     random_seed = check_random_seed(random_seed)
     if posterior.method != "nuts":
-        raise ValueError(f"sample_more continues NUTS chains; this posterior is {posterior.method!r}.")
+        raise ValueError(
+            f"sample_more continues NUTS chains; this posterior is {posterior.method!r}."
+        )
     if posterior.model is None:
         raise ValueError(
             "this posterior has no model attached (it was loaded from a file or "
@@ -368,11 +390,14 @@ def sample_more(
     if random_seed is None:
         random_seed = int(np.random.SeedSequence([posterior.seed, n_old]).generate_state(1)[0] >> 1)
     plans = _resume_plan(posterior)
-    seeds = [int(c.generate_state(1)[0] >> 1)
-             for c in np.random.SeedSequence(int(random_seed)).spawn(len(plans))]
+    seeds = [
+        int(c.generate_state(1)[0] >> 1)
+        for c in np.random.SeedSequence(int(random_seed)).spawn(len(plans))
+    ]
     with _fitted_data(model, posterior.idata):
-        more = _continue_chains(posterior, sampler, plans, seeds, draws=draws, tune=tune,
-                                progressbar=progressbar)
+        more = _continue_chains(
+            posterior, sampler, plans, seeds, draws=draws, tune=tune, progressbar=progressbar
+        )
         # diagnosed at the model's data, which here are the fitted ones
         return with_diagnostics(more, warn=warn)
 
@@ -387,17 +412,42 @@ def _continue_chains(posterior, sampler, plans, seeds, *, draws, tune, progressb
     for plan, seed in zip(plans, seeds):
         adapt = tune > 0
         if sampler == "numpyro":
-            nuts = {"step_size": plan["step_size"], "inverse_mass_matrix": plan["inv_mass"],
-                    "adapt_step_size": adapt, "adapt_mass_matrix": adapt}
-            idata = sample_nuts(model, sampler, draws=draws, tune=tune, chains=1, seed=seed,
-                                initvals=plan["start"], progressbar=progressbar, nuts=nuts)
+            nuts = {
+                "step_size": plan["step_size"],
+                "inverse_mass_matrix": plan["inv_mass"],
+                "adapt_step_size": adapt,
+                "adapt_mass_matrix": adapt,
+            }
+            idata = sample_nuts(
+                model,
+                sampler,
+                draws=draws,
+                tune=tune,
+                chains=1,
+                seed=seed,
+                initvals=plan["start"],
+                progressbar=progressbar,
+                nuts=nuts,
+            )
         else:
             with model:
-                step = pm.NUTS(vars=model.value_vars, scaling=plan["inv_mass"], is_cov=True,
-                               step_scale=plan["step_size"] * len(plan["inv_mass"]) ** 0.25)
-            idata = sample_nuts(model, sampler, draws=draws, tune=tune, chains=1, seed=seed,
-                                initvals=plan["start"], progressbar=progressbar, step=step)
+                step = pm.NUTS(
+                    vars=model.value_vars,
+                    scaling=plan["inv_mass"],
+                    is_cov=True,
+                    step_scale=plan["step_size"] * len(plan["inv_mass"]) ** 0.25,
+                )
+            idata = sample_nuts(
+                model,
+                sampler,
+                draws=draws,
+                tune=tune,
+                chains=1,
+                seed=seed,
+                initvals=plan["start"],
+                progressbar=progressbar,
+                step=step,
+            )
         pieces.append(idata)
     new = _concat_runs(pieces, "chain")
     return dataclasses.replace(posterior, idata=_concat_runs([posterior.idata, new], "draw"))
-

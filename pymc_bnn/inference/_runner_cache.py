@@ -97,8 +97,7 @@ def _store_name(key, outputs) -> str:
     its key and a printout of its graph (types, shapes, constants, names)."""
     from pymc_bnn._runtime.compile_cache import entry_name
 
-    return entry_name(STORE_FORMAT, key,
-                      pytensor.dprint(outputs, file="str", print_type=True))
+    return entry_name(STORE_FORMAT, key, pytensor.dprint(outputs, file="str", print_type=True))
 
 
 def dump_runner(runner: ScanADVI) -> bytes:
@@ -121,10 +120,18 @@ def dump_runner(runner: ScanADVI) -> bytes:
             container.storage[0] = None
     stored = copy.copy(runner)
     stored._buffers = {}
-    own = {id(i.variable) for i in runner.fn.maker.inputs
-           if isinstance(i.variable, SharedVariable)}
-    own.update(id(v) for v in (*runner.inputs, *runner.state, *runner.params,
-                               *runner.data, *runner._containers, runner.learning_rate))
+    own = {id(i.variable) for i in runner.fn.maker.inputs if isinstance(i.variable, SharedVariable)}
+    own.update(
+        id(v)
+        for v in (
+            *runner.inputs,
+            *runner.state,
+            *runner.params,
+            *runner.data,
+            *runner._containers,
+            runner.learning_rate,
+        )
+    )
     buffer = io.BytesIO()
     _RunnerPickler(buffer, own).dump(stored)
     return buffer.getvalue()
@@ -136,8 +143,12 @@ def _write_runner(runner: ScanADVI) -> None:
     try:
         data = dump_runner(runner)
     except Exception as err:  # noqa: BLE001 - a runner that does not pickle is not stored
-        warnings.warn(f"pymc_bnn could not store a compiled ADVI runner on disk ({err!r}); "
-                      "a new process will compile it again.", RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"pymc_bnn could not store a compiled ADVI runner on disk ({err!r}); "
+            "a new process will compile it again.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
         return
     write_entry(runner.store_name, data)
 
@@ -211,19 +222,22 @@ class RunnerCache:
         gather, noise = device_steps(mode)
         gather = gather and not host_rows
         key = (key, mode, gather, noise)
+
         def same(r) -> bool:
             k, t_outputs, t_inputs = r.signature
-            return (k == key and len(t_inputs) == len(inputs)
-                    and len(t_outputs) == len(outputs)
-                    and equal_computations(outputs, t_outputs, inputs, t_inputs))
+            return (
+                k == key
+                and len(t_inputs) == len(inputs)
+                and len(t_outputs) == len(outputs)
+                and equal_computations(outputs, t_outputs, inputs, t_inputs)
+            )
 
         with self._lock:
             found = next((r for r in reversed(self._idle.values()) if same(r)), None)
             if found is not None:
                 del self._idle[id(found)]
                 self.hits += 1
-            template = None if found else next(
-                (r for r in self._busy.values() if same(r)), None)
+            template = None if found else next((r for r in self._busy.values() if same(r)), None)
             if found is None and template is not None:
                 self.clones += 1
             elif found is None:
@@ -240,8 +254,13 @@ class RunnerCache:
                 with self._lock:
                     self.loads += 1
             else:
-                runner = ScanADVI(inference, learning_rate=learning_rate, mode=mode,
-                                  device_gather=gather, device_noise=noise)
+                runner = ScanADVI(
+                    inference,
+                    learning_rate=learning_rate,
+                    mode=mode,
+                    device_gather=gather,
+                    device_noise=noise,
+                )
                 #: what a later fit's problem is compared with (see _signature),
                 #: without the fit's data
                 runner.signature = detached(key, outputs, inputs)

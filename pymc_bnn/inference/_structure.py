@@ -17,8 +17,9 @@ __all__ = ["detached", "model_graph", "shared_inputs", "transform_key"]
 
 def shared_inputs(variables) -> list:
     """The shared variables among graph inputs, random generators aside."""
-    return [v for v in variables
-            if isinstance(v, SharedVariable) and not isinstance(v.type, RandomType)]
+    return [
+        v for v in variables if isinstance(v, SharedVariable) and not isinstance(v.type, RandomType)
+    ]
 
 
 def model_graph(model) -> tuple[list, list]:
@@ -32,8 +33,7 @@ def model_graph(model) -> tuple[list, list]:
     cheaper than deriving ``model.logp()`` for every fit.
     """
     rvs = [*model.free_RVs, *model.observed_RVs]
-    outputs = [*rvs, *(model.rvs_to_values[rv] for rv in model.observed_RVs),
-               *model.potentials]
+    outputs = [*rvs, *(model.rvs_to_values[rv] for rv in model.observed_RVs), *model.potentials]
     inputs = [v for v in graph_inputs(outputs) if not isinstance(v, Constant)]
     return outputs, inputs
 
@@ -50,5 +50,4 @@ def detached(key, outputs, inputs) -> tuple:
     same types for its non-constant inputs: compared by position all the same, and it
     holds no reference to the fit's data (shared variables) in memory or on disk."""
     placeholders = [v.type() for v in inputs]
-    return key, graph_replace(outputs, dict(zip(inputs, placeholders)), strict=False), \
-        placeholders
+    return key, graph_replace(outputs, dict(zip(inputs, placeholders)), strict=False), placeholders

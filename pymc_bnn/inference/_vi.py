@@ -10,12 +10,20 @@ import logging
 import numpy as np
 import pytensor
 
-from pymc_bnn.network._checks import check_choice
 from pymc_bnn.inference._concurrency import GRAPH_LOCK
+from pymc_bnn.network._checks import check_choice
 
-__all__ = ["ENGINES", "MINIBATCH_ADVI_LEARNING_RATE", "MINIBATCH_FINAL_LR_FRACTION",
-           "SCAN_CALL_BYTES", "SCAN_CHUNK", "VI_DEFAULTS", "check_engine", "fit_vi",
-           "minibatch_learning_rate"]
+__all__ = [
+    "ENGINES",
+    "MINIBATCH_ADVI_LEARNING_RATE",
+    "MINIBATCH_FINAL_LR_FRACTION",
+    "SCAN_CALL_BYTES",
+    "SCAN_CHUNK",
+    "VI_DEFAULTS",
+    "check_engine",
+    "fit_vi",
+    "minibatch_learning_rate",
+]
 
 #: Default (n_iter, learning_rate) per VI method. Full-rank ADVI's gradient on the
 #: Cholesky factor is much noisier: at 0.01 it wanders (moons: -ELBO ~250, 85%); at
@@ -69,7 +77,7 @@ def minibatch_learning_rate(learning_rate: float, step: int, n_iter: int) -> flo
     :data:`MINIBATCH_FINAL_LR_FRACTION`)."""
     start, end = n_iter // 2, (4 * n_iter) // 5
     progress = min(1.0, max(0.0, (step - start) / max(1, end - start)))
-    return float(learning_rate) * MINIBATCH_FINAL_LR_FRACTION ** progress
+    return float(learning_rate) * MINIBATCH_FINAL_LR_FRACTION**progress
 
 
 #: Default step size of mean-field ADVI on a minibatch model. Adam divides by the
@@ -89,7 +97,6 @@ def _steps_per_call(runner) -> int:
     return max(d for d in range(1, SCAN_CHUNK + 1) if SCAN_CHUNK % d == 0 and d <= fits)
 
 
-
 def check_engine(engine: str) -> str:
     from pymc_bnn.inference._compiled_vi import jax_available
 
@@ -104,27 +111,42 @@ def check_engine(engine: str) -> str:
     return engine
 
 
-def _run_scan(inference, *, n_iter, learning_rate, seed, callbacks, progressbar,
-              minibatch_source=None, decay=False):
+def _run_scan(
+    inference,
+    *,
+    n_iter,
+    learning_rate,
+    seed,
+    callbacks,
+    progressbar,
+    minibatch_source=None,
+    decay=False,
+):
     """ADVI by :class:`pymc_bnn.inference._compiled_vi.ScanADVI`, compiled once per model
     structure (:data:`pymc_bnn.inference._runner_cache.RUNNERS`); returns the loss history."""
     from pymc_bnn.inference._runner_cache import RUNNERS
 
-    with RUNNERS.runner(inference, learning_rate=learning_rate, mode="JAX",
-                        host_rows=minibatch_source is not None) as runner:
+    with RUNNERS.runner(
+        inference, learning_rate=learning_rate, mode="JAX", host_rows=minibatch_source is not None
+    ) as runner:
         runner.row_source = minibatch_source
         try:
             # the compiled steps: other fits of fit_concurrently do graph work meanwhile
             with GRAPH_LOCK.released():
-                return _run_chunks(runner, inference, n_iter=n_iter, seed=seed,
-                                   callbacks=callbacks, progressbar=progressbar,
-                                   learning_rate=learning_rate if decay else None)
+                return _run_chunks(
+                    runner,
+                    inference,
+                    n_iter=n_iter,
+                    seed=seed,
+                    callbacks=callbacks,
+                    progressbar=progressbar,
+                    learning_rate=learning_rate if decay else None,
+                )
         finally:
             runner.row_source = None
 
 
-def _run_chunks(runner, inference, *, n_iter, seed, callbacks, progressbar,
-                learning_rate=None):
+def _run_chunks(runner, inference, *, n_iter, seed, callbacks, progressbar, learning_rate=None):
     """Run the compiled steps in calls; ``learning_rate`` given: the step size of each
     call is :func:`minibatch_learning_rate` at the call's middle step (else the
     runner's own, constant)."""
@@ -144,8 +166,11 @@ def _run_chunks(runner, inference, *, n_iter, seed, callbacks, progressbar,
                 with runner.data_on_device():
                     while True:
                         if learning_rate is not None:
-                            runner.learning_rate.set_value(np.float64(
-                                minibatch_learning_rate(learning_rate, done + k // 2, n_iter)))
+                            runner.learning_rate.set_value(
+                                np.float64(
+                                    minibatch_learning_rate(learning_rate, done + k // 2, n_iter)
+                                )
+                            )
                         chunk = runner.run(k, rng)
                         losses.append(chunk)
                         done += k
@@ -177,12 +202,23 @@ class _Progress:
     def __enter__(self):
         if self.enabled:
             from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
 
-            self._bar = Progress(TextColumn("ADVI"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(),
-                                 console=Console(stderr=True), transient=True)
+            self._bar = Progress(
+                TextColumn("ADVI"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("loss {task.fields[loss]}"),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
             self._bar.__enter__()
             self._task = self._bar.add_task("advi", total=self.total, loss="")
         return self
@@ -197,8 +233,22 @@ class _Progress:
         return False
 
 
-def fit_vi(model, spec, *, method, n_iter, learning_rate, init_sigma, tol, seed,
-           progressbar, backend, callbacks, engine, minibatch_source=None):
+def fit_vi(
+    model,
+    spec,
+    *,
+    method,
+    n_iter,
+    learning_rate,
+    init_sigma,
+    tol,
+    seed,
+    progressbar,
+    backend,
+    callbacks,
+    engine,
+    minibatch_source=None,
+):
     import pymc as pm
     from pymc.variational.callbacks import CheckParametersConvergence
 
@@ -219,17 +269,25 @@ def fit_vi(model, spec, *, method, n_iter, learning_rate, init_sigma, tol, seed,
 
         try:
             with model:
-                loss = _run_scan(inference, n_iter=n_iter, learning_rate=learning_rate,
-                                 seed=seed, callbacks=cbs, progressbar=progressbar,
-                                 minibatch_source=minibatch_source, decay=decay)
+                loss = _run_scan(
+                    inference,
+                    n_iter=n_iter,
+                    learning_rate=learning_rate,
+                    seed=seed,
+                    callbacks=cbs,
+                    progressbar=progressbar,
+                    minibatch_source=minibatch_source,
+                    decay=decay,
+                )
             return approx, loss, "jax"
         except ScanUnsupported as err:
             if minibatch_source is not None:
-                raise ValueError(f"minibatch_source needs the compiled ADVI engine, which "
-                                 f"cannot run this model: {err}") from None
+                raise ValueError(
+                    f"minibatch_source needs the compiled ADVI engine, which "
+                    f"cannot run this model: {err}"
+                ) from None
             # a correct but slower path; the Posterior records engine="pymc"
-            logging.getLogger("pymc_bnn").info("compiled ADVI unavailable (%s); using pm.fit",
-                                               err)
+            logging.getLogger("pymc_bnn").info("compiled ADVI unavailable (%s); using pm.fit", err)
     # pm.fit logs "Finished [100%]: Average Loss = ..." even without a progress bar
     log = logging.getLogger("pymc.variational.inference")
     level = log.level
@@ -237,6 +295,7 @@ def fit_vi(model, spec, *, method, n_iter, learning_rate, init_sigma, tol, seed,
         log.setLevel(logging.WARNING)
     step_size = pytensor.shared(np.float64(learning_rate), name="learning_rate")
     if decay:
+
         def set_step_size(approx, hist, i):
             step_size.set_value(np.float64(minibatch_learning_rate(learning_rate, i, n_iter)))
 

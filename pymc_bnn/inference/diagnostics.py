@@ -14,9 +14,20 @@ import numpy as np
 from pymc_bnn.exceptions import ConvergenceWarning, SamplingWarning
 from pymc_bnn.inference.posterior import Posterior
 
-__all__ = ["ELBO_MIN_STEPS", "ELBO_MIN_WINDOW", "ELBO_NOISE_Z", "ELBO_RELATIVE_TOL",
-           "ELBO_TRIM", "ELBO_WINDOW_FRACTION", "ESS_PER_CHAIN", "N_DIAGNOSTIC_POINTS",
-           "RHAT_THRESHOLD", "diagnose", "warn_diagnostics", "with_diagnostics"]
+__all__ = [
+    "ELBO_MIN_STEPS",
+    "ELBO_MIN_WINDOW",
+    "ELBO_NOISE_Z",
+    "ELBO_RELATIVE_TOL",
+    "ELBO_TRIM",
+    "ELBO_WINDOW_FRACTION",
+    "ESS_PER_CHAIN",
+    "N_DIAGNOSTIC_POINTS",
+    "RHAT_THRESHOLD",
+    "diagnose",
+    "warn_diagnostics",
+    "with_diagnostics",
+]
 
 # Thresholds of :func:`diagnose`; the reasoning is in its docstring.
 #: VI: each of the two compared windows holds this fraction of the steps ...
@@ -146,8 +157,9 @@ def diagnose(posterior: Posterior, *, X: np.ndarray | None = None, groups=None) 
     (True, 5000, 500, True)
     """
     if not isinstance(posterior, Posterior):
-        raise TypeError(f"posterior must be a Posterior (from pymc_bnn.fit); got "
-                        f"{type(posterior).__name__}.")
+        raise TypeError(
+            f"posterior must be a Posterior (from pymc_bnn.fit); got {type(posterior).__name__}."
+        )
     if posterior.method in _VI_LABELS:
         return _diagnose_vi(posterior.method, posterior.loss)
     if posterior.idata is None:
@@ -159,10 +171,19 @@ def _diagnose_vi(method: str, loss) -> dict:
     loss = np.asarray(loss, dtype=np.float64)
     n = int(loss.size)
     out = {
-        "method": method, "converged": False, "message": "", "n_steps": n, "window": 0,
-        "final_loss": None, "previous_loss": None, "decrease": None,
-        "relative_decrease": None, "noise_se": None, "z": None,
-        "z_threshold": ELBO_NOISE_Z, "relative_threshold": ELBO_RELATIVE_TOL,
+        "method": method,
+        "converged": False,
+        "message": "",
+        "n_steps": n,
+        "window": 0,
+        "final_loss": None,
+        "previous_loss": None,
+        "decrease": None,
+        "relative_decrease": None,
+        "noise_se": None,
+        "z": None,
+        "z_threshold": ELBO_NOISE_Z,
+        "relative_threshold": ELBO_RELATIVE_TOL,
     }
     label = _VI_LABELS[method]
     if n < ELBO_MIN_STEPS:
@@ -174,20 +195,25 @@ def _diagnose_vi(method: str, loss) -> dict:
     from scipy.stats import trim_mean
 
     w = min(max(ELBO_MIN_WINDOW, int(ELBO_WINDOW_FRACTION * n)), n // 2)
-    last, previous = loss[n - w:], loss[n - 2 * w : n - w]
+    last, previous = loss[n - w :], loss[n - 2 * w : n - w]
     final = float(trim_mean(last, ELBO_TRIM))
     prev = float(trim_mean(previous, ELBO_TRIM))
     decrease = prev - final
     relative = decrease / max(abs(final), 1.0)
-    steps = np.diff(loss[n - 2 * w:])
+    steps = np.diff(loss[n - 2 * w :])
     noise_sd = 1.4826 * float(np.median(np.abs(steps - np.median(steps)))) / np.sqrt(2.0)
     se = noise_sd * np.sqrt(2.0 / w)  # of the difference of two means of w steps
     z = decrease / se if se > 0 else None
     significant = decrease > ELBO_NOISE_Z * se
     converged = not (significant and relative > ELBO_RELATIVE_TOL)
     out.update(
-        converged=bool(converged), window=int(w), final_loss=final, previous_loss=prev,
-        decrease=float(decrease), relative_decrease=float(relative), noise_se=float(se),
+        converged=bool(converged),
+        window=int(w),
+        final_loss=final,
+        previous_loss=prev,
+        decrease=float(decrease),
+        relative_decrease=float(relative),
+        noise_se=float(se),
         z=None if z is None else float(z),
     )
     if not converged:
@@ -247,11 +273,20 @@ def _diagnose_nuts(posterior: Posterior, X, groups) -> dict:
         if groups is None and "groups" in model.named_vars:
             groups = np.asarray(model["groups"].get_value())
     out = {
-        "method": posterior.method, "converged": False, "message": "",
-        "n_chains": n_chains, "n_draws": n_draws, "n_divergences": n_div,
-        "quantity": None, "n_points": 0, "n_quantities": 0,
-        "max_rhat": None, "min_ess_bulk": None, "min_ess_tail": None,
-        "rhat_threshold": RHAT_THRESHOLD, "ess_threshold": ESS_PER_CHAIN * n_chains,
+        "method": posterior.method,
+        "converged": False,
+        "message": "",
+        "n_chains": n_chains,
+        "n_draws": n_draws,
+        "n_divergences": n_div,
+        "quantity": None,
+        "n_points": 0,
+        "n_quantities": 0,
+        "max_rhat": None,
+        "min_ess_bulk": None,
+        "min_ess_tail": None,
+        "rhat_threshold": RHAT_THRESHOLD,
+        "ess_threshold": ESS_PER_CHAIN * n_chains,
     }
     if X is not None:
         X = np.asarray(X, dtype=np.float64)
@@ -264,19 +299,27 @@ def _diagnose_nuts(posterior: Posterior, X, groups) -> dict:
         if groups is not None:
             groups = np.asarray(groups)
             if groups.shape != (X.shape[0],):
-                raise ValueError(f"groups must have shape ({X.shape[0]},), one code per row "
-                                 f"of X; got {groups.shape}.")
+                raise ValueError(
+                    f"groups must have shape ({X.shape[0]},), one code per row "
+                    f"of X; got {groups.shape}."
+                )
             groups = groups[rows]
         values, quantity = _network_outputs(posterior, np.ascontiguousarray(X[rows]), groups)
         # constant quantities (or a single chain) give NaN, with numpy warnings
         with np.errstate(divide="ignore", invalid="ignore"):
             rhat = np.asarray(az.rhat(values, method="rank", chain_axis=0, draw_axis=1))
             bulk = np.asarray(az.ess(values, method="bulk", chain_axis=0, draw_axis=1))
-            tail = np.asarray(az.ess(values, method="tail", prob=_TAIL_PROB,
-                                     chain_axis=0, draw_axis=1))
-        out.update(quantity=quantity, n_points=int(rows.size), n_quantities=int(values.shape[2]),
-                   max_rhat=_reduce(np.nanmax, rhat), min_ess_bulk=_reduce(np.nanmin, bulk),
-                   min_ess_tail=_reduce(np.nanmin, tail))
+            tail = np.asarray(
+                az.ess(values, method="tail", prob=_TAIL_PROB, chain_axis=0, draw_axis=1)
+            )
+        out.update(
+            quantity=quantity,
+            n_points=int(rows.size),
+            n_quantities=int(values.shape[2]),
+            max_rhat=_reduce(np.nanmax, rhat),
+            min_ess_bulk=_reduce(np.nanmin, bulk),
+            min_ess_tail=_reduce(np.nanmin, tail),
+        )
     out["message"] = _nuts_message(out, resumable=posterior.nuts_sampler != "nutpie")
     out["converged"] = out["message"] == ""
     return out
@@ -295,28 +338,41 @@ def _nuts_message(d: dict, *, resumable: bool = True) -> str:
     total = d["n_chains"] * d["n_draws"]
     if d["n_divergences"]:
         problems.append(f"{d['n_divergences']} divergent transitions in {total:,} draws")
-        advice.append("divergences: raise target_accept (pymc_bnn.fit(..., target_accept=0.95)), "
-                      "lengthen tune, start from ADVI (nuts_init='advi'), or use a smaller "
-                      "prior_sigma")
+        advice.append(
+            "divergences: raise target_accept (pymc_bnn.fit(..., target_accept=0.95)), "
+            "lengthen tune, start from ADVI (nuts_init='advi'), or use a smaller "
+            "prior_sigma"
+        )
     mixing = []
     if d["max_rhat"] is not None and d["max_rhat"] > d["rhat_threshold"]:
         mixing.append(f"R-hat up to {d['max_rhat']:.3f} (> {d['rhat_threshold']:g})")
-    low = [f"{kind} ESS as low as {d[key]:.0f}" for kind, key in
-           (("bulk", "min_ess_bulk"), ("tail", "min_ess_tail"))
-           if d[key] is not None and d[key] < d["ess_threshold"]]
+    low = [
+        f"{kind} ESS as low as {d[key]:.0f}"
+        for kind, key in (("bulk", "min_ess_bulk"), ("tail", "min_ess_tail"))
+        if d[key] is not None and d[key] < d["ess_threshold"]
+    ]
     if low:
         mixing.append(f"{' and '.join(low)} (< {d['ess_threshold']}, i.e. 100 per chain)")
     if mixing:
         names = {"logit": "logits", "centred_logit": "centred logits", "mean": "means"}
-        problems.append(", ".join(mixing) + f" for the network's {names[d['quantity']]} at "
-                        f"{d['n_points']} training points")
-        advice.append("R-hat/ESS: lengthen tune and draws"
-                      + (" (or continue the chains with sample_more)" if resumable else "")
-                      + ", or run more chains")
+        problems.append(
+            ", ".join(mixing) + f" for the network's {names[d['quantity']]} at "
+            f"{d['n_points']} training points"
+        )
+        advice.append(
+            "R-hat/ESS: lengthen tune and draws"
+            + (" (or continue the chains with sample_more)" if resumable else "")
+            + ", or run more chains"
+        )
     if not problems:
         return ""
-    return ("NUTS draws may not represent the posterior: " + "; ".join(problems) + ". To do: "
-            + "; ".join(advice) + ".")
+    return (
+        "NUTS draws may not represent the posterior: "
+        + "; ".join(problems)
+        + ". To do: "
+        + "; ".join(advice)
+        + "."
+    )
 
 
 def warn_diagnostics(diagnostics, *, stacklevel: int) -> None:

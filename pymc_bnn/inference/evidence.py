@@ -33,8 +33,9 @@ import pytensor.tensor as pt
 from scipy.optimize import minimize
 from threadpoolctl import threadpool_limits
 
-from pymc_bnn.network._checks import check_hidden_layer_sizes, is_dask_collection
 from pymc_bnn._runtime.compile_cache import compiled_function
+from pymc_bnn.network._checks import check_hidden_layer_sizes, is_dask_collection
+
 # the flat-parameter network, under the names this module and its tests have used
 from pymc_bnn.network._flat import compile_mode as _mode
 from pymc_bnn.network._flat import flat_logits as _logits
@@ -96,8 +97,12 @@ class EvidencePrior:
     map_iterations: int
 
     def as_dict(self) -> dict:
-        return {"sigmas": list(self.sigmas), "log_evidence": self.log_evidence,
-                "curvature": list(self.curvature), "map_iterations": self.map_iterations}
+        return {
+            "sigmas": list(self.sigmas),
+            "log_evidence": self.log_evidence,
+            "curvature": list(self.curvature),
+            "map_iterations": self.map_iterations,
+        }
 
 
 @functools.lru_cache(maxsize=16)
@@ -114,9 +119,12 @@ def _value_grad(layer_shapes: tuple, activation: str, bernoulli: bool, mode: str
     else:
         loglik = (Y * pt.special.log_softmax(logits, axis=-1)).sum()
     objective = -loglik + 0.5 * (delta * theta**2).sum()
-    return compiled_function(("_value_grad", layer_shapes, activation, bernoulli),
-                             [theta, X, Y, delta],
-                             [objective, pt.grad(objective, theta), loglik], mode=mode)
+    return compiled_function(
+        ("_value_grad", layer_shapes, activation, bernoulli),
+        [theta, X, Y, delta],
+        [objective, pt.grad(objective, theta), loglik],
+        mode=mode,
+    )
 
 
 def jacobian_chunk_rows(n_rows: int, layer_shapes) -> int:
@@ -137,8 +145,9 @@ def _ggn_blocks(shapes, activation, mode, theta, X, layer_of, n_layers, n_out, b
     # a layer's parameters are contiguous in theta (layer_of is sorted)
     bounds = np.searchsorted(layer_of, np.arange(n_layers + 1))
     layers = [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
-    blocks = [np.zeros((c.stop - c.start,) * (2 if c.stop - c.start <= MAX_BLOCK else 1))
-              for c in layers]
+    blocks = [
+        np.zeros((c.stop - c.start,) * (2 if c.stop - c.start <= MAX_BLOCK else 1)) for c in layers
+    ]
     n = X.shape[0]
     step = jacobian_chunk_rows(n, shapes)
     jacobian = _jacobian(shapes, activation, step, mode)
@@ -158,8 +167,10 @@ def _ggn_blocks(shapes, activation, mode, theta, X, layer_of, n_layers, n_out, b
             z = logits - logits.max(axis=1, keepdims=True)
             p = np.exp(z)
             p /= p.sum(axis=1, keepdims=True)
-            terms = [((J * np.sqrt(p)[:, :, None]).reshape(-1, P), 1.0),
-                     (np.einsum("nk,nkp->np", p, J), -1.0)]
+            terms = [
+                ((J * np.sqrt(p)[:, :, None]).reshape(-1, P), 1.0),
+                (np.einsum("nk,nkp->np", p, J), -1.0),
+            ]
         for cols, block in zip(layers, blocks):
             for F, sign in terms:
                 Fl = F[:, cols]
@@ -191,8 +202,12 @@ def _fixed_point(eig, sq_norms, delta, *, max_iter=500, rtol=1e-6):
 
 
 def _log_evidence(loglik, eig, sq_norms, sizes, delta) -> float:
-    return float(loglik - 0.5 * np.dot(delta, sq_norms) + 0.5 * np.dot(sizes, np.log(delta))
-                 - 0.5 * sum(np.sum(np.log(lam + d)) for lam, d in zip(eig, delta)))
+    return float(
+        loglik
+        - 0.5 * np.dot(delta, sq_norms)
+        + 0.5 * np.dot(sizes, np.log(delta))
+        - 0.5 * sum(np.sum(np.log(lam + d)) for lam, d in zip(eig, delta))
+    )
 
 
 def evidence_prior_scales(
@@ -254,8 +269,9 @@ def evidence_prior_scales(
         X = np.ascontiguousarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.int64)
     if X.ndim != 2 or y.shape != (X.shape[0],):
-        raise ValueError(f"X must be (n_rows, n_features) and y (n_rows,); got {X.shape} "
-                         f"and {y.shape}.")
+        raise ValueError(
+            f"X must be (n_rows, n_features) and y (n_rows,); got {X.shape} and {y.shape}."
+        )
     k = int(n_classes) if n_classes is not None else max(2, int(np.asarray(y.max())) + 1)
     bernoulli = k == 2
     n_out = 1 if bernoulli else k
@@ -271,9 +287,13 @@ def evidence_prior_scales(
     mode = _mode()
     value_grad = _value_grad(shapes, activation, bernoulli, mode)
     rng = np.random.default_rng(random_state)
-    theta = np.concatenate([rng.normal(0.0, sd, size=size)
-                            for a, b in shapes
-                            for sd, size in zip(initial_sds(a), (a * b, b))])
+    theta = np.concatenate(
+        [
+            rng.normal(0.0, sd, size=size)
+            for a, b in shapes
+            for sd, size in zip(initial_sds(a), (a * b, b))
+        ]
+    )
     # weight > 1: a subset of rows stands for all (MAX_ROWS); the objective
     # -w loglik + delta |theta|^2 / 2 is w times the one of precisions delta / w
     weight = 1.0
@@ -294,8 +314,9 @@ def evidence_prior_scales(
     bad = ~np.isfinite(X).all(axis=1)
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"X has NaN or infinite values in row "
-                         f"{first if rows is None else int(rows[first])}.")
+        raise ValueError(
+            f"X has NaN or infinite values in row {first if rows is None else int(rows[first])}."
+        )
     Y = y[:, None].astype(np.float64) if bernoulli else np.eye(k)[y]
     n_used = X.shape[0]
     delta = np.full(n_layers, 1.0 / float(prior_sigma) ** 2)
@@ -308,14 +329,20 @@ def evidence_prior_scales(
                 value, grad, _ = value_grad(t, X, Y, d)
                 return float(value) / n_used, np.asarray(grad, dtype=np.float64) / n_used
 
-            result = minimize(fun, theta, jac=True, method="L-BFGS-B",
-                              options={"maxiter": int(max_iter), "ftol": MAP_FTOL})
+            result = minimize(
+                fun,
+                theta,
+                jac=True,
+                method="L-BFGS-B",
+                options={"maxiter": int(max_iter), "ftol": MAP_FTOL},
+            )
             if not np.all(np.isfinite(result.x)):
                 raise FloatingPointError("the MAP fit of the evidence step diverged.")
             theta, iterations = result.x, iterations + int(result.nit)
             loglik = weight * float(value_grad(theta, X, Y, d)[2])
-            eig, kinds = _ggn_blocks(shapes, activation, mode, theta, X, layer_of, n_layers,
-                                     n_out, bernoulli)
+            eig, kinds = _ggn_blocks(
+                shapes, activation, mode, theta, X, layer_of, n_layers, n_out, bernoulli
+            )
             eig = [weight * lam for lam in eig]
             sq_norms = np.bincount(layer_of, weights=theta**2, minlength=n_layers)
             delta = _fixed_point(eig, sq_norms, delta)

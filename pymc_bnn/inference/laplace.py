@@ -66,14 +66,33 @@ from threadpoolctl import threadpool_limits
 
 from pymc_bnn._runtime.compile_cache import compiled_function
 from pymc_bnn.inference.evidence import jacobian_chunk_rows
-from pymc_bnn.network._flat import (compile_mode, flat_logits, layer_index, n_params,
-                                   flatten, network_jacobian, unflatten)
+from pymc_bnn.network._flat import (
+    compile_mode,
+    flat_logits,
+    flatten,
+    layer_index,
+    n_params,
+    network_jacobian,
+    unflatten,
+)
 from pymc_bnn.network.model import initial_sds
 
-__all__ = ["FIRST_LINEARIZED", "LINEARIZATION_GROUP", "LINEARIZATION_POINT",
-           "LINEARIZATION_SPLITS", "MAX_PARAMS", "kept_linearisation", "LaplaceGaussian",
-           "fit_laplace", "laplace_draws", "laplace_idata", "last_hidden",
-           "last_layer_curvature", "linearised_outputs", "mixture_idata"]
+__all__ = [
+    "FIRST_LINEARIZED",
+    "LINEARIZATION_GROUP",
+    "LINEARIZATION_POINT",
+    "LINEARIZATION_SPLITS",
+    "MAX_PARAMS",
+    "kept_linearisation",
+    "LaplaceGaussian",
+    "fit_laplace",
+    "laplace_draws",
+    "laplace_idata",
+    "last_hidden",
+    "last_layer_curvature",
+    "linearised_outputs",
+    "mixture_idata",
+]
 
 #: Group of a Laplace posterior's draws (``idata_``, saved files) holding the MAP
 #: weights the predictive linearises the network at.
@@ -185,8 +204,9 @@ def _value_grad(layer_shapes: tuple, activation: str, mode: str, classify: bool 
         data = ((y - logits[:, 0]) ** 2).sum()
         objective = 0.5 * beta * data + 0.5 * (delta * theta**2).sum()
         key = ("_laplace_value_grad", layer_shapes, activation)
-    return compiled_function(key, [theta, X, y, beta, delta],
-                             [objective, pt.grad(objective, theta), data], mode=mode)
+    return compiled_function(
+        key, [theta, X, y, beta, delta], [objective, pt.grad(objective, theta), data], mode=mode
+    )
 
 
 def _output_jacobians(layer_shapes, activation, mode, theta, X, rows=None):
@@ -201,8 +221,7 @@ def _output_jacobians(layer_shapes, activation, mode, theta, X, rows=None):
         if rows < step:
             chunk = np.concatenate([chunk, np.zeros((step - rows, X.shape[1]))])
         logits, jac = f(theta, chunk)
-        yield (start, np.asarray(logits)[:rows],
-               np.asarray(jac).reshape(step, -1, P)[:rows])
+        yield (start, np.asarray(logits)[:rows], np.asarray(jac).reshape(step, -1, P)[:rows])
 
 
 def _jacobian_rows(layer_shapes, activation, mode, theta, X) -> tuple[np.ndarray, np.ndarray]:
@@ -221,7 +240,8 @@ def _class_curvature(layer_shapes, activation, mode, theta, X, Y):
     negative log likelihood in its logits: ``p (1 - p)`` for one logit, ``diag(p) - p
     p^T`` for a softmax) and the likelihood's gradient ``sum_i J_i^T (p_i - y_i)``."""
     return _class_curvature_of(
-        _output_jacobians(layer_shapes, activation, mode, theta, X), Y, theta.size)
+        _output_jacobians(layer_shapes, activation, mode, theta, X), Y, theta.size
+    )
 
 
 def _class_curvature_of(chunks, Y, P):
@@ -257,8 +277,9 @@ def _features(layer_shapes: tuple, activation: str, mode: str):
     theta = pt.tensor("theta", dtype="float64", shape=(n_params(hidden),))
     X = pt.matrix("X", dtype="float64")
     h = ACTIVATIONS[activation](flat_logits(theta, X, hidden, activation))
-    return compiled_function(("_laplace_features", layer_shapes, activation), [theta, X], [h],
-                             mode=mode)
+    return compiled_function(
+        ("_laplace_features", layer_shapes, activation), [theta, X], [h], mode=mode
+    )
 
 
 def last_hidden(layer_shapes, activation: str, mode: str, theta, X) -> np.ndarray:
@@ -328,10 +349,14 @@ def _log_evidence(L, data, sq_norms, n, beta, delta, sizes, classify=False) -> f
     """The Laplace evidence; ``data`` is the residual sum of squares (regression) or the
     negative log likelihood (classification) at the MAP."""
     logdet = 2.0 * np.sum(np.log(np.diag(L)))
-    loglik = (-data if classify else -0.5 * beta * data + 0.5 * n * math.log(beta)
-              - 0.5 * n * math.log(2 * math.pi))
-    return float(loglik - 0.5 * np.dot(delta, sq_norms) + 0.5 * np.dot(sizes, np.log(delta))
-                 - 0.5 * logdet)
+    loglik = (
+        -data
+        if classify
+        else -0.5 * beta * data + 0.5 * n * math.log(beta) - 0.5 * n * math.log(2 * math.pi)
+    )
+    return float(
+        loglik - 0.5 * np.dot(delta, sq_norms) + 0.5 * np.dot(sizes, np.log(delta)) - 0.5 * logdet
+    )
 
 
 def _mackay(G, ssr, sq_norms, layer_of, sizes, n, beta, delta, classify=False):
@@ -363,8 +388,9 @@ def _lm_polish(value_grad, curvature, theta, X, y, beta, delta_vec, steps):
         while True:
             M = A.copy()
             M[np.diag_indices_from(M)] += damping * scale
-            new = theta - sla.cho_solve(sla.cho_factor(M, lower=True, check_finite=False), g,
-                                        check_finite=False)
+            new = theta - sla.cho_solve(
+                sla.cho_factor(M, lower=True, check_finite=False), g, check_finite=False
+            )
             new_loss = float(value_grad(new, X, y, beta, delta_vec)[0])
             if new_loss <= loss:
                 damping = max(damping / 10, 1e-12)
@@ -379,10 +405,17 @@ def _lm_polish(value_grad, curvature, theta, X, y, beta, delta_vec, steps):
     return theta, taken
 
 
-def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str = "tanh",
-                random_state: int | None = None, likelihood: str = "normal",
-                start: LaplaceGaussian | None = None,
-                hidden_prior_sigmas=None) -> tuple[LaplaceGaussian, dict]:
+def fit_laplace(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    layer_shapes,
+    activation: str = "tanh",
+    random_state: int | None = None,
+    likelihood: str = "normal",
+    start: LaplaceGaussian | None = None,
+    hidden_prior_sigmas=None,
+) -> tuple[LaplaceGaussian, dict]:
     """Fit the evidence-tuned linearised Laplace approximation (see the module).
 
     Parameters
@@ -427,39 +460,50 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
     """
     shapes = tuple((int(a), int(b)) for a, b in layer_shapes)
     P = n_params(shapes)
-    last = len(shapes) > 1 and (hidden_prior_sigmas is not None
-                                or (start is not None and start.last_layer))
+    last = len(shapes) > 1 and (
+        hidden_prior_sigmas is not None or (start is not None and start.last_layer)
+    )
     first = P - n_params(shapes[-1:]) if last else 0
     if P - first > MAX_PARAMS:
         raise ValueError(
             f"inference='laplace' builds the exact {P - first} x {P - first} posterior "
             f"precision; it supports {'an output layer' if last else 'networks'} of at "
             f"most {MAX_PARAMS} weights and biases. Use fewer hidden units, or "
-            "inference='advi'.")
+            "inference='advi'."
+        )
     X = np.ascontiguousarray(X, dtype=np.float64)
     classify = likelihood == "categorical"
     n = X.shape[0]
     if classify:  # one-hot targets, or the 0/1 column of one logit
         codes = np.asarray(y, dtype=np.int64)
         k = shapes[-1][1]
-        y = (codes[:, None].astype(np.float64) if k == 1
-             else np.eye(k)[codes])
+        y = codes[:, None].astype(np.float64) if k == 1 else np.eye(k)[codes]
     else:
         y = np.ascontiguousarray(y, dtype=np.float64)
     mode = compile_mode()
-    value_grad = (_value_grad(shapes, activation, mode, True) if classify
-                  else _value_grad(shapes, activation, mode))
+    value_grad = (
+        _value_grad(shapes, activation, mode, True)
+        if classify
+        else _value_grad(shapes, activation, mode)
+    )
     layer_of = layer_index(shapes)
     sizes = np.bincount(layer_of).astype(np.float64)
     rng = np.random.default_rng(random_state)
-    theta = np.concatenate([rng.normal(0.0, sd, size=size) for a, b in shapes
-                            for sd, size in zip(initial_sds(a), (a * b, b))])
+    theta = np.concatenate(
+        [
+            rng.normal(0.0, sd, size=size)
+            for a, b in shapes
+            for sd, size in zip(initial_sds(a), (a * b, b))
+        ]
+    )
     beta, delta = 1.0, np.ones(len(shapes))
     if last and hidden_prior_sigmas is not None:
         hidden = np.asarray(hidden_prior_sigmas, dtype=np.float64).ravel()
         if hidden.shape != (len(shapes) - 1,) or not np.all(np.isfinite(hidden) & (hidden > 0)):
-            raise ValueError(f"hidden_prior_sigmas must be {len(shapes) - 1} positive "
-                             f"numbers, one per hidden layer; got {hidden_prior_sigmas!r}.")
+            raise ValueError(
+                f"hidden_prior_sigmas must be {len(shapes) - 1} positive "
+                f"numbers, one per hidden layer; got {hidden_prior_sigmas!r}."
+            )
         delta[:-1] = 1.0 / hidden**2
     if start is not None:
         theta = np.array(start.theta, dtype=np.float64)
@@ -489,8 +533,13 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
             value, grad, _ = value_grad(t, X, y, beta, d)
             return float(value) / n, np.asarray(grad, dtype=np.float64) / n
 
-        result = minimize(fun, theta, jac=True, method="L-BFGS-B",
-                          options={"maxiter": max_iter, "ftol": 1e-12, "gtol": 1e-9})
+        result = minimize(
+            fun,
+            theta,
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": max_iter, "ftol": 1e-12, "gtol": 1e-9},
+        )
         if not np.all(np.isfinite(result.x)):
             raise FloatingPointError("the MAP fit of the Laplace approximation diverged.")
         return result.x, int(result.nit)
@@ -504,8 +553,16 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
         def value(t, X, y, beta, _):  # the objective of all weights, the head held
             return value_grad(np.concatenate([head, t]), X, y, beta, delta[layer_of])
 
-        out, taken = _lm_polish(value, lambda t: curvature(np.concatenate([head, t])),
-                                theta[first:], X, y, beta, delta[layer_of][first:], steps)
+        out, taken = _lm_polish(
+            value,
+            lambda t: curvature(np.concatenate([head, t])),
+            theta[first:],
+            X,
+            y,
+            beta,
+            delta[layer_of][first:],
+            steps,
+        )
         return np.concatenate([head, out]), taken
 
     with threadpool_limits(limits=1, user_api="blas"):
@@ -524,10 +581,16 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
                 ssr = float(np.sum((y - f) ** 2))
             sq_norms = np.bincount(layer_of, weights=theta**2, minlength=len(shapes))
             L = _precision_chol(G, beta, delta[layer_of][first:])
-            return {"theta": theta, "beta": beta, "delta": delta, "G": G, "ssr": ssr,
-                    "sq_norms": sq_norms, "L": L,
-                    "log_evidence": _log_evidence(L, ssr, sq_norms, n, beta, delta, sizes,
-                                                  classify)}
+            return {
+                "theta": theta,
+                "beta": beta,
+                "delta": delta,
+                "G": G,
+                "ssr": ssr,
+                "sq_norms": sq_norms,
+                "L": L,
+                "log_evidence": _log_evidence(L, ssr, sq_norms, n, beta, delta, sizes, classify),
+            }
 
         if start is not None:  # the precisions given: the MAP from the start's weights
             if last:  # the hidden weights too: by L-BFGS-B (no curvature of theirs)
@@ -555,12 +618,21 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
                 worse += 1
             if r == ROUNDS or (PATIENCE and worse >= PATIENCE):
                 break
-            new_beta, new_delta = _mackay(current["G"], current["ssr"],
-                                          current["sq_norms"][covered], rounds_of,
-                                          sizes[covered], n, beta, delta[covered], classify)
+            new_beta, new_delta = _mackay(
+                current["G"],
+                current["ssr"],
+                current["sq_norms"][covered],
+                rounds_of,
+                sizes[covered],
+                n,
+                beta,
+                delta[covered],
+                classify,
+            )
             new_delta = np.concatenate([delta[: len(delta) - len(new_delta)], new_delta])
-            change = max(abs(math.log(new_beta / beta)),
-                         float(np.max(np.abs(np.log(new_delta / delta)))))
+            change = max(
+                abs(math.log(new_beta / beta)), float(np.max(np.abs(np.log(new_delta / delta))))
+            )
             beta, delta = new_beta, new_delta
             if change < HYPER_RTOL:  # settled: one more round polishes the MAP
                 theta, nit = polish(theta, POLISH_STEPS)
@@ -581,21 +653,32 @@ def fit_laplace(X: np.ndarray, y: np.ndarray, *, layer_shapes, activation: str =
         theta, beta, delta, L = best["theta"], best["beta"], best["delta"], best["L"]
         gamma = np.full(len(shapes), np.nan)
         gamma[covered] = sizes[covered] - delta[covered] * np.bincount(
-            rounds_of, weights=_diag_inverse(L), minlength=len(sizes[covered]))
+            rounds_of, weights=_diag_inverse(L), minlength=len(sizes[covered])
+        )
         log_evidence = best["log_evidence"]
         grad = np.asarray(value_grad(theta, X, y, beta, delta[layer_of])[1]) / n
     gaussian = LaplaceGaussian(
-        theta=theta, chol=L, noise_sd=None if classify else float(1.0 / math.sqrt(beta)),
+        theta=theta,
+        chol=L,
+        noise_sd=None if classify else float(1.0 / math.sqrt(beta)),
         prior_sigmas=tuple(float(s) for s in 1.0 / np.sqrt(delta)),
-        log_evidence=log_evidence, effective_parameters=tuple(float(g) for g in gamma),
-        first_random=first)
-    info = {"map_iterations": iterations, "polish_steps": polished, "rounds": len(losses),
-            "gradient_norm": float(np.linalg.norm(grad)), "loss": np.array(losses)}
+        log_evidence=log_evidence,
+        effective_parameters=tuple(float(g) for g in gamma),
+        first_random=first,
+    )
+    info = {
+        "map_iterations": iterations,
+        "polish_steps": polished,
+        "rounds": len(losses),
+        "gradient_norm": float(np.linalg.norm(grad)),
+        "loss": np.array(losses),
+    }
     return gaussian, info
 
 
-def laplace_draws(gaussian: LaplaceGaussian, layer_shapes, n_draws: int, random_seed,
-                  temperature: float = 1.0) -> dict[str, np.ndarray]:
+def laplace_draws(
+    gaussian: LaplaceGaussian, layer_shapes, n_draws: int, random_seed, temperature: float = 1.0
+) -> dict[str, np.ndarray]:
     """Weight draws ``theta + sqrt(T) L^-T z`` (``z`` standard Normal, seeded) as
     ``{"w0": (n_draws, fan_in, fan_out), "b0": ..., "sigma": (n_draws,)}``: the
     tempered posterior ``Normal(theta, T A^-1)``, and a regression network's noise sd
@@ -614,23 +697,25 @@ def laplace_draws(gaussian: LaplaceGaussian, layer_shapes, n_draws: int, random_
     return out
 
 
-def linearised_outputs(layer_shapes, activation: str, theta: np.ndarray, X: np.ndarray,
-                       offsets: np.ndarray) -> np.ndarray:
+def linearised_outputs(
+    layer_shapes, activation: str, theta: np.ndarray, X: np.ndarray, offsets: np.ndarray
+) -> np.ndarray:
     """``f(x; theta) + J(x) offset_s`` at the rows of ``X`` for every row ``offset_s``
     of ``offsets`` (n_draws, P): the outputs of the network linearised at ``theta``,
     shape (n_draws, n_rows, n_outputs)."""
     X = np.ascontiguousarray(X, dtype=np.float64)
     out = np.empty((offsets.shape[0], X.shape[0], int(layer_shapes[-1][1])))
-    for start, f, J in _output_jacobians(tuple(layer_shapes), activation, compile_mode(),
-                                          theta, X):
+    for start, f, J in _output_jacobians(tuple(layer_shapes), activation, compile_mode(), theta, X):
         rows, k, P = J.shape
-        out[:, start : start + rows] = f[None] + (offsets @ J.reshape(rows * k, P).T
-                                                  ).reshape(-1, rows, k)
+        out[:, start : start + rows] = f[None] + (offsets @ J.reshape(rows * k, P).T).reshape(
+            -1, rows, k
+        )
     return out
 
 
-def laplace_idata(gaussian: LaplaceGaussian, layer_shapes, n_draws: int, random_seed,
-                  temperature: float = 1.0):
+def laplace_idata(
+    gaussian: LaplaceGaussian, layer_shapes, n_draws: int, random_seed, temperature: float = 1.0
+):
     """:func:`laplace_draws` as an ArviZ DataTree: a ``posterior`` group (one chain) and
     the :data:`LINEARIZATION_GROUP` group with the MAP weights. A last-layer Gaussian's
     draws have no such group: the network is linear in its output layer, so the
@@ -640,19 +725,20 @@ def laplace_idata(gaussian: LaplaceGaussian, layer_shapes, n_draws: int, random_
     draws = laplace_draws(gaussian, layer_shapes, n_draws, random_seed, temperature)
 
     def variable(name, values, lead):
-        return (lead + tuple(f"{name}_dim_{i}" for i in range(values.ndim - len(lead))),
-                values)
+        return (lead + tuple(f"{name}_dim_{i}" for i in range(values.ndim - len(lead))), values)
 
     posterior = xr.Dataset(
         {name: variable(name, values[None], ("chain", "draw")) for name, values in draws.items()},
-        coords={"chain": [0], "draw": np.arange(int(n_draws))})
+        coords={"chain": [0], "draw": np.arange(int(n_draws))},
+    )
     if gaussian.last_layer:
         return xr.DataTree.from_dict({"/posterior": posterior})
     point = {}
     for i, (W, b) in enumerate(unflatten(gaussian.theta, layer_shapes)):
         point[f"w{i}"], point[f"b{i}"] = variable(f"w{i}", W, ()), variable(f"b{i}", b, ())
-    return xr.DataTree.from_dict({"/posterior": posterior,
-                                  f"/{LINEARIZATION_GROUP}": xr.Dataset(point)})
+    return xr.DataTree.from_dict(
+        {"/posterior": posterior, f"/{LINEARIZATION_GROUP}": xr.Dataset(point)}
+    )
 
 
 def mixture_idata(network, linearised, weight_names):
@@ -695,7 +781,7 @@ def mixture_idata(network, linearised, weight_names):
         point = points[0]
     else:
         point = xr.concat(points, dim=LINEARIZATION_POINT)
-        splits = firsts[len(firsts) - len(points) + 1:]
+        splits = firsts[len(firsts) - len(points) + 1 :]
         point.attrs[LINEARIZATION_SPLITS] = [int(v) for v in splits]
     point.attrs[FIRST_LINEARIZED] = first
     return xr.DataTree.from_dict({"/posterior": both, f"/{LINEARIZATION_GROUP}": point})
@@ -710,12 +796,13 @@ def kept_linearisation(point, weight_names, kept):
     if point is None:
         return None, 0, ()
     # (n_points, n_params): several fits' modes along LINEARIZATION_POINT
-    points = np.atleast_2d(flatten([(point[w].values, point[b].values)
-                                    for w, b in weight_names]))
+    points = np.atleast_2d(flatten([(point[w].values, point[b].values) for w, b in weight_names]))
     # the draws from FIRST_LINEARIZED on are linearised, those from each split on at
     # the next mode
-    starts = [int(point.attrs.get(FIRST_LINEARIZED, 0)),
-              *(int(v) for v in np.atleast_1d(point.attrs.get(LINEARIZATION_SPLITS, [])))]
+    starts = [
+        int(point.attrs.get(FIRST_LINEARIZED, 0)),
+        *(int(v) for v in np.atleast_1d(point.attrs.get(LINEARIZATION_SPLITS, []))),
+    ]
     firsts = [int(np.sum(kept < start)) for start in starts]  # among the kept draws
     ends = [*firsts[1:], kept.size]
     keep = [i for i, (a, b) in enumerate(zip(firsts, ends)) if b > a]

@@ -134,7 +134,8 @@ class Posterior:
                 "approximation cannot, and it stores no draws to copy instead. Copy "
                 "pymc_bnn.posterior_predictive(post) (draws from it), or fit a "
                 "BayesianMLPClassifier / BayesianMLPRegressor, which copies, pickles and "
-                "saves with its draws.")
+                "saves with its draws."
+            )
         new = object.__new__(type(self))
         new.__setstate__(copy.deepcopy(self.__getstate__(), memo))
         return new

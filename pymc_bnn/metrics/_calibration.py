@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from pymc_bnn.network._checks import check_choice, check_positive_int
 from pymc_bnn.metrics._inputs import check_proba
+from pymc_bnn.network._checks import check_choice, check_positive_int
 
 __all__ = ["ece_consistency", "expected_calibration_error", "reliability_curve"]
 
@@ -56,8 +56,13 @@ def _binned(p: np.ndarray, hit: np.ndarray, n_bins: int) -> dict:
         freq = np.bincount(idx, weights=hit, minlength=n_bins) / count
     filled = count > 0
     ece = float(np.sum(count[filled] / p.size * np.abs(freq[filled] - mean_conf[filled])))
-    return {"edges": edges, "count": count, "mean_confidence": mean_conf, "frequency": freq,
-            "ece": ece}
+    return {
+        "edges": edges,
+        "count": count,
+        "mean_confidence": mean_conf,
+        "frequency": freq,
+        "ece": ece,
+    }
 
 
 # -------------------------------------------------------------------- calibration
@@ -126,9 +131,7 @@ def reliability_curve(
         confidence = "positive" if n_classes == 2 else "top"
     if confidence == "positive":
         if n_classes != 2:
-            raise ValueError(
-                f"confidence='positive' needs 2 classes; got {n_classes}. Use 'top'."
-            )
+            raise ValueError(f"confidence='positive' needs 2 classes; got {n_classes}. Use 'top'.")
         p, hit, positive = proba[:, 1], (codes == 1).astype(float), classes[1]
     else:
         (p, hit), positive = _top_label(proba, codes), None
@@ -195,8 +198,10 @@ def _ece(proba: np.ndarray, codes: np.ndarray, n_bins: int, method: str) -> floa
     """:func:`expected_calibration_error` of checked arrays."""
     if method == "top_label":
         return _binned(*_top_label(proba, codes), n_bins)["ece"]
-    per_class = [_binned(proba[:, k], (codes == k).astype(float), n_bins)["ece"]
-                 for k in range(proba.shape[1])]
+    per_class = [
+        _binned(proba[:, k], (codes == k).astype(float), n_bins)["ece"]
+        for k in range(proba.shape[1])
+    ]
     return float(np.mean(per_class))
 
 
@@ -266,5 +271,9 @@ def ece_consistency(
         u = rng.random((proba.shape[0], 1))
         null[r] = _ece(proba, np.sum(u >= upper, axis=1), n_bins, method)
     floor = float(null.mean())
-    return {"ece": observed, "expected_if_calibrated": floor, "excess": observed - floor,
-            "p_value": float((1 + np.sum(null >= observed)) / (1 + n_resamples))}
+    return {
+        "ece": observed,
+        "expected_if_calibrated": floor,
+        "excess": observed - floor,
+        "p_value": float((1 + np.sum(null >= observed)) / (1 + n_resamples)),
+    }

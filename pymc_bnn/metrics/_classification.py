@@ -25,16 +25,16 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.metrics import log_loss, roc_auc_score
 
-from pymc_bnn.network._checks import check_positive_int
 from pymc_bnn.metrics._calibration import expected_calibration_error
 from pymc_bnn.metrics._inputs import (
-    check_probabilities,
     check_proba,
+    check_probabilities,
     check_rows_sum_to_one,
     check_uncertainty,
     float_array,
     proba_matrix,
 )
+from pymc_bnn.network._checks import check_positive_int
 
 __all__ = [
     "brier_score",
@@ -91,9 +91,7 @@ def _summed_squared_error(codes: np.ndarray, proba: np.ndarray) -> float:
     return float(np.mean(np.sum((proba - onehot) ** 2, axis=1)))
 
 
-def brier_score(
-    y_true: ArrayLike, proba: ArrayLike, *, classes: ArrayLike | None = None
-) -> float:
+def brier_score(y_true: ArrayLike, proba: ArrayLike, *, classes: ArrayLike | None = None) -> float:
     """Brier score in scikit-learn's convention (:func:`sklearn.metrics.brier_score_loss`).
 
     Two classes: the mean squared error of the probability of the second (positive)
@@ -228,8 +226,7 @@ def risk_coverage_curve(
     errors = (proba.argmax(axis=1) != codes)[order]
     kept = np.arange(1, n + 1)
     risk = np.cumsum(errors) / kept
-    return {"coverage": kept / n, "risk": risk, "threshold": u[order],
-            "aurc": float(risk.mean())}
+    return {"coverage": kept / n, "risk": risk, "threshold": u[order], "aurc": float(risk.mean())}
 
 
 def ood_auroc(uncertainty_in: ArrayLike, uncertainty_out: ArrayLike) -> float:
@@ -333,6 +330,7 @@ def mutual_information(proba_draws: ArrayLike) -> np.ndarray:
     check_probabilities("proba_draws", p)
     check_rows_sum_to_one("proba_draws", p)
     return summarize_proba(p)["mutual_info"]
+
 
 # ------------------------------------------------------------------------- summaries
 def classification_summary(

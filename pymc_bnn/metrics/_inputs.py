@@ -64,7 +64,8 @@ def check_probabilities(name: str, a: np.ndarray) -> None:
         # the range of the other values would hide the NaN: name it and where it is
         first = tuple(int(i) for i in np.argwhere(~finite)[0])
         where = {1: f"index {first[0]}", 2: f"row {first[0]}, column {first[-1]}"}.get(
-            a.ndim, f"position {first}")
+            a.ndim, f"position {first}"
+        )
         raise ValueError(
             f"{name} must hold finite probabilities in [0, 1]; got {float(a[first])} at "
             f"{where} ({int(np.sum(~finite))} NaN or infinite value(s) in all; shape "
@@ -146,8 +147,9 @@ def check_labels(name: str, labels) -> np.ndarray:
         if {np.ndarray, list, tuple} & set(map(type, a)):
             nested = next((i for i, v in enumerate(a) if np.ndim(v) > 0), None)
         if nested is not None:
-            raise ValueError(f"{name} must hold one label per sample; position {nested} "
-                             f"holds {a[nested]!r}.")
+            raise ValueError(
+                f"{name} must hold one label per sample; position {nested} holds {a[nested]!r}."
+            )
         missing = np.fromiter((_is_missing(v) for v in a), dtype=bool, count=a.size)
     else:  # integers, booleans, strings: nothing can be missing
         return a
@@ -182,8 +184,9 @@ def check_proba(y_true, proba, classes):
     if y_true.size == 0:
         raise ValueError("y_true and proba are empty.")
     p = proba_matrix(p)
-    name, labels = ("y_true", y_true) if classes is None else (
-        "classes", check_labels("classes", classes))
+    name, labels = (
+        ("y_true", y_true) if classes is None else ("classes", check_labels("classes", classes))
+    )
     try:
         distinct = np.unique(labels)
     except TypeError:  # sorting labels of different kinds, e.g. 1 and "a"
@@ -218,8 +221,10 @@ def check_proba(y_true, proba, classes):
 
 def _mixed_labels(name: str, labels: np.ndarray) -> str:
     kinds = sorted({type(v).__name__ for v in labels.ravel()})
-    return (f"{name} must hold labels of one kind (all numbers or all strings), which can "
-            f"be sorted; got labels of types {kinds}.")
+    return (
+        f"{name} must hold labels of one kind (all numbers or all strings), which can "
+        f"be sorted; got labels of types {kinds}."
+    )
 
 
 def check_targets(y_true) -> np.ndarray:

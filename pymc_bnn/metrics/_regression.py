@@ -32,8 +32,9 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------ regression
-def binned_coverage(y_true: ArrayLike, mean: ArrayLike, lower: ArrayLike, upper: ArrayLike,
-                    n_bins: int = 5) -> dict:
+def binned_coverage(
+    y_true: ArrayLike, mean: ArrayLike, lower: ArrayLike, upper: ArrayLike, n_bins: int = 5
+) -> dict:
     """Interval coverage in bins of the predicted value: the rows sorted by ``mean``
     and split into ``n_bins`` groups of (nearly) equal size (quintiles by default).
     Intervals whose width ignores how the noise grows with the predicted value cover
@@ -60,10 +61,12 @@ def binned_coverage(y_true: ArrayLike, mean: ArrayLike, lower: ArrayLike, upper:
     order = np.argsort(mu, kind="stable")
     groups = [g for g in np.array_split(order, min(int(n_bins), y.shape[0])) if g.size]
     inside = (lo <= y) & (y <= hi)
-    return {"low": [float(mu[g].min()) for g in groups],
-            "high": [float(mu[g].max()) for g in groups],
-            "coverage": [float(inside[g].mean()) for g in groups],
-            "count": [int(g.size) for g in groups]}
+    return {
+        "low": [float(mu[g].min()) for g in groups],
+        "high": [float(mu[g].max()) for g in groups],
+        "coverage": [float(inside[g].mean()) for g in groups],
+        "count": [int(g.size) for g in groups],
+    }
 
 
 def interval_coverage(y_true: ArrayLike, lower: ArrayLike, upper: ArrayLike) -> float:
@@ -104,8 +107,7 @@ def _normal_params(y_true, mean, std) -> tuple[np.ndarray, np.ndarray, np.ndarra
     sd = check_like_targets("std", std, y.shape[0])
     if np.any(sd <= 0):
         raise ValueError(
-            f"std must be > 0; got {int(np.sum(sd <= 0))} value(s) <= 0 (smallest "
-            f"{sd.min()!r})."
+            f"std must be > 0; got {int(np.sum(sd <= 0))} value(s) <= 0 (smallest {sd.min()!r})."
         )
     return y, mu, sd
 
@@ -211,7 +213,6 @@ def crps_ensemble(y_true: ArrayLike, samples: ArrayLike) -> float:
     return float(np.mean(abs_error - half_spread))
 
 
-
 def regression_summary(
     y_true: ArrayLike,
     mean: ArrayLike,
@@ -257,9 +258,7 @@ def regression_summary(
     """
     if (lower is None) != (upper is None):
         given, missing = ("lower", "upper") if upper is None else ("upper", "lower")
-        raise ValueError(
-            f"lower and upper must be given together; got {given} without {missing}."
-        )
+        raise ValueError(f"lower and upper must be given together; got {given} without {missing}.")
     y, mu, sd = _normal_params(y_true, mean, std)
     summary = {
         "n": int(y.shape[0]),

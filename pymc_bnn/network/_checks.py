@@ -44,8 +44,9 @@ MIN_FEATURE_RANGE = 0.1
 _NAMED_COLUMNS = 5
 
 
-def check_input_scale(X, *, estimator: str, feature_names=None, sample_note: str = "",
-                      stacklevel: int = 3) -> None:
+def check_input_scale(
+    X, *, estimator: str, feature_names=None, sample_note: str = "", stacklevel: int = 3
+) -> None:
     """Warn (:class:`InputScaleWarning`) when features of ``X`` are far from unit scale.
 
     The weights' priors (and the evidence's per-layer prior scales) have one scale for
@@ -72,9 +73,15 @@ def check_input_scale(X, *, estimator: str, feature_names=None, sample_note: str
         return
     rms, spread = _column_scales(X)
     # (values, flagged columns, what they have, sort order: worst first)
-    rules = [(rms, rms > MAX_FEATURE_RMS, f"root mean square above {MAX_FEATURE_RMS:g}", -1),
-             (spread, (spread > 0) & (spread < MIN_FEATURE_RANGE),
-              f"a range (max - min) below {MIN_FEATURE_RANGE:g}", 1)]
+    rules = [
+        (rms, rms > MAX_FEATURE_RMS, f"root mean square above {MAX_FEATURE_RMS:g}", -1),
+        (
+            spread,
+            (spread > 0) & (spread < MIN_FEATURE_RANGE),
+            f"a range (max - min) below {MIN_FEATURE_RANGE:g}",
+            1,
+        ),
+    ]
     parts = []
     for values, flagged, what, order in rules:
         cols = np.flatnonzero(flagged)
@@ -82,11 +89,11 @@ def check_input_scale(X, *, estimator: str, feature_names=None, sample_note: str
             continue
         cols = cols[np.argsort(order * values[cols], kind="stable")]
         shown = ", ".join(
-            f"{feature_names[c] if feature_names is not None else f'column {c}'} "
-            f"({values[c]:.3g})" for c in cols[:_NAMED_COLUMNS])
+            f"{feature_names[c] if feature_names is not None else f'column {c}'} ({values[c]:.3g})"
+            for c in cols[:_NAMED_COLUMNS]
+        )
         more = f", and {cols.size - _NAMED_COLUMNS} more" if cols.size > _NAMED_COLUMNS else ""
-        parts.append(f"{cols.size} {'has' if cols.size == 1 else 'have'} {what}: "
-                     f"{shown}{more}")
+        parts.append(f"{cols.size} {'has' if cols.size == 1 else 'have'} {what}: {shown}{more}")
     if not parts:
         return
     warnings.warn(
@@ -94,7 +101,9 @@ def check_input_scale(X, *, estimator: str, feature_names=None, sample_note: str
         f"priors assume inputs of unit scale, and far from it the fit is poor (large "
         f"features saturate tanh and logistic units, tiny ones are all but ignored). "
         f"Standardise the features, e.g. make_pipeline(StandardScaler(), {estimator}(...)).",
-        InputScaleWarning, stacklevel=stacklevel)
+        InputScaleWarning,
+        stacklevel=stacklevel,
+    )
 
 
 def _column_scales(X, rows: int = 65_536):
@@ -107,7 +116,7 @@ def _column_scales(X, rows: int = 65_536):
     low, high = X[0].copy(), X[0].copy()
     with np.errstate(over="ignore"):
         for start in range(0, X.shape[0], rows):
-            block = X[start:start + rows]
+            block = X[start : start + rows]
             squares += np.einsum("ij,ij->j", block, block)
             np.minimum(low, block.min(axis=0), out=low)
             np.maximum(high, block.max(axis=0), out=high)
@@ -132,8 +141,10 @@ def check_positive_int(name: str, value, *, allow_none: bool = False, minimum: i
 
 def check_positive_float(name: str, value) -> float:
     """Return ``value`` as float if it is a finite real number > 0."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
-        np.isfinite(value) and value > 0
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not (np.isfinite(value) and value > 0)
     ):
         raise ValueError(f"{name} must be a finite number > 0; got {value!r}.")
     return float(value)
@@ -145,17 +156,25 @@ def check_random_seed(value, *, sequence: bool = False):
     2**70 or a Generator failed many frames down in NumPy. None is returned as it is.
     With ``sequence``, a non-empty sequence of such numbers (NumPy's ``SeedSequence``
     entropy, as a mixture's Laplace draws are seeded, ``[seed, k]``) too, as a list."""
+
     def whole(v) -> bool:
-        return (not isinstance(v, bool) and isinstance(v, numbers.Integral)
-                and 0 <= v < 2**32)
+        return not isinstance(v, bool) and isinstance(v, numbers.Integral) and 0 <= v < 2**32
 
     if value is None or whole(value):
         return None if value is None else int(value)
-    if (sequence and isinstance(value, list | tuple | np.ndarray) and np.ndim(value) == 1
-            and len(value) > 0 and all(whole(v) for v in value)):
+    if (
+        sequence
+        and isinstance(value, list | tuple | np.ndarray)
+        and np.ndim(value) == 1
+        and len(value) > 0
+        and all(whole(v) for v in value)
+    ):
         return [int(v) for v in value]
-    kinds = ("a whole number in 0 .. 2**32 - 1" if not sequence else
-             "a whole number in 0 .. 2**32 - 1 or a sequence of them")
+    kinds = (
+        "a whole number in 0 .. 2**32 - 1"
+        if not sequence
+        else "a whole number in 0 .. 2**32 - 1 or a sequence of them"
+    )
     raise ValueError(f"random_seed must be None or {kinds}; got {value!r}.")
 
 
@@ -166,8 +185,10 @@ def check_prior_sigma(value, n_layers: int) -> float | tuple[float, ...]:
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return check_positive_float("prior_sigma", value)
     if isinstance(value, str) or not hasattr(value, "__len__") or len(value) != n_layers:
-        raise ValueError(f"prior_sigma must be a finite number > 0 or a sequence of "
-                         f"{n_layers} of them (one per layer); got {value!r}.")
+        raise ValueError(
+            f"prior_sigma must be a finite number > 0 or a sequence of "
+            f"{n_layers} of them (one per layer); got {value!r}."
+        )
     return tuple(check_positive_float("prior_sigma", v) for v in value)
 
 
@@ -220,8 +241,9 @@ def check_model_inputs(
         X = np.array(X, dtype=np.float64, copy=True)
     except (TypeError, ValueError):
         _refuse_missing("X", X)
-        raise ValueError("X must hold real numbers; some of its values cannot be converted "
-                         "to float.") from None
+        raise ValueError(
+            "X must hold real numbers; some of its values cannot be converted to float."
+        ) from None
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n_rows, n_features); got shape {X.shape}.")
     if X.shape[0] == 0 or X.shape[1] == 0:
@@ -266,8 +288,18 @@ def check_model_inputs(
     return X, y, groups, spec
 
 
-def checked_spec(*, hidden_layer_sizes, activation, prior_sigma, prior, precision_shape,
-                 precision_rate, likelihood, noise_scale, **counts) -> NetworkSpec:
+def checked_spec(
+    *,
+    hidden_layer_sizes,
+    activation,
+    prior_sigma,
+    prior,
+    precision_shape,
+    precision_rate,
+    likelihood,
+    noise_scale,
+    **counts,
+) -> NetworkSpec:
     """A :class:`NetworkSpec` whose architecture and prior fields are checked (ValueError
     naming the field); ``counts`` (sizes, batch, groups, heteroscedastic) go in as given,
     checked by the caller against the data (:func:`check_model_inputs`) or a file
@@ -294,16 +326,21 @@ def _check_prior_parameters(spec: NetworkSpec) -> None:
             f"prior_sigma={spec.prior_sigma!r} is the scale of prior='normal'; "
             "prior='gamma_precision' infers each layer's scale from its Gamma precision "
             "(precision_shape, precision_rate) and would ignore it. Pass prior='normal' "
-            "to fix the scale, or leave prior_sigma at 1.0.")
-    given = {name: value for name in ("precision_shape", "precision_rate")
-             if (value := getattr(spec, name)) != 1.0}
+            "to fix the scale, or leave prior_sigma at 1.0."
+        )
+    given = {
+        name: value
+        for name in ("precision_shape", "precision_rate")
+        if (value := getattr(spec, name)) != 1.0
+    }
     if spec.prior == "normal" and given:
         settings = ", ".join(f"{name}={value!r}" for name, value in given.items())
         verb, them = ("sets", "it") if len(given) == 1 else ("set", "them")
         raise ValueError(
             f"{settings} {verb} the Gamma precision of prior='gamma_precision'; "
             f"prior='normal' has fixed scales (prior_sigma) and would ignore {them}. Pass "
-            f"prior='gamma_precision' to use {them}, or leave {them} at 1.0.")
+            f"prior='gamma_precision' to use {them}, or leave {them} at 1.0."
+        )
 
 
 def _refuse_missing(name: str, values) -> None:
@@ -317,8 +354,10 @@ def _refuse_missing(name: str, values) -> None:
     except (TypeError, ValueError):
         return
     if missing:
-        raise ValueError(f"{name} contains NaN or missing values (None, pandas' NA); impute "
-                         "or drop such rows first.")
+        raise ValueError(
+            f"{name} contains NaN or missing values (None, pandas' NA); impute "
+            "or drop such rows first."
+        )
 
 
 def _check_real_targets(y, n_classes):
@@ -338,7 +377,11 @@ def _check_class_codes(y, n_classes):
     if y.dtype == np.bool_:  # two classes, False and True: codes 0 and 1
         y = y.astype(np.int64)
     if not np.issubdtype(y.dtype, np.integer):
-        if np.issubdtype(y.dtype, np.number) and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+        if (
+            np.issubdtype(y.dtype, np.number)
+            and np.all(np.isfinite(y))
+            and np.all(y == np.round(y))
+        ):
             y = y.astype(np.int64)
         else:
             raise ValueError("y must hold integer class codes 0 .. n_classes - 1.")
@@ -368,15 +411,15 @@ def check_group_codes(groups, n_groups, *, n_rows: int):
     groups = np.asarray(groups)
     if groups.ndim != 1 or groups.shape[0] != n_rows:
         raise ValueError(
-            f"groups must be 1-D with one entry per row of X ({n_rows}); got shape "
-            f"{groups.shape}."
+            f"groups must be 1-D with one entry per row of X ({n_rows}); got shape {groups.shape}."
         )
     if not np.issubdtype(groups.dtype, np.integer):
         raise ValueError("groups must hold integer group codes 0 .. n_groups - 1.")
     groups = np.array(groups, dtype=np.int64, copy=True)
     if groups.min() < 0:
-        raise ValueError("groups must hold integer group codes 0 .. n_groups - 1; found a "
-                         "negative.")
+        raise ValueError(
+            "groups must hold integer group codes 0 .. n_groups - 1; found a negative."
+        )
     if n_groups is None:
         n_groups = int(groups.max()) + 1
     n_groups = check_positive_int("n_groups", n_groups)
@@ -404,8 +447,10 @@ def check_group_labels(groups, n_rows: int) -> np.ndarray:
 
     groups = column_or_1d(groups, warn=False)
     if groups.shape[0] != n_rows:
-        raise ValueError(f"groups has {groups.shape[0]} entries but X has {n_rows} rows; give "
-                         "one group label per row.")
+        raise ValueError(
+            f"groups has {groups.shape[0]} entries but X has {n_rows} rows; give "
+            "one group label per row."
+        )
     if groups.dtype.kind == "f" and not np.all(np.isfinite(groups)):
         raise ValueError("groups contains NaN or infinity.")
     if groups.dtype.kind == "O":
@@ -413,16 +458,20 @@ def check_group_labels(groups, n_rows: int) -> np.ndarray:
         # by np.unique's comparison of a float with a string
         import pandas as pd
 
-        missing = np.array([g is None or (np.ndim(g) == 0 and bool(pd.isna(g)))
-                            for g in groups], dtype=bool)
+        missing = np.array(
+            [g is None or (np.ndim(g) == 0 and bool(pd.isna(g))) for g in groups], dtype=bool
+        )
         if missing.any():
             k = int(missing.argmax())
-            raise ValueError(f"groups contains a missing label ({groups[k]!r}) at position "
-                             f"{k}; give every row a group.")
+            raise ValueError(
+                f"groups contains a missing label ({groups[k]!r}) at position "
+                f"{k}; give every row a group."
+            )
         kinds = {_label_kind(g) for g in groups}
         if len(kinds) > 1:
-            raise ValueError(f"groups mixes {' and '.join(sorted(kinds))} labels; give labels "
-                             "of one type.")
+            raise ValueError(
+                f"groups mixes {' and '.join(sorted(kinds))} labels; give labels of one type."
+            )
     return groups
 
 
@@ -432,9 +481,11 @@ def check_same_label_kind(groups: np.ndarray, fitted: np.ndarray) -> None:
     be an unseen group."""
     given, known = _array_label_kind(groups), _array_label_kind(fitted)
     if given != known:
-        raise ValueError(f"groups holds {given} labels, but the estimator was fit with {known} "
-                         f"groups ({', '.join(map(repr, fitted[:3].tolist()))}"
-                         f"{', ...' if len(fitted) > 3 else ''}); convert them.")
+        raise ValueError(
+            f"groups holds {given} labels, but the estimator was fit with {known} "
+            f"groups ({', '.join(map(repr, fitted[:3].tolist()))}"
+            f"{', ...' if len(fitted) > 3 else ''}); convert them."
+        )
 
 
 def _label_kind(value) -> str:
@@ -464,8 +515,9 @@ def check_predictive_X(X, n_features: int) -> np.ndarray:
     finite = np.isfinite(X)
     if not finite.all():
         row = int(np.flatnonzero(~finite.all(axis=1))[0])
-        raise ValueError(f"X contains NaN or infinity (first in row {row}); impute or drop "
-                         "such rows first.")
+        raise ValueError(
+            f"X contains NaN or infinity (first in row {row}); impute or drop such rows first."
+        )
     return X
 
 
@@ -476,14 +528,14 @@ def check_predictive_targets(y: np.ndarray, n_classes: int | None) -> np.ndarray
     try:
         values = np.asarray(y).astype(np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"y must hold numbers; got values of type {np.asarray(y).dtype}."
-                         ) from None
+        raise ValueError(
+            f"y must hold numbers; got values of type {np.asarray(y).dtype}."
+        ) from None
     bad = ~np.isfinite(values)
     if n_classes is not None:
         bad |= (values != np.round(values)) | (values < 0) | (values >= n_classes)
     if bad.any():
         i = int(bad.argmax())
-        what = ("finite numbers" if n_classes is None
-                else f"class codes 0 .. {n_classes - 1}")
+        what = "finite numbers" if n_classes is None else f"class codes 0 .. {n_classes - 1}"
         raise ValueError(f"y must hold {what}; position {i} holds {np.asarray(y)[i]!r}.")
     return values

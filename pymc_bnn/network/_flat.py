@@ -20,8 +20,15 @@ import pytensor.tensor as pt
 from pymc_bnn._runtime.compile_cache import compiled_function
 from pymc_bnn.network.model import forward
 
-__all__ = ["compile_mode", "flat_logits", "flatten", "layer_index", "n_params",
-           "network_jacobian", "unflatten"]
+__all__ = [
+    "compile_mode",
+    "flat_logits",
+    "flatten",
+    "layer_index",
+    "n_params",
+    "network_jacobian",
+    "unflatten",
+]
 
 
 def compile_mode() -> str:
@@ -94,5 +101,6 @@ def network_jacobian(layer_shapes: tuple, activation: str, rows: int, mode: str)
     X = pt.tensor("X", dtype="float64", shape=(rows, layer_shapes[0][0]))
     outputs = vectorize_graph([logits, jac], {x: X})
     # the key is the one this function had in pymc_bnn.inference.evidence: cached programs still hit
-    return compiled_function(("_jacobian_rows", layer_shapes, activation, rows), [theta, X],
-                             outputs, mode=mode)
+    return compiled_function(
+        ("_jacobian_rows", layer_shapes, activation, rows), [theta, X], outputs, mode=mode
+    )

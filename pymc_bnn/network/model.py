@@ -25,8 +25,17 @@ if TYPE_CHECKING:  # PyMC is imported where a model is built, not to predict
 from pymc_bnn.network._checks import check_model_inputs
 from pymc_bnn.network.spec import LIKELIHOODS, PRIORS, NetworkSpec
 
-__all__ = ["ACTIVATIONS", "LIKELIHOODS", "PRIORS", "noise_sd", "NetworkSpec", "build_model",
-           "default_initial_values", "forward", "network_spec"]
+__all__ = [
+    "ACTIVATIONS",
+    "LIKELIHOODS",
+    "PRIORS",
+    "noise_sd",
+    "NetworkSpec",
+    "build_model",
+    "default_initial_values",
+    "forward",
+    "network_spec",
+]
 
 
 def _relu(x):
@@ -120,8 +129,15 @@ def default_initial_values(model: pm.Model) -> Iterator[pm.Model]:
             model.rvs_to_initial_values[rv] = value
 
 
-def forward(X, weights: Sequence[tuple], *, activation: str = "tanh", groups=None,
-            unroll: int = 0, feature_major: bool = False):
+def forward(
+    X,
+    weights: Sequence[tuple],
+    *,
+    activation: str = "tanh",
+    groups=None,
+    unroll: int = 0,
+    feature_major: bool = False,
+):
     """Network forward pass: inputs to output logits.
 
     Works on one set of weights or on a batch of posterior draws at once: every
@@ -216,8 +232,9 @@ def _layer_scales(spec: NetworkSpec, layer: int, hyper: dict):
         return sigma, sigma
     scales = []
     for kind in ("w", "b"):
-        tau = pm.Gamma(f"{kind}{layer}_precision", alpha=hyper["precision_shape"],
-                       beta=hyper["precision_rate"])
+        tau = pm.Gamma(
+            f"{kind}{layer}_precision", alpha=hyper["precision_shape"], beta=hyper["precision_rate"]
+        )
         scales.append(1.0 / pt.sqrt(tau))
     return tuple(scales)
 
@@ -236,8 +253,13 @@ def _normal_block(name: str, shape: tuple, scale, init: np.ndarray, spec: Networ
     if spec.prior == "normal":  # a fixed scale (a shared input, not a random variable)
         return pm.Normal(name, 0.0, scale, shape=shape, initval=init)
     # the precision starts at its prior mean, so the raw value is init * sqrt(mean)
-    raw = pm.Normal(f"{name}_raw", 0.0, 1.0, shape=shape,
-                    initval=init * np.sqrt(spec.precision_shape / spec.precision_rate))
+    raw = pm.Normal(
+        f"{name}_raw",
+        0.0,
+        1.0,
+        shape=shape,
+        initval=init * np.sqrt(spec.precision_shape / spec.precision_rate),
+    )
     return pm.Deterministic(name, raw * scale)
 
 
@@ -255,8 +277,13 @@ def _layer_param(name: str, shape: tuple, scale, init: np.ndarray, spec: Network
         return _normal_block(name, shape, scale, init, spec)
     mu = _normal_block(f"{name}_mu", shape, scale, init, spec)
     sd = pm.HalfNormal(f"{name}_sd", 1.0, initval=0.5)
-    eps = pm.Normal(f"{name}_eps", 0.0, 1.0, shape=(spec.n_groups, *shape),
-                    initval=rng.normal(0.0, 0.1, size=(spec.n_groups, *shape)))
+    eps = pm.Normal(
+        f"{name}_eps",
+        0.0,
+        1.0,
+        shape=(spec.n_groups, *shape),
+        initval=rng.normal(0.0, 0.1, size=(spec.n_groups, *shape)),
+    )
     return pm.Deterministic(name, mu + sd * eps)
 
 
@@ -399,22 +426,28 @@ def build_model(
             raise TypeError
         rng = np.random.default_rng(random_state)
     except (TypeError, ValueError):
-        raise ValueError(f"random_state must be None, an integer >= 0, a numpy Generator, "
-                         f"SeedSequence or BitGenerator; got {random_state!r}.") from None
+        raise ValueError(
+            f"random_state must be None, an integer >= 0, a numpy Generator, "
+            f"SeedSequence or BitGenerator; got {random_state!r}."
+        ) from None
     n_given = spec.n_rows
     if total_size is not None:
-        if isinstance(total_size, bool) or not isinstance(total_size, int | np.integer) \
-                or total_size < spec.n_rows:
-            raise ValueError(f"total_size must be an int >= the rows of X ({spec.n_rows}); "
-                             f"got {total_size!r}.")
+        if (
+            isinstance(total_size, bool)
+            or not isinstance(total_size, int | np.integer)
+            or total_size < spec.n_rows
+        ):
+            raise ValueError(
+                f"total_size must be an int >= the rows of X ({spec.n_rows}); got {total_size!r}."
+            )
         spec = dataclasses.replace(spec, n_rows=int(total_size))
     # the prior's parameters are shared inputs, not constants of the graph: fits that
     # differ only in them (a grid search, a hyperprior study) reuse one compiled ADVI
     # runner (pymc_bnn.inference._runner_cache)
-    names = ("prior_sigma",) if spec.prior == "normal" else ("precision_shape",
-                                                              "precision_rate")
-    hyper = {n: pytensor.shared(np.asarray(getattr(spec, n), dtype=np.float64), name=n)
-             for n in names}
+    names = ("prior_sigma",) if spec.prior == "normal" else ("precision_shape", "precision_rate")
+    hyper = {
+        n: pytensor.shared(np.asarray(getattr(spec, n), dtype=np.float64), name=n) for n in names
+    }
 
     with pm.Model() as model:
         data = [pm.Data("X", X), pm.Data("y", y)]
@@ -431,8 +464,11 @@ def build_model(
             # a full-batch likelihood counted as total_size rows: weighted by
             # total_size / rows, i.e. the ELBO's KL term by rows / total_size (the
             # regressor's kl_weight); a shared input, as for minibatches
-            total_size = (None if spec.n_rows == n_given
-                          else [pytensor.shared(np.int64(spec.n_rows), name="total_size")])
+            total_size = (
+                None
+                if spec.n_rows == n_given
+                else [pytensor.shared(np.int64(spec.n_rows), name="total_size")]
+            )
         else:
             observed = pm.Minibatch(*data, batch_size=spec.batch_size)
             # a shared input, not a constant of the graph, as the prior scales: minibatch
@@ -448,22 +484,29 @@ def build_model(
         ):
             w_scale, b_scale = _layer_scales(spec, layer, hyper)
             w_sd, b_sd = initial_sds(fan_in)
-            W = _layer_param(w_name, (fan_in, fan_out), w_scale,
-                             rng.normal(0.0, w_sd, size=(fan_in, fan_out)), spec, rng)
-            b = _layer_param(b_name, (fan_out,), b_scale,
-                             rng.normal(0.0, b_sd, size=fan_out), spec, rng)
+            W = _layer_param(
+                w_name,
+                (fan_in, fan_out),
+                w_scale,
+                rng.normal(0.0, w_sd, size=(fan_in, fan_out)),
+                spec,
+                rng,
+            )
+            b = _layer_param(
+                b_name, (fan_out,), b_scale, rng.normal(0.0, b_sd, size=fan_out), spec, rng
+            )
             weights.append((W, b))
 
         small = max(fan_in for fan_in, _ in spec.layer_shapes) <= FEATURE_MAJOR_MAX_FAN_IN
-        logits = forward(X_obs, weights, activation=spec.activation, groups=g_obs,
-                         feature_major=small)
+        logits = forward(
+            X_obs, weights, activation=spec.activation, groups=g_obs, feature_major=small
+        )
         if spec.is_regression:
             if spec.heteroscedastic:
                 sigma = noise_sd(logits[:, 1])
             else:
                 sigma = pm.HalfCauchy("sigma", beta=spec.noise_scale)
-            pm.Normal("y_obs", mu=logits[:, 0], sigma=sigma, observed=y_obs,
-                      total_size=total_size)
+            pm.Normal("y_obs", mu=logits[:, 0], sigma=sigma, observed=y_obs, total_size=total_size)
         elif spec.n_classes == 2:
             pm.Bernoulli("y_obs", logit_p=logits[:, 0], observed=y_obs, total_size=total_size)
         else:

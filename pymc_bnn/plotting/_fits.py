@@ -54,8 +54,9 @@ def _posterior_draws(source, name: str, label) -> np.ndarray:
     try:
         draws = np.asarray(var, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"{name!r} of {label!r} must be an array of numbers (draws); "
-                         f"got {var!r}.") from None
+        raise ValueError(
+            f"{name!r} of {label!r} must be an array of numbers (draws); got {var!r}."
+        ) from None
     if dims is None and draws.ndim > 1:
         raise ValueError(f"{name!r} must be a 1-D array of draws; got shape {draws.shape}.")
     draws = draws.ravel()
@@ -64,8 +65,10 @@ def _posterior_draws(source, name: str, label) -> np.ndarray:
     # a NaN draw makes the mean and quantiles NaN, and matplotlib silently draws nothing
     bad = ~np.isfinite(draws)
     if bad.any():
-        raise ValueError(f"{name!r} of {label!r} has {int(bad.sum())} NaN or infinite "
-                         f"draws of {draws.size} (first at draw {int(np.argmax(bad))}).")
+        raise ValueError(
+            f"{name!r} of {label!r} has {int(bad.sum())} NaN or infinite "
+            f"draws of {draws.size} (first at draw {int(np.argmax(bad))})."
+        )
     return draws
 
 
@@ -132,12 +135,14 @@ def posterior_intervals(
         for name in var_names:
             draws = _posterior_draws(source, name, label)
             if log and np.any(draws <= 0):
-                raise ValueError(f"log=True needs positive draws; {name!r} of {label!r} "
-                                 f"has values <= 0.")
+                raise ValueError(
+                    f"log=True needs positive draws; {name!r} of {label!r} has values <= 0."
+                )
             all_draws[label, name] = draws
     with closing_new_figures():
-        return _draw_intervals(all_draws, posteriors, var_names, prob=prob, log=log, ax=ax,
-                               xlabel=xlabel, title=title)
+        return _draw_intervals(
+            all_draws, posteriors, var_names, prob=prob, log=log, ax=ax, xlabel=xlabel, title=title
+        )
 
 
 def _draw_intervals(all_draws, posteriors, var_names, *, prob, log, ax, xlabel, title):
@@ -155,8 +160,15 @@ def _draw_intervals(all_draws, posteriors, var_names, *, prob, log, ax, xlabel, 
             lo, hi = np.quantile(draws, q)
             y = -i + offsets[j]
             ax.plot([lo, hi], [y, y], color=colours[j], lw=2, solid_capstyle="butt")
-            ax.plot([draws.mean()], [y], marker="o", color=colours[j], ms=6,
-                    label=label if i == 0 else None, ls="none")
+            ax.plot(
+                [draws.mean()],
+                [y],
+                marker="o",
+                color=colours[j],
+                ms=6,
+                label=label if i == 0 else None,
+                ls="none",
+            )
     ax.set_yticks(-np.arange(len(var_names)), var_names)
     ax.set_ylim(-len(var_names) + 0.5, 0.5)
     if log:
@@ -164,8 +176,10 @@ def _draw_intervals(all_draws, posteriors, var_names, *, prob, log, ax, xlabel, 
         ax.xaxis.set_major_locator(LogLocator(base=10.0, subs=(1.0, 2.0, 5.0)))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set(xlabel=f"{xlabel} (mean, {prob:.0%} interval)",
-           title=title if title is not None else "Posterior intervals")
+    ax.set(
+        xlabel=f"{xlabel} (mean, {prob:.0%} interval)",
+        title=title if title is not None else "Posterior intervals",
+    )
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="best", fontsize="small")
     return ax
@@ -199,8 +213,7 @@ def loss_curve(loss, *, window: int = 200, ax=None, label: str | None = None):
     except (TypeError, ValueError):
         raise ValueError(f"loss must be a 1-D array of numbers; got {loss!r}.") from None
     if loss.ndim != 1:
-        raise ValueError(f"loss must be a 1-D array (one value per step); got shape "
-                         f"{loss.shape}.")
+        raise ValueError(f"loss must be a 1-D array (one value per step); got shape {loss.shape}.")
     # 0 and 1 (no running mean) stay allowed, as before
     window = check_positive_int("window", window, minimum=0)
     with closing_new_figures():
@@ -212,12 +225,23 @@ def _draw_loss(loss: np.ndarray, window: int, ax, label):
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 4))
     steps = np.arange(1, loss.size + 1)
-    raw = ax.plot(steps, loss, alpha=0.3, lw=0.7, gid="pymc_bnn-loss-raw",
-                  label=None if label is None else f"{label} (raw)")
+    raw = ax.plot(
+        steps,
+        loss,
+        alpha=0.3,
+        lw=0.7,
+        gid="pymc_bnn-loss-raw",
+        label=None if label is None else f"{label} (raw)",
+    )
     if loss.size >= window > 1:
         smooth = np.convolve(loss, np.ones(window) / window, mode="valid")
-        ax.plot(steps[window - 1 :], smooth, color=raw[0].get_color(), lw=1.8,
-                label=f"{label or 'loss'} ({window}-step mean)")
+        ax.plot(
+            steps[window - 1 :],
+            smooth,
+            color=raw[0].get_color(),
+            lw=1.8,
+            label=f"{label or 'loss'} ({window}-step mean)",
+        )
     # y range: the bulk of every raw curve on this ax (several runs may share it)
     ranges = []
     for line in ax.lines:
@@ -228,8 +252,11 @@ def _draw_loss(loss: np.ndarray, window: int, ax, label):
                 ranges.append(np.percentile(values, [0.5, 99.0]))
     lo, hi = (min(r[0] for r in ranges), max(r[1] for r in ranges)) if ranges else (0.0, 1.0)
     pad = 0.05 * (hi - lo) if hi > lo else 1.0
-    ax.set(xlabel="optimisation step", ylabel="negative ELBO (full-data units)",
-           ylim=(lo - pad, hi + pad))
+    ax.set(
+        xlabel="optimisation step",
+        ylabel="negative ELBO (full-data units)",
+        ylim=(lo - pad, hi + pad),
+    )
     if ax.get_legend_handles_labels()[0]:
         ax.legend()
     return ax

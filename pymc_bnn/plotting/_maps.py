@@ -66,10 +66,15 @@ def grid_2d(lims=(-3.0, 3.0), resolution: int = 100):
     >>> xx.shape, points.shape
     ((5, 5), (25, 2))
     """
-    if isinstance(resolution, bool) or not isinstance(resolution, (int, np.integer)) \
-            or resolution < 2:
-        raise ValueError(f"resolution must be a whole number of grid points per axis, at "
-                         f"least 2; got {resolution!r}.")
+    if (
+        isinstance(resolution, bool)
+        or not isinstance(resolution, (int, np.integer))
+        or resolution < 2
+    ):
+        raise ValueError(
+            f"resolution must be a whole number of grid points per axis, at "
+            f"least 2; got {resolution!r}."
+        )
     lo, hi = lims
     axis = np.linspace(lo, hi, resolution)
     xx, yy = np.meshgrid(axis, axis)
@@ -90,8 +95,10 @@ def _check_kind(kind) -> str:
 
 def _check_2d_classifier(clf, kind: str) -> None:
     if hasattr(clf, "predict_interval") and not hasattr(clf, "classes_"):
-        raise ValueError(f"an uncertainty map shows a classifier's class probabilities; "
-                         f"{type(clf).__name__} is a regressor.")
+        raise ValueError(
+            f"an uncertainty map shows a classifier's class probabilities; "
+            f"{type(clf).__name__} is a regressor."
+        )
     n_features = getattr(clf, "n_features_in_", 2)
     if n_features != 2:
         raise ValueError(
@@ -118,10 +125,15 @@ def _check_class_index(class_index) -> int | None:
         return None
     # negative indices are refused rather than counted from the end: the column shown
     # is named in the title, and "-1" read as "the last class" is easy to misread
-    if isinstance(class_index, bool) or not isinstance(class_index, (int, np.integer)) \
-            or class_index < 0:
-        raise ValueError(f"class_index must be None or a whole number >= 0 (a column of "
-                         f"classes_); got {class_index!r}.")
+    if (
+        isinstance(class_index, bool)
+        or not isinstance(class_index, (int, np.integer))
+        or class_index < 0
+    ):
+        raise ValueError(
+            f"class_index must be None or a whole number >= 0 (a column of "
+            f"classes_); got {class_index!r}."
+        )
     return int(class_index)
 
 
@@ -138,16 +150,18 @@ def _check_overlay(X, y, groups=None):
     try:
         X = np.asarray(X, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError("X to overlay must be an array of numbers of shape "
-                         "(n_points, 2).") from None
+        raise ValueError(
+            "X to overlay must be an array of numbers of shape (n_points, 2)."
+        ) from None
     if X.ndim != 2 or X.shape[1] != 2:
         raise ValueError(f"X to overlay must have shape (n_points, 2); got {X.shape}.")
     checked = []
     for name, value in (("y", y), ("groups", groups)):
         a = None if value is None else np.asarray(value)
         if a is not None and a.shape != (X.shape[0],):
-            raise ValueError(f"{name} must have shape ({X.shape[0]},), one value per row "
-                             f"of X; got {a.shape}.")
+            raise ValueError(
+                f"{name} must have shape ({X.shape[0]},), one value per row of X; got {a.shape}."
+            )
         checked.append(a)
     return X, *checked
 
@@ -210,8 +224,18 @@ def _scatter(ax, X, y, *, legend: bool = True, s: float = 14, hue_order=None) ->
             colours = sns.color_palette("colorblind", n_colors=len(hue_order))
             palette = dict(zip(hue_order, colours))
             hue_order = list(hue_order)
-    sns.scatterplot(x=X[:, 0], y=X[:, 1], hue=hue, palette=palette, s=s, hue_order=hue_order,
-                    edgecolor="white", linewidth=0.3, ax=ax, legend=legend and y is not None)
+    sns.scatterplot(
+        x=X[:, 0],
+        y=X[:, 1],
+        hue=hue,
+        palette=palette,
+        s=s,
+        hue_order=hue_order,
+        edgecolor="white",
+        linewidth=0.3,
+        ax=ax,
+        legend=legend and y is not None,
+    )
     if legend and y is not None and ax.get_legend() is not None:
         ax.get_legend().set_title("class")
 
@@ -302,8 +326,16 @@ def uncertainty_map(
     with closing_new_figures():
         if ax is None:
             _, ax = plt.subplots(figsize=(6, 5))
-        cs = _draw_map(ax, xx, yy, values.reshape(xx.shape), kind=kind, levels=levels,
-                       lims=lims, title=title if title is not None else label)
+        cs = _draw_map(
+            ax,
+            xx,
+            yy,
+            values.reshape(xx.shape),
+            kind=kind,
+            levels=levels,
+            lims=lims,
+            title=title if title is not None else label,
+        )
         if colorbar:
             _colorbar(ax.figure, cs, ax, label)
         if X is not None:
@@ -391,17 +423,23 @@ def compare_maps(
         vmax = 1.0 if all_binary_mean else max(float(np.nanmax(v)) for v, _, _ in maps)
     with closing_new_figures():
         if ax is None:
-            fig, axes = plt.subplots(1, n, figsize=(panel_size * n + 1.2, panel_size),
-                                     sharex=True, sharey=True, squeeze=False,
-                                     layout="constrained")
+            fig, axes = plt.subplots(
+                1,
+                n,
+                figsize=(panel_size * n + 1.2, panel_size),
+                sharex=True,
+                sharey=True,
+                squeeze=False,
+                layout="constrained",
+            )
             axes = list(axes[0])
         else:
             fig = axes[0].figure
-        for i, (a, name, (values, label, n_classes)) in enumerate(zip(axes, classifiers,
-                                                                      maps)):
+        for i, (a, name, (values, label, n_classes)) in enumerate(zip(axes, classifiers, maps)):
             levels = _levels(kind, n_classes, vmax if share_scale else None, values)
-            cs = _draw_map(a, xx, yy, values.reshape(xx.shape), kind=kind, levels=levels,
-                           lims=lims, title=name)
+            cs = _draw_map(
+                a, xx, yy, values.reshape(xx.shape), kind=kind, levels=levels, lims=lims, title=name
+            )
             if not share_scale:
                 _colorbar(fig, cs, a, label)
             if X is not None:
@@ -518,8 +556,10 @@ def task_maps(
     kind = _check_kind(kind)
     if isinstance(models, Mapping):
         if len(models) == 0:
-            raise ValueError("models must be a fitted classifier or a non-empty dict of "
-                             "task -> fitted classifier.")
+            raise ValueError(
+                "models must be a fitted classifier or a non-empty dict of "
+                "task -> fitted classifier."
+            )
         known = list(models)
         view = models.__getitem__
     else:
@@ -565,10 +605,15 @@ def task_maps(
         if ax is None:
             ncols = max(1, min(int(ncols), n))
             nrows = -(-n // ncols)
-            fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size * ncols + 1.0,
-                                                            panel_size * nrows + 0.3),
-                                     sharex=True, sharey=True, squeeze=False,
-                                     layout="constrained")
+            fig, axes = plt.subplots(
+                nrows,
+                ncols,
+                figsize=(panel_size * ncols + 1.0, panel_size * nrows + 0.3),
+                sharex=True,
+                sharey=True,
+                squeeze=False,
+                layout="constrained",
+            )
             ncols_grid = ncols
             axes = list(axes.ravel())
         else:
@@ -578,13 +623,27 @@ def task_maps(
         axes = axes[:n]
         for i, (a, task, (values, _, n_classes)) in enumerate(zip(axes, tasks, maps)):
             levels = _levels(kind, n_classes, vmax, values)
-            cs = _draw_map(a, xx, yy, values.reshape(xx.shape), kind=kind, levels=levels,
-                           lims=lims, title=titles.get(task, f"task {class_label(task)}"))
+            cs = _draw_map(
+                a,
+                xx,
+                yy,
+                values.reshape(xx.shape),
+                kind=kind,
+                levels=levels,
+                lims=lims,
+                title=titles.get(task, f"task {class_label(task)}"),
+            )
             a.title.set_fontsize("small")
             if X_all is not None:
                 rows = g_all == task
-                _scatter(a, X_all[rows], None if y_all is None else y_all[rows],
-                         legend=False, s=9, hue_order=hue_order)
+                _scatter(
+                    a,
+                    X_all[rows],
+                    None if y_all is None else y_all[rows],
+                    legend=False,
+                    s=9,
+                    hue_order=hue_order,
+                )
             a.tick_params(labelbottom=False, labelleft=False, length=0)
             a.set(xticks=[], yticks=[])
             col = i % ncols_grid

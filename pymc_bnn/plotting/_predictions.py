@@ -22,10 +22,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
-from pymc_bnn.network._checks import check_positive_int
 from pymc_bnn.metrics._calibration import reliability_curve
 from pymc_bnn.metrics._classification import risk_coverage_curve
 from pymc_bnn.metrics._regression import interval_coverage
+from pymc_bnn.network._checks import check_positive_int
 from pymc_bnn.plotting._common import class_label
 
 __all__ = [
@@ -37,8 +37,9 @@ __all__ = [
 ]
 
 
-def calibration_table(y_true, proba, *, n_bins: int = 10, classes=None,
-                      confidence: str = "auto") -> dict:
+def calibration_table(
+    y_true, proba, *, n_bins: int = 10, classes=None, confidence: str = "auto"
+) -> dict:
     """Binned calibration of predicted probabilities (the numbers of a reliability diagram).
 
     :func:`pymc_bnn.metrics.reliability_curve` with 10 bins by default (it computes
@@ -84,8 +85,7 @@ def calibration_table(y_true, proba, *, n_bins: int = 10, classes=None,
     >>> t["count"].tolist(), t["frequency"].tolist()
     ([2, 2], [0.0, 1.0])
     """
-    return reliability_curve(y_true, proba, n_bins=n_bins, classes=classes,
-                             confidence=confidence)
+    return reliability_curve(y_true, proba, n_bins=n_bins, classes=classes, confidence=confidence)
 
 
 def reliability_diagram(
@@ -144,13 +144,19 @@ def reliability_diagram(
     >>> ax.get_legend().get_texts()[1].get_text()
     '(ECE 0.250: 5 bins of P(y = 1))'
     """
-    table = calibration_table(y_true, proba, n_bins=n_bins, classes=classes,
-                              confidence=confidence)
+    table = calibration_table(y_true, proba, n_bins=n_bins, classes=classes, confidence=confidence)
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 5))
     if not any(line.get_gid() == "pymc_bnn-diagonal" for line in ax.lines):
-        ax.plot([0, 1], [0, 1], ls="--", color="0.45", lw=1, label="perfect calibration",
-                gid="pymc_bnn-diagonal")
+        ax.plot(
+            [0, 1],
+            [0, 1],
+            ls="--",
+            color="0.45",
+            lw=1,
+            label="perfect calibration",
+            gid="pymc_bnn-diagonal",
+        )
     filled = table["count"] > 0
     if table["confidence"] == "positive":
         c = class_label(table["positive_class"])
@@ -162,16 +168,34 @@ def reliability_diagram(
     name = f"{label} " if label else ""
     # the legend names what was binned: with the defaults this ECE is not the headline
     # expected_calibration_error (top label, 15 bins), and a bare "ECE" read as if it were
-    (curve,) = ax.plot(table["mean_confidence"][filled], table["frequency"][filled],
-                       marker="o", lw=1.6, zorder=3,
-                       label=f"{name}(ECE {table['ece']:.3f}: {n_bins} bins of {binned})")
-    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel=xlabel, ylabel=ylabel,
-           title=ax.get_title() or "Reliability diagram")
+    (curve,) = ax.plot(
+        table["mean_confidence"][filled],
+        table["frequency"][filled],
+        marker="o",
+        lw=1.6,
+        zorder=3,
+        label=f"{name}(ECE {table['ece']:.3f}: {n_bins} bins of {binned})",
+    )
+    ax.set(
+        xlim=(0, 1),
+        ylim=(0, 1),
+        xlabel=xlabel,
+        ylabel=ylabel,
+        title=ax.get_title() or "Reliability diagram",
+    )
     if show_counts:
         twin = _count_axes(ax)
-        twin.bar(table["edges"][:-1], table["count"], width=np.diff(table["edges"]),
-                 align="edge", color=curve.get_color(), alpha=0.3,
-                 edgecolor=curve.get_color(), lw=0.6, zorder=0)
+        twin.bar(
+            table["edges"][:-1],
+            table["count"],
+            width=np.diff(table["edges"]),
+            align="edge",
+            color=curve.get_color(),
+            alpha=0.3,
+            edgecolor=curve.get_color(),
+            lw=0.6,
+            zorder=0,
+        )
         # one scale for every model's bars on this axis: the largest count of them all
         top = max((p.get_height() for p in twin.patches), default=0.0)
         twin.set(ylim=(0, 3.0 * max(top, 1.0)), ylabel="samples per bin (bars)")
@@ -195,9 +219,12 @@ def _count_axes(ax):
     """
     where = ax.get_position().bounds
     for other in ax.figure.axes:
-        if other is not ax and other.get_gid() == _COUNTS_GID \
-                and ax.get_shared_x_axes().joined(ax, other) \
-                and np.allclose(other.get_position().bounds, where):
+        if (
+            other is not ax
+            and other.get_gid() == _COUNTS_GID
+            and ax.get_shared_x_axes().joined(ax, other)
+            and np.allclose(other.get_position().bounds, where)
+        ):
             return other
     twin = ax.twinx()
     twin.set_gid(_COUNTS_GID)
@@ -273,15 +300,26 @@ def risk_coverage_plot(
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 4.5))
     name = f"{label} " if label else ""
-    (curve,) = ax.plot(rc["coverage"], rc["risk"], lw=1.8, gid="pymc_bnn-risk-coverage",
-                       label=f"{name}(AURC {rc['aurc']:.3f})")
+    (curve,) = ax.plot(
+        rc["coverage"],
+        rc["risk"],
+        lw=1.8,
+        gid="pymc_bnn-risk-coverage",
+        label=f"{name}(AURC {rc['aurc']:.3f})",
+    )
     ax.axhline(rc["risk"][-1], color=curve.get_color(), ls=":", lw=1)
-    top = max(float(np.max(line.get_ydata())) for line in ax.lines
-              if line.get_gid() == "pymc_bnn-risk-coverage")
-    ax.set(xlim=(0, 1), ylim=(0, max(1.08 * top, 0.01)),
-           xlabel="coverage (share of most certain points kept)",
-           ylabel="risk (error rate among kept points)",
-           title=ax.get_title() or "Risk-coverage")
+    top = max(
+        float(np.max(line.get_ydata()))
+        for line in ax.lines
+        if line.get_gid() == "pymc_bnn-risk-coverage"
+    )
+    ax.set(
+        xlim=(0, 1),
+        ylim=(0, max(1.08 * top, 0.01)),
+        xlabel="coverage (share of most certain points kept)",
+        ylabel="risk (error rate among kept points)",
+        title=ax.get_title() or "Risk-coverage",
+    )
     ax.legend(loc="upper left")
     return ax
 
@@ -342,8 +380,7 @@ def uncertainty_histogram(
     if correct is not None:
         c = np.asarray(correct)
         if c.shape != u.shape:
-            raise ValueError(f"correct must have shape {u.shape} like uncertainty; "
-                             f"got {c.shape}.")
+            raise ValueError(f"correct must have shape {u.shape} like uncertainty; got {c.shape}.")
         if c.dtype != bool:
             if c.dtype.kind not in "iuf" or not np.all((c == 0) | (c == 1)):
                 raise ValueError("correct must be a boolean array (or 0/1).")
@@ -358,9 +395,16 @@ def uncertainty_histogram(
     else:
         for mask, colour, name in ((c, colours[0], labels[0]), (~c, colours[1], labels[1])):
             if mask.any():
-                ax.hist(u[mask], bins=edges, density=True, color=colour, alpha=0.55,
-                        edgecolor="white", lw=0.4,
-                        label=f"{name} (n={int(mask.sum())}, median {np.median(u[mask]):.3g})")
+                ax.hist(
+                    u[mask],
+                    bins=edges,
+                    density=True,
+                    color=colour,
+                    alpha=0.55,
+                    edgecolor="white",
+                    lw=0.4,
+                    label=f"{name} (n={int(mask.sum())}, median {np.median(u[mask]):.3g})",
+                )
         ax.legend(loc="best")  # where it hides the fewest bars
         ylabel = "density"
     ax.set(xlabel=xlabel, ylabel=ylabel, title=ax.get_title() or "Uncertainty")
@@ -421,12 +465,15 @@ def predicted_vs_actual(
     y = _vector("y_true", y_true)
     mu = _vector("mean", mean, y.shape[0])
     if (lower is None) != (upper is None):
-        raise ValueError("lower and upper must be given together; got "
-                         f"{'lower' if upper is None else 'upper'} only.")
+        raise ValueError(
+            "lower and upper must be given together; got "
+            f"{'lower' if upper is None else 'upper'} only."
+        )
     if coverage is not None:
         if lower is None:
-            raise ValueError("coverage is the nominal level of the intervals: it needs "
-                             "lower and upper.")
+            raise ValueError(
+                "coverage is the nominal level of the intervals: it needs lower and upper."
+            )
         if not 0.0 < float(coverage) < 1.0:
             raise ValueError(f"coverage must be in (0, 1); got {coverage!r}.")
     if lower is not None:  # checked before a figure is made: a bad one leaves none open
@@ -447,15 +494,27 @@ def predicted_vs_actual(
         for mask, colour, text in groups:
             if mask.any():
                 ax.vlines(y[mask], lo[mask], hi[mask], color=colour, alpha=0.45, lw=1)
-                ax.scatter(y[mask], mu[mask], color=colour,
-                           label=f"{name} {text} ({int(mask.sum())})", **points)
+                ax.scatter(
+                    y[mask],
+                    mu[mask],
+                    color=colour,
+                    label=f"{name} {text} ({int(mask.sum())})",
+                    **points,
+                )
         span = np.concatenate([y, mu, lo, hi])
         title = f"Predicted vs actual: {name}s cover {empirical:.1%}"
     a, b = float(span.min()), float(span.max())
     pad = 0.05 * (b - a) if b > a else 1.0
     lims = (a - pad, b + pad)
-    ax.plot(lims, lims, ls="--", color="0.45", lw=1, label="y = x (perfect prediction)",
-            gid="pymc_bnn-diagonal")
+    ax.plot(
+        lims,
+        lims,
+        ls="--",
+        color="0.45",
+        lw=1,
+        label="y = x (perfect prediction)",
+        gid="pymc_bnn-diagonal",
+    )
     ax.set(xlim=lims, ylim=lims, xlabel="actual value", ylabel="predicted mean", title=title)
     ax.legend(loc="upper left", fontsize="small")
     return ax

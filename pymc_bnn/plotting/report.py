@@ -74,37 +74,64 @@ _DPI = 110
 _METRIC_TEXT = {
     "classification": {
         "n": ("points", "held-out points scored"),
-        "accuracy": ("accuracy", "share of points whose most probable class is the true one "
-                                 "(higher is better)"),
-        "nll": ("log loss", "mean negative log-probability of the true class, in nats; "
-                            "punishes confident mistakes (lower is better)"),
-        "brier": ("Brier score", "mean squared error of the predicted probabilities, as "
-                                 "scikit-learn's brier_score_loss computes it: with two "
-                                 "classes that of the second class's probability, from 0 "
-                                 "to 1; with more, summed over the classes, from 0 to 2 "
-                                 "(lower is better)"),
-        "multiclass_brier": ("multi-class Brier score", "squared error of the predicted "
-                                                        "probabilities summed over all "
-                                                        "classes, from 0 to 2: twice the "
-                                                        "Brier score with two classes, the "
-                                                        "same with more (lower is better)"),
-        "ece": ("ECE", f"expected calibration error: mean gap between confidence and "
-                       f"accuracy over {_N_BINS} bins (lower is better; 0 = calibrated)"),
-        "aurc": ("AURC", "area under the risk-coverage curve, points ranked by confidence "
-                         "(lower is better)"),
+        "accuracy": (
+            "accuracy",
+            "share of points whose most probable class is the true one (higher is better)",
+        ),
+        "nll": (
+            "log loss",
+            "mean negative log-probability of the true class, in nats; "
+            "punishes confident mistakes (lower is better)",
+        ),
+        "brier": (
+            "Brier score",
+            "mean squared error of the predicted probabilities, as "
+            "scikit-learn's brier_score_loss computes it: with two "
+            "classes that of the second class's probability, from 0 "
+            "to 1; with more, summed over the classes, from 0 to 2 "
+            "(lower is better)",
+        ),
+        "multiclass_brier": (
+            "multi-class Brier score",
+            "squared error of the predicted "
+            "probabilities summed over all "
+            "classes, from 0 to 2: twice the "
+            "Brier score with two classes, the "
+            "same with more (lower is better)",
+        ),
+        "ece": (
+            "ECE",
+            f"expected calibration error: mean gap between confidence and "
+            f"accuracy over {_N_BINS} bins (lower is better; 0 = calibrated)",
+        ),
+        "aurc": (
+            "AURC",
+            "area under the risk-coverage curve, points ranked by confidence (lower is better)",
+        ),
     },
     "regression": {
         "n": ("points", "held-out points scored"),
         "rmse": ("RMSE", "root mean squared error of the predicted mean (lower is better)"),
         "mae": ("MAE", "mean absolute error of the predicted mean (lower is better)"),
-        "nll": ("Gaussian NLL", "mean negative log density of the truth under "
-                                "Normal(mean, std), in nats (lower is better)"),
-        "crps": ("CRPS", "continuous ranked probability score, in units of y: scores the "
-                         "whole predictive distribution (lower is better)"),
-        "coverage": ("interval coverage", "share of actual values inside their predictive "
-                                          "interval (should be close to the nominal level)"),
-        "mean_interval_width": ("mean interval width", "in units of y (narrower is better, "
-                                                       "at the right coverage)"),
+        "nll": (
+            "Gaussian NLL",
+            "mean negative log density of the truth under "
+            "Normal(mean, std), in nats (lower is better)",
+        ),
+        "crps": (
+            "CRPS",
+            "continuous ranked probability score, in units of y: scores the "
+            "whole predictive distribution (lower is better)",
+        ),
+        "coverage": (
+            "interval coverage",
+            "share of actual values inside their predictive "
+            "interval (should be close to the nominal level)",
+        ),
+        "mean_interval_width": (
+            "mean interval width",
+            "in units of y (narrower is better, at the right coverage)",
+        ),
     },
 }
 
@@ -154,8 +181,10 @@ def _check_inputs(task: str, y_true, given: dict) -> int:
         want_ndim = (1, 2) if name == "proba" else (1,)
         if len(shape) not in want_ndim or shape[0] != n:
             want = "(n_samples, n_classes) or (n_samples,)" if name == "proba" else "(n_samples,)"
-            raise ValueError(f"{name} must have shape {want} with n_samples = len(y_true) = {n}; "
-                             f"got shape {shape}.")
+            raise ValueError(
+                f"{name} must have shape {want} with n_samples = len(y_true) = {n}; "
+                f"got shape {shape}."
+            )
         if name != "proba":
             try:
                 finite = np.all(np.isfinite(np.asarray(value, dtype=float)))
@@ -171,13 +200,16 @@ def _info_rows(info) -> list[tuple[str, str]]:
     if info is None:
         return []
     if not isinstance(info, Mapping):
-        raise ValueError(f"info must be a dict of str -> str or number, or None; "
-                         f"got {type(info).__name__}.")
+        raise ValueError(
+            f"info must be a dict of str -> str or number, or None; got {type(info).__name__}."
+        )
     rows = []
     for key, value in info.items():
         if isinstance(value, (Mapping, np.ndarray)):
-            raise ValueError(f"info must be flat (values str or numbers); info[{key!r}] is a "
-                             f"{type(value).__name__}.")
+            raise ValueError(
+                f"info must be flat (values str or numbers); info[{key!r}] is a "
+                f"{type(value).__name__}."
+            )
         if isinstance(value, (list, tuple)):
             value = ", ".join(str(v) for v in value)
         elif isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
@@ -198,25 +230,34 @@ def _threshold_panel(y, p_positive, classes, cost_fn_fp) -> _Panel:
         t = curves["thresholds"]
         ax.plot(t, curves["precision"], label="precision")
         ax.plot(t, curves["recall"], label="recall")
-        ax.plot(t, curves["predicted_positive"], ls=":", color="0.4",
-                label="share predicted positive")
+        ax.plot(
+            t, curves["predicted_positive"], ls=":", color="0.4", label="share predicted positive"
+        )
         ax.axvline(0.5, color="0.6", lw=1)
         if cost_fn_fp is not None:
-            ax.axvline(cost_threshold(cost_fn_fp), color="C3", lw=1.5,
-                       label=f"cost threshold (--cost-fn-fp {cost_fn_fp:g})")
+            ax.axvline(
+                cost_threshold(cost_fn_fp),
+                color="C3",
+                lw=1.5,
+                label=f"cost threshold (--cost-fn-fp {cost_fn_fp:g})",
+            )
         ax.set_xlabel(f"threshold on P({classes[1]})")
         ax.set_ylim(-0.02, 1.02)
         # below the axes: the legend hides no curve
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, fontsize=8,
-                  frameon=False)
+        ax.legend(
+            loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, fontsize=8, frameon=False
+        )
 
-    return _Panel("threshold.png", f"Predicting {classes[1]!r}: precision and recall by "
-                  "threshold", draw,
-                  f"Predicting {classes[1]!r} wherever its probability is at least the "
-                  "threshold: precision (the share of those predictions that are right) and "
-                  "recall (the share of its rows found). The grey line is the 0.5 threshold; "
-                  "where a missed case costs r false alarms, the threshold that minimises "
-                  "the expected cost is 1 / (1 + r) (--cost-fn-fp r; red line).")
+    return _Panel(
+        "threshold.png",
+        f"Predicting {classes[1]!r}: precision and recall by threshold",
+        draw,
+        f"Predicting {classes[1]!r} wherever its probability is at least the "
+        "threshold: precision (the share of those predictions that are right) and "
+        "recall (the share of its rows found). The grey line is the 0.5 threshold; "
+        "where a missed case costs r false alarms, the threshold that minimises "
+        "the expected cost is 1 / (1 + r) (--cost-fn-fp r; red line).",
+    )
 
 
 def _classification_panels(y, proba, classes, entropy, mutual_info) -> list[_Panel]:
@@ -227,38 +268,57 @@ def _classification_panels(y, proba, classes, entropy, mutual_info) -> list[_Pan
     entropy = metrics.predictive_entropy(p) if entropy is None else np.asarray(entropy, float)
 
     def reliability(ax):
-        plotting.reliability_diagram(y, p, n_bins=_N_BINS, classes=labels, confidence="top",
-                                     ax=ax, label="observed")
+        plotting.reliability_diagram(
+            y, p, n_bins=_N_BINS, classes=labels, confidence="top", ax=ax, label="observed"
+        )
 
     def risk_coverage(ax):
         plotting.risk_coverage_plot(y, p, classes=labels, ax=ax, label="ranked by confidence")
         if mutual_info is not None:
-            plotting.risk_coverage_plot(y, p, uncertainty=mutual_info, classes=labels, ax=ax,
-                                        label="ranked by mutual information")
+            plotting.risk_coverage_plot(
+                y,
+                p,
+                uncertainty=mutual_info,
+                classes=labels,
+                ax=ax,
+                label="ranked by mutual information",
+            )
 
     def uncertainty(ax):
         ax.set_title("Predictive entropy: correct vs wrong")
         plotting.uncertainty_histogram(entropy, correct=correct, ax=ax)
 
     return [
-        _Panel("reliability.png", "Calibration (reliability diagram)", reliability,
-               "Predictions are grouped by their confidence (the probability given to the "
-               "predicted class); each point shows how often those predictions were right. "
-               "A calibrated model's points lie on the dashed diagonal: below it the model "
-               "is over-confident (it says 90% but is right less often), above it "
-               "under-confident. Grey bars count the predictions per bin; points resting "
-               "on few predictions are noisy."),
-        _Panel("risk_coverage.png", "Selective prediction (risk-coverage)", risk_coverage,
-               "Predictions are sorted from most to least certain; the curve gives the "
-               "error rate when only the most certain share (the coverage) is kept. A "
-               "useful uncertainty keeps the curve low on the left, rising only near "
-               "coverage 1; the dotted line is the error rate with every point kept. "
-               "Lower AURC is better."),
-        _Panel("uncertainty.png", "Uncertainty of right and wrong predictions", uncertainty,
-               "Predictive entropy (total uncertainty) of correct and of wrong "
-               "predictions, each histogram scaled to area 1. A model that knows when it "
-               "does not know puts its wrong predictions at higher entropy: the two "
-               "histograms should be well separated."),
+        _Panel(
+            "reliability.png",
+            "Calibration (reliability diagram)",
+            reliability,
+            "Predictions are grouped by their confidence (the probability given to the "
+            "predicted class); each point shows how often those predictions were right. "
+            "A calibrated model's points lie on the dashed diagonal: below it the model "
+            "is over-confident (it says 90% but is right less often), above it "
+            "under-confident. Grey bars count the predictions per bin; points resting "
+            "on few predictions are noisy.",
+        ),
+        _Panel(
+            "risk_coverage.png",
+            "Selective prediction (risk-coverage)",
+            risk_coverage,
+            "Predictions are sorted from most to least certain; the curve gives the "
+            "error rate when only the most certain share (the coverage) is kept. A "
+            "useful uncertainty keeps the curve low on the left, rising only near "
+            "coverage 1; the dotted line is the error rate with every point kept. "
+            "Lower AURC is better.",
+        ),
+        _Panel(
+            "uncertainty.png",
+            "Uncertainty of right and wrong predictions",
+            uncertainty,
+            "Predictive entropy (total uncertainty) of correct and of wrong "
+            "predictions, each histogram scaled to area 1. A model that knows when it "
+            "does not know puts its wrong predictions at higher entropy: the two "
+            "histograms should be well separated.",
+        ),
     ]
 
 
@@ -269,8 +329,13 @@ def _coverage_calibration(ax, y, mu, sd):
     ax.plot([0, 1], [0, 1], ls="--", color="0.45", lw=1, label="perfect calibration")
     gap = float(np.mean(np.abs(np.asarray(observed) - _LEVELS)))
     ax.plot(_LEVELS, observed, marker="o", lw=1.6, label=f"observed (mean gap {gap:.3f})")
-    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="nominal coverage of mean ± z·std",
-           ylabel="observed coverage", title="Interval calibration")
+    ax.set(
+        xlim=(0, 1),
+        ylim=(0, 1),
+        xlabel="nominal coverage of mean ± z·std",
+        ylabel="observed coverage",
+        title="Interval calibration",
+    )
     ax.legend(loc="upper left")
 
 
@@ -286,28 +351,50 @@ def _regression_panels(y, mean, std, lower, upper, interval) -> list[_Panel]:
 
     def uncertainty(ax):
         ax.set_title("Predictive standard deviation")
-        plotting.uncertainty_histogram(sd, correct=covered, ax=ax, xlabel="predictive std",
-                                       labels=("interval covers the truth", "interval misses"))
+        plotting.uncertainty_histogram(
+            sd,
+            correct=covered,
+            ax=ax,
+            xlabel="predictive std",
+            labels=("interval covers the truth", "interval misses"),
+        )
 
-    split = (" Split by whether the interval covered the truth (each histogram scaled to "
-             "area 1): for a calibrated model misses happen at the nominal rate at every "
-             "std, so both have the same shape; misses piling up at small std mean the "
-             "model is over-confident there.") if covered is not None else ""
+    split = (
+        (
+            " Split by whether the interval covered the truth (each histogram scaled to "
+            "area 1): for a calibrated model misses happen at the nominal rate at every "
+            "std, so both have the same shape; misses piling up at small std mean the "
+            "model is over-confident there."
+        )
+        if covered is not None
+        else ""
+    )
     return [
-        _Panel("predicted_vs_actual.png", "Predicted vs actual", predicted,
-               "Each point is one held-out row: its actual value (x) against the predicted "
-               "mean (y), with its predictive interval when given. Good: points close to "
-               "the dashed y = x line, and about the nominal share of intervals (e.g. 90%) "
-               "crossing it; intervals that miss the truth are drawn in orange-red."),
-        _Panel("calibration.png", "Interval calibration", lambda ax: _coverage_calibration(
-               ax, y, mu, sd),
-               "Share of actual values inside the central Gaussian intervals mean ± z·std "
-               "of nominal coverage 10%, 20%, ..., 90%. A calibrated model lies on the "
-               "diagonal; below it the intervals are too narrow (over-confident), above it "
-               "too wide."),
-        _Panel("uncertainty.png", "Predictive uncertainty", uncertainty,
-               "How uncertain the model is across the held-out rows (predictive standard "
-               "deviation)." + split),
+        _Panel(
+            "predicted_vs_actual.png",
+            "Predicted vs actual",
+            predicted,
+            "Each point is one held-out row: its actual value (x) against the predicted "
+            "mean (y), with its predictive interval when given. Good: points close to "
+            "the dashed y = x line, and about the nominal share of intervals (e.g. 90%) "
+            "crossing it; intervals that miss the truth are drawn in orange-red.",
+        ),
+        _Panel(
+            "calibration.png",
+            "Interval calibration",
+            lambda ax: _coverage_calibration(ax, y, mu, sd),
+            "Share of actual values inside the central Gaussian intervals mean ± z·std "
+            "of nominal coverage 10%, 20%, ..., 90%. A calibrated model lies on the "
+            "diagonal; below it the intervals are too narrow (over-confident), above it "
+            "too wide.",
+        ),
+        _Panel(
+            "uncertainty.png",
+            "Predictive uncertainty",
+            uncertainty,
+            "How uncertain the model is across the held-out rows (predictive standard "
+            "deviation)." + split,
+        ),
     ]
 
 
@@ -340,30 +427,45 @@ def _table(header: tuple[str, ...], rows, numeric_column: int | None = None) -> 
     body = []
     for row in rows:
         cells = "".join(
-            ('<td class="num">' if i == numeric_column else "<td>") + html.escape(str(c))
-            + "</td>" for i, c in enumerate(row))
+            ('<td class="num">' if i == numeric_column else "<td>") + html.escape(str(c)) + "</td>"
+            for i, c in enumerate(row)
+        )
         body.append(f"<tr>{cells}</tr>")
     return f"<table><tr>{head}</tr>\n" + "\n".join(body) + "</table>"
 
 
 def _html(title: str, intro: str, metric_rows, figures, info_rows) -> str:
     parts = [
-        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-        f"<title>{html.escape(title)}</title>", f"<style>{_CSS}</style>", "</head>", "<body>",
-        f"<h1>{html.escape(title)}</h1>", f"<p>{intro}</p>",
-        "<h2>Metrics</h2>", _table(("metric", "value", "meaning"), metric_rows, 1),
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{_CSS}</style>",
+        "</head>",
+        "<body>",
+        f"<h1>{html.escape(title)}</h1>",
+        f"<p>{intro}</p>",
+        "<h2>Metrics</h2>",
+        _table(("metric", "value", "meaning"), metric_rows, 1),
         "<h2>Figures</h2>",
     ]
     for panel, png in figures:
         data = base64.b64encode(png).decode("ascii")
-        parts.append(f'<figure><img src="data:image/png;base64,{data}" '
-                     f'alt="{html.escape(panel.title)}"><figcaption><strong>'
-                     f"{html.escape(panel.title)}.</strong> {html.escape(panel.legend)}"
-                     "</figcaption></figure>")
+        parts.append(
+            f'<figure><img src="data:image/png;base64,{data}" '
+            f'alt="{html.escape(panel.title)}"><figcaption><strong>'
+            f"{html.escape(panel.title)}.</strong> {html.escape(panel.legend)}"
+            "</figcaption></figure>"
+        )
     if info_rows:
         parts += ["<h2>About this model</h2>", _table(("item", "value"), info_rows)]
-    parts += ["<footer>Written by pymc_bnn.plotting.report.write_report.</footer>", "</body>",
-              "</html>", ""]
+    parts += [
+        "<footer>Written by pymc_bnn.plotting.report.write_report.</footer>",
+        "</body>",
+        "</html>",
+        "",
+    ]
     return "\n".join(parts)
 
 
@@ -463,8 +565,17 @@ def write_report(
     1.0
     """
     task = check_choice("task", task, TASKS)
-    given = dict(proba=proba, classes=classes, entropy=entropy, mutual_info=mutual_info,
-                 mean=mean, std=std, lower=lower, upper=upper, interval=interval)
+    given = dict(
+        proba=proba,
+        classes=classes,
+        entropy=entropy,
+        mutual_info=mutual_info,
+        mean=mean,
+        std=std,
+        lower=lower,
+        upper=upper,
+        interval=interval,
+    )
     _check_inputs(task, y_true, given)
     info_rows = _info_rows(info)
     y = np.asarray(y_true)
@@ -473,22 +584,27 @@ def write_report(
         summary = metrics.classification_summary(y, proba, classes=classes, n_bins=_N_BINS)
         labels = np.unique(y) if classes is None else np.asarray(classes)
         per_class = ", ".join(f"{html.escape(str(c))} ({int(np.sum(y == c))})" for c in labels)
-        intro = (f"Classification, {summary['n']} held-out points, {len(labels)} classes. "
-                 f"Points per class: {per_class}.")
+        intro = (
+            f"Classification, {summary['n']} held-out points, {len(labels)} classes. "
+            f"Points per class: {per_class}."
+        )
         panels = _classification_panels(y, proba, classes, entropy, mutual_info)
         if len(labels) == 2:
             p = np.asarray(proba, dtype=float)
-            panels.append(_threshold_panel(y, p if p.ndim == 1 else p[:, 1], labels,
-                                           cost_fn_fp))
+            panels.append(_threshold_panel(y, p if p.ndim == 1 else p[:, 1], labels, cost_fn_fp))
         elif cost_fn_fp is not None:
             raise ValueError("cost_fn_fp applies to two classes.")
     else:
         if interval is not None:
             if lower is None:
-                raise ValueError("interval is the nominal coverage of lower/upper: pass "
-                                 "lower and upper too.")
-            if isinstance(interval, bool) or not isinstance(interval, numbers.Real) or not (
-                    0.0 < interval < 1.0):
+                raise ValueError(
+                    "interval is the nominal coverage of lower/upper: pass lower and upper too."
+                )
+            if (
+                isinstance(interval, bool)
+                or not isinstance(interval, numbers.Real)
+                or not (0.0 < interval < 1.0)
+            ):
                 raise ValueError(f"interval must be a number in (0, 1); got {interval!r}.")
         summary = metrics.regression_summary(y, mean, std, lower=lower, upper=upper)
         intro = f"Regression, {summary['n']} held-out points"
@@ -499,20 +615,30 @@ def write_report(
         else:
             intro += f", {_percent(interval)} predictive intervals."
             name, meaning = text["coverage"]
-            text = {**text, "coverage": (name, meaning.replace(
-                "nominal level", f"nominal level, {_percent(interval)}"))}
+            text = {
+                **text,
+                "coverage": (
+                    name,
+                    meaning.replace("nominal level", f"nominal level, {_percent(interval)}"),
+                ),
+            }
         panels = _regression_panels(y, mean, std, lower, upper, interval)
     metric_rows = [(text[k][0], _format(v), text[k][1]) for k, v in summary.items()]
     if task == "regression" and lower is not None:
         bins = metrics.binned_coverage(y, mean, lower, upper)
-        for k, (lo, hi, cov, n) in enumerate(zip(bins["low"], bins["high"], bins["coverage"],
-                                                 bins["count"])):
-            metric_rows.append((
-                f"coverage, predicted {_format(lo)} to {_format(hi)}", _format(cov),
-                f"Coverage among the {n} points whose predicted value is in this range "
-                f"(fifth {k + 1} of {len(bins['count'])} by predicted value): near the "
-                "nominal level in every fifth when the intervals follow the data's "
-                "spread."))
+        for k, (lo, hi, cov, n) in enumerate(
+            zip(bins["low"], bins["high"], bins["coverage"], bins["count"])
+        ):
+            metric_rows.append(
+                (
+                    f"coverage, predicted {_format(lo)} to {_format(hi)}",
+                    _format(cov),
+                    f"Coverage among the {n} points whose predicted value is in this range "
+                    f"(fifth {k + 1} of {len(bins['count'])} by predicted value): near the "
+                    "nominal level in every fifth when the intervals follow the data's "
+                    "spread.",
+                )
+            )
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -524,6 +650,5 @@ def write_report(
     (out / "overview.png").write_bytes(_png(panels[:3]))
     (out / "metrics.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     index = out / "index.html"
-    index.write_text(_html(str(title), intro, metric_rows, figures, info_rows),
-                     encoding="utf-8")
+    index.write_text(_html(str(title), intro, metric_rows, figures, info_rows), encoding="utf-8")
     return index

@@ -24,8 +24,8 @@ from __future__ import annotations
 import math
 
 from pymc_bnn.inference.evidence import SIGMA_RANGE
-from pymc_bnn.policy._settings import MIXTURE
 from pymc_bnn.policy._nuts_words import nuts_run_text
+from pymc_bnn.policy._settings import MIXTURE
 from pymc_bnn.policy._tempering import TEMPERATURES
 
 __all__ = ["describe"]
@@ -77,8 +77,12 @@ def _lines(estimator) -> list[tuple[str, str]]:
     """Each line of :func:`describe`: (full, brief)."""
     lines = []
     if getattr(estimator, "target_scale", "linear") == "log":
-        lines.append(_pair("target: modelled on the log scale (its noise a fraction of the "
-                           "value)", "target: modelled on the log scale"))
+        lines.append(
+            _pair(
+                "target: modelled on the log scale (its noise a fraction of the value)",
+                "target: modelled on the log scale",
+            )
+        )
     why = _not_the_ensemble(estimator)
     if why:
         lines.append(_pair(why))
@@ -90,33 +94,43 @@ def _lines(estimator) -> list[tuple[str, str]]:
         lines.append(_temperature_line(estimator))
     run = getattr(estimator, "nuts_run_", None)
     if method == "nuts" and run:
-        lines.append(_pair(f"fit: {nuts_run_text(run)}",
-                           f"fit: {nuts_run_text(run).split(', chosen by')[0]}"))
+        lines.append(
+            _pair(
+                f"fit: {nuts_run_text(run)}", f"fit: {nuts_run_text(run).split(', chosen by')[0]}"
+            )
+        )
     if getattr(estimator, "evidence_", None) is not None:
         lines.append(_prior_line(estimator.prior_sigma_))
     mixture = getattr(estimator, "mixture_", None)
     loss = "negative log-likelihood" if hasattr(estimator, "y_scale_") else "log loss"
-    checked = _mixture_check(getattr(estimator, "inference_selection_", None), bool(mixture),
-                             loss)
+    checked = _mixture_check(getattr(estimator, "inference_selection_", None), bool(mixture), loss)
     if mixture:
         full, brief = _mixture_line(mixture)
         lines.append(_pair(full + (f", which {checked}" if checked else ""), brief))
     elif checked:
         alone = "the Laplace approximation's" if method == "laplace" else "ADVI's"
         other = "ADVI's" if method == "laplace" else "a Laplace approximation's"
-        lines.append(_pair(f"predictions: {alone} draws alone: the average with {other} "
-                           f"was fit too, and {checked}",
-                           f"predictions: {alone} draws alone (better than mixed with "
-                           f"{other} on held-out rows)"))
+        lines.append(
+            _pair(
+                f"predictions: {alone} draws alone: the average with {other} "
+                f"was fit too, and {checked}",
+                f"predictions: {alone} draws alone (better than mixed with "
+                f"{other} on held-out rows)",
+            )
+        )
     linear = getattr(estimator, "linear_part_", None)
     if linear:
         lines.append(_linear_line(linear))
     kl = getattr(estimator, "kl_weight_", 1.0)
     if kl is not None and kl != 1.0:
-        lines.append(_pair(f"fit: the prior counted {kl:g} times as much as usual against the "
-                           f"data (KL weight {kl:g}, chosen on held-out rows): the data looked "
-                           "smooth and nearly noise-free",
-                           f"fit: KL weight {kl:g} (chosen on held-out rows)"))
+        lines.append(
+            _pair(
+                f"fit: the prior counted {kl:g} times as much as usual against the "
+                f"data (KL weight {kl:g}, chosen on held-out rows): the data looked "
+                "smooth and nearly noise-free",
+                f"fit: KL weight {kl:g} (chosen on held-out rows)",
+            )
+        )
     return lines
 
 
@@ -153,29 +167,36 @@ def _not_the_ensemble(estimator) -> str | None:
         why = f"more than {AUTO_ENSEMBLE_MAX_ROWS:,} rows"
     else:
         why = "the rows were streamed (dask input)"
-    return (f"fit: {_METHOD_NAMES[method]}, not the default mixture of Laplace "
-            f"approximations: {why}")
+    return f"fit: {_METHOD_NAMES[method]}, not the default mixture of Laplace approximations: {why}"
 
 
 def _ensemble_line(estimator, ensemble: dict) -> tuple[str, str]:
     """The mixture of Laplace approximations: its members and their spread."""
     t = float(estimator.posterior_temperature_)
-    how = ("chosen on rows each network held out" if estimator.posterior_temperature == "auto"
-           else "as set")
-    spread = ("no spread around each (temperature 0, " + how + "): a deep ensemble with "
-              "the prior" if t == 0 else
-              f"each one's output layer drawn from its Laplace approximation, the spread "
-              f"scaled by temperature {t:g} ({how})")
+    how = (
+        "chosen on rows each network held out"
+        if estimator.posterior_temperature == "auto"
+        else "as set"
+    )
+    spread = (
+        "no spread around each (temperature 0, " + how + "): a deep ensemble with the prior"
+        if t == 0
+        else f"each one's output layer drawn from its Laplace approximation, the spread "
+        f"scaled by temperature {t:g} ({how})"
+    )
     line = f"predictions: {ensemble['members']} networks at their most probable weights, {spread}"
-    brief = (f"predictions: {ensemble['members']} networks with Laplace approximations "
-             f"(temperature {t:g})")
+    brief = (
+        f"predictions: {ensemble['members']} networks with Laplace approximations "
+        f"(temperature {t:g})"
+    )
     if "noise_sd" in ensemble:  # a regressor's: each network's noise, in y's units
         sds = [float(v) * float(estimator.y_scale_) for v in ensemble["noise_sd"]]
         scale = float(ensemble.get("noise_scale", 1.0))
         log = " (log scale)" if getattr(estimator, "target_scale", "linear") == "log" else ""
         noise = f"; noise sd {min(sds):.3g} to {max(sds):.3g}{log}"
-        line += noise + (f" (the fitted variance x {scale:.2g}, held-out rows)" if scale != 1
-                         else "")
+        line += noise + (
+            f" (the fitted variance x {scale:.2g}, held-out rows)" if scale != 1 else ""
+        )
         brief += noise.replace(" (log scale)", " (log)")
     if not all(ensemble.get("converged", [True])):
         line += " (unusual: a fit ran out of epochs; standardise the features)"
@@ -191,14 +212,18 @@ def _temperature_line(estimator) -> tuple[str, str]:
         line = f"uncertainty: the fitted posterior's spread as it is (temperature 1, {how})"
         brief = line
     elif t < 1.0:
-        line = (f"uncertainty: narrowed to {scale:.2g} of the fitted posterior's spread "
-                f"(temperature {t:g}, {how})")
+        line = (
+            f"uncertainty: narrowed to {scale:.2g} of the fitted posterior's spread "
+            f"(temperature {t:g}, {how})"
+        )
         brief = line.replace(" of the fitted", "x the")
         if chosen:
             line += ", as is usual on clean data"
     else:
-        line = (f"uncertainty: widened to {scale:.2g} times the fitted posterior's spread "
-                f"(temperature {t:g}, {how})")
+        line = (
+            f"uncertainty: widened to {scale:.2g} times the fitted posterior's spread "
+            f"(temperature {t:g}, {how})"
+        )
         brief = line.replace(" times the fitted", "x the")
         if chosen:
             line += ": the held-out rows were predicted better with more doubt"
@@ -206,11 +231,12 @@ def _temperature_line(estimator) -> tuple[str, str]:
     # Laplace half brings its own spread (the halves' temperatures are chosen together)
     mixed = bool(getattr(estimator, "mixture_", None))
     if chosen and t <= TEMPERATURE_RANGE[0] and not mixed:
-        line += (" (unusual: the narrowest tried, so predictions are nearly those of one "
-                 "network; compare them with a plain model on held-out data)")
+        line += (
+            " (unusual: the narrowest tried, so predictions are nearly those of one "
+            "network; compare them with a plain model on held-out data)"
+        )
     elif chosen and t >= TEMPERATURE_RANGE[1]:
-        line += (" (unusual: the widest tried; the network may over-fit: try fewer hidden "
-                 "units)")
+        line += " (unusual: the widest tried; the network may over-fit: try fewer hidden units)"
     return _pair(line, brief.replace(f", {how})", ")"))
 
 
@@ -220,24 +246,35 @@ def _mixture_line(mixture: dict) -> tuple[str, str]:
     data as a rule)."""
     t = float(mixture["laplace_temperature"])
     last = mixture.get("laplace_diagnostics", {}).get("structure") == "last_layer"
-    what = ("the network at its most probable weights with a spread of the output "
-            "layer's only (the whole network's was too costly here)" if last else
-            "the network linearised at its most probable weights")
+    what = (
+        "the network at its most probable weights with a spread of the output "
+        "layer's only (the whole network's was too costly here)"
+        if last
+        else "the network linearised at its most probable weights"
+    )
     modes = int(mixture.get("laplace_starts", 1))
     if modes > 1 and not last:
-        what = (f"the network linearised at each of {modes} modes (fits from starting "
-                "weights of their own), sharing its draws equally")
+        what = (
+            f"the network linearised at each of {modes} modes (fits from starting "
+            "weights of their own), sharing its draws equally"
+        )
     advi, laplace = (int(n) for n in mixture.get("n_draws", (1, 1)))
     if abs(advi - laplace) <= 1:
         shares = "half the network's draws each"
     else:  # stacked on the folds (the regressor)
-        shares = (f"{advi / (advi + laplace):.0%} and {laplace / (advi + laplace):.0%} of the "
-                  "network's draws, the shares that predicted the held-out rows best")
-    full = (f"predictions: the average of two approximations of the posterior, {shares}: "
-            f"ADVI's (above) and the Laplace approximation's, {what}, its "
-            f"spread scaled by temperature {t:g} (chosen on held-out rows)")
-    brief = (f"predictions: {advi / (advi + laplace):.0%} ADVI's draws, "
-             f"{laplace / (advi + laplace):.0%} a Laplace approximation's (temperature {t:g})")
+        shares = (
+            f"{advi / (advi + laplace):.0%} and {laplace / (advi + laplace):.0%} of the "
+            "network's draws, the shares that predicted the held-out rows best"
+        )
+    full = (
+        f"predictions: the average of two approximations of the posterior, {shares}: "
+        f"ADVI's (above) and the Laplace approximation's, {what}, its "
+        f"spread scaled by temperature {t:g} (chosen on held-out rows)"
+    )
+    brief = (
+        f"predictions: {advi / (advi + laplace):.0%} ADVI's draws, "
+        f"{laplace / (advi + laplace):.0%} a Laplace approximation's (temperature {t:g})"
+    )
     return full, brief
 
 
@@ -255,12 +292,15 @@ def _mixture_check(selection, kept: bool, loss: str = "log loss") -> str | None:
     names = [_NAMES.get(m, m) for m in selection["methods"][1:]]
     if len(alone) == 1:
         verdict = "better" if mixed <= alone[0] else "worse"
-        words = (f"predicted the held-out rows {verdict} than {names[0]} alone ({loss} "
-                 f"{mixed:.3g} against {alone[0]:.3g} per row")
+        words = (
+            f"predicted the held-out rows {verdict} than {names[0]} alone ({loss} "
+            f"{mixed:.3g} against {alone[0]:.3g} per row"
+        )
     else:
-        words = ("was compared on the held-out rows with each alone (" + loss + " per row: "
-                 f"the average {mixed:.3g}, "
-                 + ", ".join(f"{n} {a:.3g}" for n, a in zip(names, alone)))
+        words = (
+            "was compared on the held-out rows with each alone (" + loss + " per row: "
+            f"the average {mixed:.3g}, " + ", ".join(f"{n} {a:.3g}" for n, a in zip(names, alone))
+        )
     if mixed > min(alone) and kept:  # kept: not clearly worse (fit_settings.MIXTURE_DROP_SE)
         return words + ", a difference the held-out rows could not tell from noise)"
     return words + ")"
@@ -271,30 +311,37 @@ def _linear_line(linear: dict) -> tuple[str, str]:
     share = float(linear["weight"])
     network = float(linear["scores"][0])
     stacked = min(float(v) for v in linear["scores"])
-    return _pair(f"predictions: {share:.0%} of the draws from a linear model (Bayesian "
-                 "logistic regression, its prior scale chosen by the evidence), stacked with "
-                 "the network: the share that predicted the held-out rows best (log loss "
-                 f"{stacked:.3g} against the network's {network:.3g} per row)",
-                 f"predictions: {share:.0%} of the draws from a linear model (log loss "
-                 f"{stacked:.3g} against {network:.3g} on held-out rows)")
+    return _pair(
+        f"predictions: {share:.0%} of the draws from a linear model (Bayesian "
+        "logistic regression, its prior scale chosen by the evidence), stacked with "
+        "the network: the share that predicted the held-out rows best (log loss "
+        f"{stacked:.3g} against the network's {network:.3g} per row)",
+        f"predictions: {share:.0%} of the draws from a linear model (log loss "
+        f"{stacked:.3g} against {network:.3g} on held-out rows)",
+    )
 
 
 def _prior_line(sigmas) -> tuple[str, str]:
     sigmas = [float(s) for s in sigmas]
     names = _layer_names(len(sigmas))
     shown = ", ".join(f"{s:.2g} ({n})" for s, n in zip(sigmas, names))
-    line = (f"weights: how large each layer's weights may be was chosen from the data: "
-            f"{shown}; a small value keeps that layer close to zero")
+    line = (
+        f"weights: how large each layer's weights may be was chosen from the data: "
+        f"{shown}; a small value keeps that layer close to zero"
+    )
     low = [n for s, n in zip(sigmas, names) if s <= SIGMA_RANGE[0] * 1.01]
     high = [n for s, n in zip(sigmas, names) if s >= SIGMA_RANGE[1] / 1.01]
     if low:
-        line += (f" (unusual: {', '.join(low)} at the smallest allowed: the data show "
-                 "almost no signal through it; check the features)")
+        line += (
+            f" (unusual: {', '.join(low)} at the smallest allowed: the data show "
+            "almost no signal through it; check the features)"
+        )
     if high:
-        line += (f" (unusual: {', '.join(high)} at the largest allowed: check the inputs' "
-                 "scale)")
-    return _pair(line, "weights: prior sd per layer, from the evidence: "
-                 + ", ".join(f"{s:.2g}" for s in sigmas))
+        line += f" (unusual: {', '.join(high)} at the largest allowed: check the inputs' scale)"
+    return _pair(
+        line,
+        "weights: prior sd per layer, from the evidence: " + ", ".join(f"{s:.2g}" for s in sigmas),
+    )
 
 
 def _layer_names(n: int) -> list[str]:

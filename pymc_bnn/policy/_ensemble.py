@@ -15,8 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_bnn.predictive._composed import start_seed, start_shares
-from pymc_bnn.policy._settings import LAPLACE_ENSEMBLE
 from pymc_bnn.inference import Posterior
 from pymc_bnn.inference._map_ensemble import (
     MapEnsemble,
@@ -29,12 +27,30 @@ from pymc_bnn.inference._map_ensemble import (
 )
 from pymc_bnn.inference.laplace import laplace_idata, mixture_idata
 from pymc_bnn.network.spec import NetworkSpec
-from pymc_bnn.policy.thresholds import AUTO_ENSEMBLE_MAX_ROWS, ENSEMBLE_MEMBERS, NOISE_SCALES, REGRESSION_TEMPERATURES
+from pymc_bnn.policy._settings import LAPLACE_ENSEMBLE
+from pymc_bnn.policy.thresholds import (
+    AUTO_ENSEMBLE_MAX_ROWS,
+    ENSEMBLE_MEMBERS,
+    NOISE_SCALES,
+    REGRESSION_TEMPERATURES,
+)
+from pymc_bnn.predictive._composed import start_seed, start_shares
 
-__all__ = ["AUTO_ENSEMBLE_MAX_ROWS", "ENSEMBLE_MEMBERS", "NOISE_SCALES",
-           "REGRESSION_TEMPERATURES", "EnsembleFit", "LaplaceEnsemble", "fit_ensemble",
-           "fit_laplace_ensemble", "fit_regression_ensemble", "fitted_attributes",
-           "heldout_normal_calibration", "heldout_temperature", "one_standard_error_choice"]
+__all__ = [
+    "AUTO_ENSEMBLE_MAX_ROWS",
+    "ENSEMBLE_MEMBERS",
+    "NOISE_SCALES",
+    "REGRESSION_TEMPERATURES",
+    "EnsembleFit",
+    "LaplaceEnsemble",
+    "fit_ensemble",
+    "fit_laplace_ensemble",
+    "fit_regression_ensemble",
+    "fitted_attributes",
+    "heldout_normal_calibration",
+    "heldout_temperature",
+    "one_standard_error_choice",
+]
 
 
 def _mean_proba(logits: np.ndarray) -> np.ndarray:
@@ -59,10 +75,19 @@ def one_standard_error_choice(per_row: np.ndarray, values) -> int:
     return min(within, key=lambda j: values[j])
 
 
-def heldout_temperature(X: np.ndarray, y: np.ndarray, gaussians, holdout: np.ndarray, *,
-                        layer_shapes, activation: str = "tanh", seed: int = 0,
-                        temperatures=None, n_draws: int | None = None,
-                        mode: str | None = None):
+def heldout_temperature(
+    X: np.ndarray,
+    y: np.ndarray,
+    gaussians,
+    holdout: np.ndarray,
+    *,
+    layer_shapes,
+    activation: str = "tanh",
+    seed: int = 0,
+    temperatures=None,
+    n_draws: int | None = None,
+    mode: str | None = None,
+):
     """The temperature of the members' Gaussians (covariances scaled by ``T``; ``T =
     0``: the MAP ensemble) chosen on each member's held-out rows: a
     :class:`pymc_bnn.policy._tempering.TemperatureSelection` (its scores: the held-out negative
@@ -87,9 +112,15 @@ def heldout_temperature(X: np.ndarray, y: np.ndarray, gaussians, holdout: np.nda
         held = np.flatnonzero(held)
         if held.size == 0:
             continue
-        mean, noise = member_logit_draws(gaussian, X[held], layer_shapes=layer_shapes,
-                                         activation=activation, n_draws=n_draws,
-                                         random_seed=[int(seed), 3, k], mode=mode)
+        mean, noise = member_logit_draws(
+            gaussian,
+            X[held],
+            layer_shapes=layer_shapes,
+            activation=activation,
+            n_draws=n_draws,
+            random_seed=[int(seed), 3, k],
+            mode=mode,
+        )
         rows = np.empty((len(temperatures), held.size))
         for j, T in enumerate(temperatures):
             proba = _mean_proba(mean[None] + math.sqrt(T) * noise)
@@ -100,9 +131,12 @@ def heldout_temperature(X: np.ndarray, y: np.ndarray, gaussians, holdout: np.nda
         return None
     per_row = np.concatenate(per_row, axis=1)  # (n_temperatures, held-out rows)
     choice = one_standard_error_choice(per_row, temperatures)
-    return TemperatureSelection(temperature=float(temperatures[choice]),
-                                temperatures=tuple(float(t) for t in temperatures),
-                                scores=per_row.mean(axis=1), n_splits=splits)
+    return TemperatureSelection(
+        temperature=float(temperatures[choice]),
+        temperatures=tuple(float(t) for t in temperatures),
+        scores=per_row.mean(axis=1),
+        n_splits=splits,
+    )
 
 
 @dataclass(frozen=True)
@@ -136,9 +170,18 @@ class LaplaceEnsemble:
     noise_scale: float = 1.0
 
 
-def fit_laplace_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes,
-                         activation: str = "tanh", prior_sigma=1.0, n_members: int = 5,
-                         seed: int = 0, temperature="auto", **map_kwargs) -> LaplaceEnsemble:
+def fit_laplace_ensemble(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    layer_shapes,
+    activation: str = "tanh",
+    prior_sigma=1.0,
+    n_members: int = 5,
+    seed: int = 0,
+    temperature="auto",
+    **map_kwargs,
+) -> LaplaceEnsemble:
     """The mixture of last-layer Laplace approximations (see the module): the members'
     MAP fits (:func:`fit_map_ensemble`, each holding out its block of rows,
     :func:`holdout_masks`, where ``temperature="auto"``), each member's Gaussian from
@@ -149,36 +192,79 @@ def fit_laplace_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes,
     rows at once."""
     shapes = tuple((int(a), int(b)) for a, b in layer_shapes)
     auto = isinstance(temperature, str)
-    holdout = (holdout_masks(y, n_members, seed) if auto
-               else np.zeros((int(n_members), len(y)), dtype=bool))
-    maps = fit_map_ensemble(X, y, layer_shapes=shapes, activation=activation,
-                            prior_sigma=prior_sigma, n_members=n_members, seed=seed,
-                            holdout=holdout, **map_kwargs)
+    holdout = (
+        holdout_masks(y, n_members, seed)
+        if auto
+        else np.zeros((int(n_members), len(y)), dtype=bool)
+    )
+    maps = fit_map_ensemble(
+        X,
+        y,
+        layer_shapes=shapes,
+        activation=activation,
+        prior_sigma=prior_sigma,
+        n_members=n_members,
+        seed=seed,
+        holdout=holdout,
+        **map_kwargs,
+    )
     sigmas = np.broadcast_to(np.asarray(prior_sigma, dtype=np.float64), (len(shapes),))
     gaussians = tuple(
-        last_layer_laplace(X[~held], np.asarray(y)[~held], theta, layer_shapes=shapes,
-                           activation=activation, hidden_prior_sigmas=sigmas[:-1])
-        for theta, held in zip(maps.thetas, holdout))
+        last_layer_laplace(
+            X[~held],
+            np.asarray(y)[~held],
+            theta,
+            layer_shapes=shapes,
+            activation=activation,
+            hidden_prior_sigmas=sigmas[:-1],
+        )
+        for theta, held in zip(maps.thetas, holdout)
+    )
     selection = None
     if auto:
-        selection = heldout_temperature(X, y, gaussians, holdout, layer_shapes=shapes,
-                                        activation=activation, seed=seed)
-    T = (float(temperature) if not auto else 1.0 if selection is None
-         else selection.temperature)
+        selection = heldout_temperature(
+            X, y, gaussians, holdout, layer_shapes=shapes, activation=activation, seed=seed
+        )
+    T = float(temperature) if not auto else 1.0 if selection is None else selection.temperature
     if selection is not None:  # the held-out rows back in: every member on all rows
-        maps = fit_map_ensemble(X, y, layer_shapes=shapes, activation=activation,
-                                prior_sigma=prior_sigma, n_members=n_members, seed=seed,
-                                starts=maps.thetas, **map_kwargs)
+        maps = fit_map_ensemble(
+            X,
+            y,
+            layer_shapes=shapes,
+            activation=activation,
+            prior_sigma=prior_sigma,
+            n_members=n_members,
+            seed=seed,
+            starts=maps.thetas,
+            **map_kwargs,
+        )
         gaussians = tuple(
-            last_layer_laplace(X, y, theta, layer_shapes=shapes, activation=activation,
-                               hidden_prior_sigmas=sigmas[:-1]) for theta in maps.thetas)
-    return LaplaceEnsemble(gaussians=gaussians, maps=maps, temperature=T, selection=selection,
-                           holdout=holdout)
+            last_layer_laplace(
+                X,
+                y,
+                theta,
+                layer_shapes=shapes,
+                activation=activation,
+                hidden_prior_sigmas=sigmas[:-1],
+            )
+            for theta in maps.thetas
+        )
+    return LaplaceEnsemble(
+        gaussians=gaussians, maps=maps, temperature=T, selection=selection, holdout=holdout
+    )
 
 
-def heldout_normal_calibration(X: np.ndarray, y: np.ndarray, gaussians, holdout: np.ndarray, *,
-                               layer_shapes, activation: str = "tanh", temperatures=None,
-                               mode: str | None = None):
+def heldout_normal_calibration(
+    X: np.ndarray,
+    y: np.ndarray,
+    gaussians,
+    holdout: np.ndarray,
+    *,
+    layer_shapes,
+    activation: str = "tanh",
+    temperatures=None,
+    mode: str | None = None,
+):
     """A regression ensemble's ``(selection, noise_scale)`` from each member's held-out
     rows: for every temperature ``T`` (:data:`REGRESSION_TEMPERATURES`) the factor ``c``
     of the noise variance (:data:`NOISE_SCALES`) whose predictive ``Normal(mean, T var +
@@ -190,8 +276,9 @@ def heldout_normal_calibration(X: np.ndarray, y: np.ndarray, gaussians, holdout:
 
     from pymc_bnn.policy._tempering import TemperatureSelection
 
-    temperatures = (REGRESSION_TEMPERATURES if temperatures is None
-                    else tuple(float(t) for t in temperatures))
+    temperatures = (
+        REGRESSION_TEMPERATURES if temperatures is None else tuple(float(t) for t in temperatures)
+    )
     scales = np.asarray(NOISE_SCALES)
     y = np.asarray(y, dtype=np.float64).ravel()
     per_row, splits = [], 0
@@ -199,10 +286,13 @@ def heldout_normal_calibration(X: np.ndarray, y: np.ndarray, gaussians, holdout:
         held = np.flatnonzero(held)
         if held.size == 0:
             continue
-        mean, var = member_normal_moments(gaussian, X[held], layer_shapes=layer_shapes,
-                                          activation=activation, mode=mode)
-        sd = np.sqrt(np.asarray(temperatures)[:, None, None] * var
-                     + scales[None, :, None] * gaussian.noise_sd**2)
+        mean, var = member_normal_moments(
+            gaussian, X[held], layer_shapes=layer_shapes, activation=activation, mode=mode
+        )
+        sd = np.sqrt(
+            np.asarray(temperatures)[:, None, None] * var
+            + scales[None, :, None] * gaussian.noise_sd**2
+        )
         per_row.append(-norm.logpdf(y[held], mean, sd))  # (T, c, rows)
         splits += 1
     if not per_row:
@@ -211,16 +301,27 @@ def heldout_normal_calibration(X: np.ndarray, y: np.ndarray, gaussians, holdout:
     best_c = np.argmin(per_row.sum(axis=2), axis=1)  # each temperature's noise factor
     rows = per_row[np.arange(len(temperatures)), best_c]
     choice = one_standard_error_choice(rows, temperatures)
-    selection = TemperatureSelection(temperature=float(temperatures[choice]),
-                                     temperatures=temperatures, scores=rows.mean(axis=1),
-                                     n_splits=splits)
+    selection = TemperatureSelection(
+        temperature=float(temperatures[choice]),
+        temperatures=temperatures,
+        scores=rows.mean(axis=1),
+        n_splits=splits,
+    )
     return selection, float(scales[best_c[choice]])
 
 
-def fit_regression_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes,
-                            activation: str = "tanh", prior_sigma=1.0, n_members: int = 5,
-                            seed: int = 0, temperature="auto",
-                            **map_kwargs) -> LaplaceEnsemble:
+def fit_regression_ensemble(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    layer_shapes,
+    activation: str = "tanh",
+    prior_sigma=1.0,
+    n_members: int = 5,
+    seed: int = 0,
+    temperature="auto",
+    **map_kwargs,
+) -> LaplaceEnsemble:
     """The regression mixture: each member holds out its block of rows
     (:func:`holdout_masks`, by the target's order) and trains on the rest, stopping on
     them (``validate``, :func:`fit_map_ensemble`) and fitting its noise sd; its output
@@ -234,25 +335,54 @@ def fit_regression_ensemble(X: np.ndarray, y: np.ndarray, *, layer_shapes,
     shapes = tuple((int(a), int(b)) for a, b in layer_shapes)
     y = np.asarray(y, dtype=np.float64).ravel()
     holdout = holdout_masks(y, n_members, seed)
-    maps = fit_map_ensemble(X, y, layer_shapes=shapes, activation=activation,
-                            prior_sigma=prior_sigma, n_members=n_members, seed=seed,
-                            holdout=holdout, regression=True, validate=True, **map_kwargs)
+    maps = fit_map_ensemble(
+        X,
+        y,
+        layer_shapes=shapes,
+        activation=activation,
+        prior_sigma=prior_sigma,
+        n_members=n_members,
+        seed=seed,
+        holdout=holdout,
+        regression=True,
+        validate=True,
+        **map_kwargs,
+    )
     sigmas = np.broadcast_to(np.asarray(prior_sigma, dtype=np.float64), (len(shapes),))
     gaussians = tuple(
-        last_layer_regression(X[~held], y[~held], theta, noise, layer_shapes=shapes,
-                              activation=activation, hidden_prior_sigmas=sigmas[:-1])
-        for theta, noise, held in zip(maps.thetas, maps.noise_sd, holdout))
+        last_layer_regression(
+            X[~held],
+            y[~held],
+            theta,
+            noise,
+            layer_shapes=shapes,
+            activation=activation,
+            hidden_prior_sigmas=sigmas[:-1],
+        )
+        for theta, noise, held in zip(maps.thetas, maps.noise_sd, holdout)
+    )
     auto = isinstance(temperature, str)
     selection, scale = heldout_normal_calibration(
-        X, y, gaussians, holdout, layer_shapes=shapes, activation=activation,
-        temperatures=None if auto else (float(temperature),))
-    T = (float(temperature) if not auto else 1.0 if selection is None
-         else selection.temperature)
-    gaussians = tuple(dataclasses.replace(g, noise_sd=g.noise_sd * math.sqrt(scale))
-                      for g in gaussians)
-    return LaplaceEnsemble(gaussians=gaussians, maps=maps, temperature=T,
-                           selection=selection if auto else None, holdout=holdout,
-                           noise_scale=scale)
+        X,
+        y,
+        gaussians,
+        holdout,
+        layer_shapes=shapes,
+        activation=activation,
+        temperatures=None if auto else (float(temperature),),
+    )
+    T = float(temperature) if not auto else 1.0 if selection is None else selection.temperature
+    gaussians = tuple(
+        dataclasses.replace(g, noise_sd=g.noise_sd * math.sqrt(scale)) for g in gaussians
+    )
+    return LaplaceEnsemble(
+        gaussians=gaussians,
+        maps=maps,
+        temperature=T,
+        selection=selection if auto else None,
+        holdout=holdout,
+        noise_scale=scale,
+    )
 
 
 @dataclass(frozen=True)
@@ -282,9 +412,20 @@ class EnsembleFit:
     record: dict
 
 
-def fit_ensemble(X: np.ndarray, y: np.ndarray, *, hidden_layer_sizes: tuple, n_classes: int,
-                 activation: str, prior_sigma, temperature, n_draws: int, init_seed: int,
-                 predict_seed: int, noise_scale: float | None = None) -> EnsembleFit:
+def fit_ensemble(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    hidden_layer_sizes: tuple,
+    n_classes: int,
+    activation: str,
+    prior_sigma,
+    temperature,
+    n_draws: int,
+    init_seed: int,
+    predict_seed: int,
+    noise_scale: float | None = None,
+) -> EnsembleFit:
     """Fit the mixture of Laplace approximations on ``X`` (n_rows, n_features) and the
     class codes ``y`` (n_rows,), or with ``n_classes=0`` the standardised target
     (:func:`fit_regression_ensemble`), and draw its ``n_draws`` predictive draws.
@@ -294,28 +435,48 @@ def fit_ensemble(X: np.ndarray, y: np.ndarray, *, hidden_layer_sizes: tuple, n_c
     ``temperature``: ``"auto"`` (chosen on held-out rows) or a number. ``noise_scale``:
     a regression's spec's (the model's noise prior; the fit does not use it)."""
     regression = int(n_classes) == 0
-    extra = ({"likelihood": "normal", "noise_scale": float(noise_scale or 1.0)}
-             if regression else {})
-    spec = NetworkSpec(n_features=X.shape[1], hidden_layer_sizes=tuple(hidden_layer_sizes),
-                       n_classes=int(n_classes), activation=activation, prior_sigma=1.0,
-                       n_rows=X.shape[0], batch_size=None, **extra)
+    extra = {"likelihood": "normal", "noise_scale": float(noise_scale or 1.0)} if regression else {}
+    spec = NetworkSpec(
+        n_features=X.shape[1],
+        hidden_layer_sizes=tuple(hidden_layer_sizes),
+        n_classes=int(n_classes),
+        activation=activation,
+        prior_sigma=1.0,
+        n_rows=X.shape[0],
+        batch_size=None,
+        **extra,
+    )
     shapes = spec.layer_shapes
     fit = (fit_regression_ensemble if regression else fit_laplace_ensemble)(
-        X, y, layer_shapes=shapes, activation=activation, prior_sigma=prior_sigma,
-        n_members=ENSEMBLE_MEMBERS, seed=init_seed, temperature=temperature)
+        X,
+        y,
+        layer_shapes=shapes,
+        activation=activation,
+        prior_sigma=prior_sigma,
+        n_members=ENSEMBLE_MEMBERS,
+        seed=init_seed,
+        temperature=temperature,
+    )
     # at temperature 0 every draw of a member is its MAP: one draw each is the same
     # predictive (an equal mixture of the members) at a fraction of its cost
-    shares = ([1] * len(fit.gaussians) if fit.temperature == 0
-              else start_shares(n_draws, len(fit.gaussians)))
-    idata = mixture_idata(None, [
-        laplace_idata(g, shapes, n, start_seed(predict_seed, k), temperature=fit.temperature)
-        for k, (g, n) in enumerate(zip(fit.gaussians, shares))], spec.weight_names)
+    shares = (
+        [1] * len(fit.gaussians)
+        if fit.temperature == 0
+        else start_shares(n_draws, len(fit.gaussians))
+    )
+    idata = mixture_idata(
+        None,
+        [
+            laplace_idata(g, shapes, n, start_seed(predict_seed, k), temperature=fit.temperature)
+            for k, (g, n) in enumerate(zip(fit.gaussians, shares))
+        ],
+        spec.weight_names,
+    )
     output_sigmas = [float(g.prior_sigmas[-1]) for g in fit.gaussians]
     hidden = np.broadcast_to(np.asarray(prior_sigma, dtype=float), (len(shapes),))[:-1]
     # the spec records the prior of the first member's Gaussian (the others' output
     # scales are in the record)
-    spec = dataclasses.replace(spec, prior_sigma=(*[float(s) for s in hidden],
-                                                  output_sigmas[0]))
+    spec = dataclasses.replace(spec, prior_sigma=(*[float(s) for s in hidden], output_sigmas[0]))
     maps = fit.maps
     last = np.array([c[np.isfinite(c)][-1] for c in maps.loss_curve.T])
     record = {
@@ -330,21 +491,37 @@ def fit_ensemble(X: np.ndarray, y: np.ndarray, *, hidden_layer_sizes: tuple, n_c
     if regression:
         record["noise_sd"] = [float(g.noise_sd) for g in fit.gaussians]
         record["noise_scale"] = float(fit.noise_scale)
-    diagnostics = {"method": LAPLACE_ENSEMBLE, "converged": bool(np.all(maps.converged)),
-                   "message": ("" if np.all(maps.converged)
-                               else "a MAP fit ran its most epochs without meeting the "
-                                    "stopping rule: standardise the features"),
-                   "final_loss": float(np.mean(last))}
+    diagnostics = {
+        "method": LAPLACE_ENSEMBLE,
+        "converged": bool(np.all(maps.converged)),
+        "message": (
+            ""
+            if np.all(maps.converged)
+            else "a MAP fit ran its most epochs without meeting the "
+            "stopping rule: standardise the features"
+        ),
+        "final_loss": float(np.mean(last)),
+    }
     # the members' mean objective per epoch, each member's last value carried on
     # after it stopped
     curve = np.empty(maps.loss_curve.shape[0])
     for i, row in enumerate(maps.loss_curve):
         curve[i] = np.mean(np.where(np.isfinite(row), row, last))
     curve.setflags(write=False)
-    posterior = Posterior(method=LAPLACE_ENSEMBLE, spec=spec, seed=int(init_seed), idata=idata,
-                          loss=curve, diagnostics=diagnostics)
-    return EnsembleFit(posterior=posterior, temperature=float(fit.temperature),
-                       selection=fit.selection, record=record)
+    posterior = Posterior(
+        method=LAPLACE_ENSEMBLE,
+        spec=spec,
+        seed=int(init_seed),
+        idata=idata,
+        loss=curve,
+        diagnostics=diagnostics,
+    )
+    return EnsembleFit(
+        posterior=posterior,
+        temperature=float(fit.temperature),
+        selection=fit.selection,
+        record=record,
+    )
 
 
 def fitted_attributes(result: EnsembleFit) -> dict:
@@ -353,12 +530,21 @@ def fitted_attributes(result: EnsembleFit) -> dict:
 
     post = result.posterior
     return {
-        "posterior_": post, "approx_": None, "loss_curve_": post.loss,
-        "diagnostics_": dict(post.diagnostics), "idata_": post.idata,
+        "posterior_": post,
+        "approx_": None,
+        "loss_curve_": post.loss,
+        "diagnostics_": dict(post.diagnostics),
+        "idata_": post.idata,
         "predictive_": predictive_from_idata(post.spec, post.idata),
-        "prior_sigma_": post.spec.prior_sigma, "evidence_": None,
+        "prior_sigma_": post.spec.prior_sigma,
+        "evidence_": None,
         "posterior_temperature_": result.temperature,
-        "temperature_selection_": result.selection, "ensemble_": dict(result.record),
-        "kl_weight_": 1.0, "kl_weight_selection_": None, "inference_selection_": None,
-        "mixture_": None, "linear_part_": None, "start_losses_": None,
+        "temperature_selection_": result.selection,
+        "ensemble_": dict(result.record),
+        "kl_weight_": 1.0,
+        "kl_weight_selection_": None,
+        "inference_selection_": None,
+        "mixture_": None,
+        "linear_part_": None,
+        "start_losses_": None,
     }

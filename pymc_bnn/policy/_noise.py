@@ -41,23 +41,28 @@ from pymc_bnn.policy.thresholds import HELD_OUT_FRACTION, LOG_SKEWNESS, MARGIN_S
 __all__ = ["NOISE_MODELS", "NoiseChoice", "choose_noise", "noise_candidates", "noise_line"]
 
 #: The regressor parameters of each noise model.
-NOISE_MODELS = MappingProxyType({
-    "constant": MappingProxyType({"heteroscedastic": False, "target_scale": "linear"}),
-    "varying": MappingProxyType({"heteroscedastic": True, "target_scale": "linear"}),
-    "log": MappingProxyType({"heteroscedastic": False, "target_scale": "log"}),
-})
+NOISE_MODELS = MappingProxyType(
+    {
+        "constant": MappingProxyType({"heteroscedastic": False, "target_scale": "linear"}),
+        "varying": MappingProxyType({"heteroscedastic": True, "target_scale": "linear"}),
+        "log": MappingProxyType({"heteroscedastic": False, "target_scale": "log"}),
+    }
+)
 #: Each noise model in a few plain words.
-NOISE_WORDS = MappingProxyType({
-    "constant": "one sd for all rows",
-    "varying": "its sd a function of the features",
-    "log": "a fraction of the value, y on the log scale",
-})
+NOISE_WORDS = MappingProxyType(
+    {
+        "constant": "one sd for all rows",
+        "varying": "its sd a function of the features",
+        "log": "a fraction of the value, y on the log scale",
+    }
+)
 #: The settings of the screen's fits: plain ADVI, untempered. On the wage table and five
 #: other tables it ranked constant noise and the log scale as fits with the estimator's
 #: own settings did, at a fifth to a tenth of their time
 #: (``research/notes/noise-choice.md``).
-SCREEN = MappingProxyType({"inference": "advi", "posterior_temperature": 1.0, "kl_weight": 1.0,
-                           "n_init": 1})
+SCREEN = MappingProxyType(
+    {"inference": "advi", "posterior_temperature": 1.0, "kl_weight": 1.0, "n_init": 1}
+)
 
 
 @dataclass(frozen=True)
@@ -91,8 +96,10 @@ class NoiseChoice:
     reason: str = ""
 
     def __post_init__(self):  # read-only, also when built from a model file's lists
-        rounds = tuple(MappingProxyType({**r, "models": MappingProxyType(dict(r["models"]))})
-                       for r in self.rounds)
+        rounds = tuple(
+            MappingProxyType({**r, "models": MappingProxyType(dict(r["models"]))})
+            for r in self.rounds
+        )
         object.__setattr__(self, "rounds", rounds)
 
     @property
@@ -101,9 +108,13 @@ class NoiseChoice:
 
     def as_dict(self) -> dict:
         """Plain types, for JSON (a model file's metadata)."""
-        return {"chosen": self.chosen, "gain": self.gain, "n_held_out": self.n_held_out,
-                "reason": self.reason,
-                "rounds": [{**r, "models": dict(r["models"])} for r in self.rounds]}
+        return {
+            "chosen": self.chosen,
+            "gain": self.gain,
+            "n_held_out": self.n_held_out,
+            "reason": self.reason,
+            "rounds": [{**r, "models": dict(r["models"])} for r in self.rounds],
+        }
 
 
 def noise_candidates(y) -> tuple[str, ...]:
@@ -118,8 +129,9 @@ def noise_candidates(y) -> tuple[str, ...]:
     return out
 
 
-def choose_noise(estimator, X, y, *, groups=None, candidates=None, random_state=0,
-                 screen=SCREEN) -> NoiseChoice:
+def choose_noise(
+    estimator, X, y, *, groups=None, candidates=None, random_state=0, screen=SCREEN
+) -> NoiseChoice:
     """Fit ``estimator`` with each noise model on most rows; keep the best held-out one.
 
     Parameters
@@ -155,40 +167,72 @@ def choose_noise(estimator, X, y, *, groups=None, candidates=None, random_state=
     if set(candidates) <= {"constant"}:
         return NoiseChoice("constant", reason="the only candidate")
     if len(y) < 2 * n_held_out:
-        return NoiseChoice("constant", reason=f"too few rows to compare noise models "
-                                              f"({len(y)}; {2 * MIN_HELD_OUT} needed)")
+        return NoiseChoice(
+            "constant",
+            reason=f"too few rows to compare noise models ({len(y)}; {2 * MIN_HELD_OUT} needed)",
+        )
     order = np.random.default_rng(random_state).permutation(len(y))
     rows = {"held": order[:n_held_out], "kept": order[n_held_out:]}
     names = ["constant", *(c for c in ("log", "varying") if c in candidates)]
     with FitProgress(enabled=bool(getattr(estimator, "progressbar", False))) as progress:
-        with progress.stage(f"comparing noise models ({', '.join(names)}) on {n_held_out} "
-                            "held-out rows", fits=len(names)):
-            density = {name: _held_out_density(estimator, name, screen, X, y, groups, rows,
-                                               progress) for name in names}
+        with progress.stage(
+            f"comparing noise models ({', '.join(names)}) on {n_held_out} held-out rows",
+            fits=len(names),
+        ):
+            density = {
+                name: _held_out_density(estimator, name, screen, X, y, groups, rows, progress)
+                for name in names
+            }
         # the scale: the log scale where clearly better than constant noise
-        scale = ("log" if "log" in density and _better(density["log"], density["constant"])
-                 else "constant")
-        kept = ("varying" if "varying" in density
-                and _better(density["varying"], density[scale]) else scale)
-        rounds = [{"models": {n: float(d.mean()) for n, d in density.items()},
-                   "fits": "as set" if screen is None else "screen", "kept": kept}]
+        scale = (
+            "log"
+            if "log" in density and _better(density["log"], density["constant"])
+            else "constant"
+        )
+        kept = (
+            "varying"
+            if "varying" in density and _better(density["varying"], density[scale])
+            else scale
+        )
+        rounds = [
+            {
+                "models": {n: float(d.mean()) for n, d in density.items()},
+                "fits": "as set" if screen is None else "screen",
+                "kept": kept,
+            }
+        ]
         if kept == "varying" and screen is not None:
             # a screen favours varying noise where ADVI fits the mean poorly: confirmed
             # by the fits the user would get
-            with progress.stage(f"confirming varying noise against {scale} noise, as fit",
-                                fits=2):
-                density = {name: _held_out_density(estimator, name, None, X, y, groups, rows,
-                                                   progress) for name in (scale, "varying")}
+            with progress.stage(f"confirming varying noise against {scale} noise, as fit", fits=2):
+                density = {
+                    name: _held_out_density(estimator, name, None, X, y, groups, rows, progress)
+                    for name in (scale, "varying")
+                }
             kept = "varying" if _better(density["varying"], density[scale]) else scale
-            rounds.append({"models": {n: float(d.mean()) for n, d in density.items()},
-                           "fits": "as set", "kept": kept})
+            rounds.append(
+                {
+                    "models": {n: float(d.mean()) for n, d in density.items()},
+                    "fits": "as set",
+                    "kept": kept,
+                }
+            )
     # the gain that decided: over the model the kept one replaced, where it was compared
     replaced = {"constant": None, "log": "constant", "varying": scale}[kept]
-    gain = None if replaced is None else next(
-        r["models"][kept] - r["models"][replaced] for r in reversed(rounds)
-        if kept in r["models"] and replaced in r["models"])
-    reason = ("clearly better on held-out rows" if kept != "constant" else
-              "no other noise model clearly better on held-out rows")
+    gain = (
+        None
+        if replaced is None
+        else next(
+            r["models"][kept] - r["models"][replaced]
+            for r in reversed(rounds)
+            if kept in r["models"] and replaced in r["models"]
+        )
+    )
+    reason = (
+        "clearly better on held-out rows"
+        if kept != "constant"
+        else "no other noise model clearly better on held-out rows"
+    )
     return NoiseChoice(kept, tuple(rounds), gain, n_held_out, reason)
 
 
@@ -214,20 +258,26 @@ def _held_out_density(estimator, name, settings, X, y, groups, rows, progress) -
     from pymc_bnn.exceptions import SamplingWarning
 
     held, kept = rows["held"], rows["kept"]
-    model = clone(estimator).set_params(**NOISE_MODELS[name], **(settings or {}),
-                                        progressbar=False)
+    model = clone(estimator).set_params(**NOISE_MODELS[name], **(settings or {}), progressbar=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.simplefilter("ignore", SamplingWarning)
         model.fit(X[kept], y[kept], groups=None if groups is None else groups[kept])
     progress.fit_done()
-    return np.asarray(model.log_predictive_density(
-        X[held], y[held], groups=None if groups is None else groups[held]))
+    return np.asarray(
+        model.log_predictive_density(
+            X[held], y[held], groups=None if groups is None else groups[held]
+        )
+    )
 
 
 def noise_line(choice: NoiseChoice) -> str:
     """One plain line on the kept noise model, for the command line."""
-    how = (choice.reason if not choice.n_held_out else
-           f"held-out log-likelihood {choice.gain:+.3f} per row" if choice.gain is not None
-           else "no other noise model clearly better on held-out rows")
+    how = (
+        choice.reason
+        if not choice.n_held_out
+        else f"held-out log-likelihood {choice.gain:+.3f} per row"
+        if choice.gain is not None
+        else "no other noise model clearly better on held-out rows"
+    )
     return f"noise: {NOISE_WORDS[choice.chosen]} ({how})"

@@ -4,8 +4,7 @@ imports nothing heavy)."""
 
 from __future__ import annotations
 
-__all__ = ["draws_kept_text", "nuts_run_text", "poor_draws_note",
-           "short_run_diagnostics_text"]
+__all__ = ["draws_kept_text", "nuts_run_text", "poor_draws_note", "short_run_diagnostics_text"]
 
 #: The thresholds of :mod:`pymc_bnn.inference.diagnostics` (R-hat 1.01, bulk ESS 100
 #: a chain; Vehtari et al. 2021), repeated here so that the command line's ``info``
@@ -17,12 +16,17 @@ ESS_PER_CHAIN = 100
 def nuts_run_text(run: dict) -> str:
     """A regressor's NUTS run (its ``nuts_run_``) in words: the chains and iterations,
     and whether ``inference="auto"`` chose it or it was asked for."""
-    how = (f"chosen by inference='auto' for a table this small (rows x parameters "
-           f"{run['rows_x_parameters']:,} <= {run['limit']:,}), a short run used as a "
-           "predictive ensemble" if run["chosen"] == "auto" else "as asked")
+    how = (
+        f"chosen by inference='auto' for a table this small (rows x parameters "
+        f"{run['rows_x_parameters']:,} <= {run['limit']:,}), a short run used as a "
+        "predictive ensemble"
+        if run["chosen"] == "auto"
+        else "as asked"
+    )
     chains = f"{run['chains']} chain{'s' if run['chains'] != 1 else ''}"
-    return (f"NUTS on the whole model, {chains} x "
-            f"({run['tune']} warm-up + {run['draws']} draws), {how}")
+    return (
+        f"NUTS on the whole model, {chains} x ({run['tune']} warm-up + {run['draws']} draws), {how}"
+    )
 
 
 def short_run_diagnostics_text(diagnostics: dict) -> str:
@@ -38,10 +42,13 @@ def short_run_diagnostics_text(diagnostics: dict) -> str:
         parts.append(f"bulk ESS as low as {diagnostics['min_ess_bulk']:.0f}")
     if diagnostics.get("n_divergences") is not None:
         draws = diagnostics.get("n_chains", 0) * diagnostics.get("n_draws", 0)
-        parts.append(f"{diagnostics['n_divergences']} divergent transitions"
-                     + (f" in {draws} draws" if draws else ""))
-    return ("not checked for convergence (a short run used as a predictive ensemble)"
-            + (": " + ", ".join(parts) if parts else ""))
+        parts.append(
+            f"{diagnostics['n_divergences']} divergent transitions"
+            + (f" in {draws} draws" if draws else "")
+        )
+    return "not checked for convergence (a short run used as a predictive ensemble)" + (
+        ": " + ", ".join(parts) if parts else ""
+    )
 
 
 def poor_draws_note(diagnostics: dict) -> str | None:
@@ -68,8 +75,10 @@ def draws_kept_text(run: dict | None, n_draws_kept: int | None) -> str | None:
     """What a model kept, where ``n_draws`` does not say it: a NUTS run's chains x
     draws, or (``n_draws_kept``) the draws stored; None where there is nothing to add."""
     if run:
-        return (f"{run['chains'] * run['draws']} ({run['chains']} chains x {run['draws']} "
-                "draws; n_draws does not apply to NUTS)")
+        return (
+            f"{run['chains'] * run['draws']} ({run['chains']} chains x {run['draws']} "
+            "draws; n_draws does not apply to NUTS)"
+        )
     if n_draws_kept is not None:
         return f"{n_draws_kept}"
     return None

@@ -17,7 +17,7 @@ import numpy as np
 
 from pymc_bnn.inference import fit_concurrently
 from pymc_bnn.policy._tempering import choose_mixture_temperatures, choose_temperature
-from pymc_bnn.policy.thresholds import KL_WEIGHTS, LAPLACE_STARTS, LAPLACE_STARTS_MIN_WEIGHT
+from pymc_bnn.policy.thresholds import KL_WEIGHTS, LAPLACE_STARTS_MIN_WEIGHT
 
 #: ``inference`` of the mixture of a mean-field ADVI fit and a linearised Laplace fit:
 #: the classifier's half the predictive draws from each, the regressor's the Laplace
@@ -64,8 +64,9 @@ class FitSettingsMixin:
         the ADVI + Laplace mixture where it is affordable); here: unchanged."""
         return self.inference_
 
-    def _mixture_component(self, posterior, fold_scores, folds, n_rows, *,
-                           advi_fold_scores=()) -> dict | None:
+    def _mixture_component(
+        self, posterior, fold_scores, folds, n_rows, *, advi_fold_scores=()
+    ) -> dict | None:
         """The Laplace half of a mixture: its posterior and its temperature. Cross-fitted
         (``posterior_temperature="auto"``), the two halves' temperatures are chosen
         together, for the mixture's held-out NLL on the folds that fit both
@@ -73,16 +74,22 @@ class FitSettingsMixin:
         ``posterior_temperature_`` and ``temperature_selection_`` are set from it);
         else fixed, as for ADVI."""
         if self.posterior_temperature != "auto" or folds is None:
-            temperature = (1.0 if self.posterior_temperature == "auto"
-                           else float(self.posterior_temperature))
+            temperature = (
+                1.0 if self.posterior_temperature == "auto" else float(self.posterior_temperature)
+            )
             return {"posterior": posterior, "temperature": temperature, "selection": None}
         advi, laplace, weight = choose_mixture_temperatures(
-            advi_fold_scores, fold_scores, n_rows, weights=self._MIXTURE_WEIGHTS)
+            advi_fold_scores, fold_scores, n_rows, weights=self._MIXTURE_WEIGHTS
+        )
         self.inference_selection_ = None
         self.temperature_selection_ = advi
         self.posterior_temperature_ = advi.temperature
-        return {"posterior": posterior, "temperature": laplace.temperature,
-                "selection": laplace, "weight": weight}
+        return {
+            "posterior": posterior,
+            "temperature": laplace.temperature,
+            "selection": laplace,
+            "weight": weight,
+        }
 
     #: The Laplace half's shares of the ADVI + Laplace mixture tried on the folds
     #: (:func:`pymc_bnn.policy._tempering.choose_mixture_temperatures`); ``(0.5,)``: the equal
@@ -108,11 +115,16 @@ class FitSettingsMixin:
         n = self._laplace_starts(weight)
         if first is not None and n == 1:
             return None
-        todo = mode_seeds(seeds["init"], n)[first is not None:]
-        tasks = [functools.partial(fit_rows, None, seeds["fit"], method="laplace",
-                                   init_seed=seed) for seed in todo]
-        name = ("Laplace fit" if n == 1 else
-                f"{len(tasks)} Laplace fits from starting weights of their own")
+        todo = mode_seeds(seeds["init"], n)[first is not None :]
+        tasks = [
+            functools.partial(fit_rows, None, seeds["fit"], method="laplace", init_seed=seed)
+            for seed in todo
+        ]
+        name = (
+            "Laplace fit"
+            if n == 1
+            else f"{len(tasks)} Laplace fits from starting weights of their own"
+        )
         with progress.stage(name, fits=len(tasks)):
             fits = fit_concurrently([progress.counted(t) for t in tasks])
         return ([] if first is None else [first]) + list(fits)
@@ -121,20 +133,26 @@ class FitSettingsMixin:
         """What the fit's main stage does, in words (for :class:`FitProgress`)."""
         if self.inference_ == "nuts":
             run = self._run_settings(True)
-            return (f"NUTS sampling ({run['chains']} chains x ({run['tune']} warm-up + "
-                    f"{run['draws']} draws))")
+            return (
+                f"NUTS sampling ({run['chains']} chains x ({run['tune']} warm-up + "
+                f"{run['draws']} draws))"
+            )
         method = {"advi": "ADVI", "laplace": "Laplace", MIXTURE: "ADVI and Laplace"}.get(
-            self.inference_, "full-rank ADVI")
+            self.inference_, "full-rank ADVI"
+        )
         starts = f", each from {self.n_init} starts" if self.n_init > 1 else ""
         if self.inference_ == MIXTURE:
-            return (f"{n_fits} fits{starts}: the network by ADVI and by Laplace, "
-                    f"and {len(folds or [])} of each on held-out folds to choose their "
-                    "temperatures")
+            return (
+                f"{n_fits} fits{starts}: the network by ADVI and by Laplace, "
+                f"and {len(folds or [])} of each on held-out folds to choose their "
+                "temperatures"
+            )
         if not folds:
             return f"{method} fit{starts}"
-        return (f"{n_fits} {method} fits{starts}: the network, and {len(folds)} on "
-                "held-out folds to choose the temperature")
-
+        return (
+            f"{n_fits} {method} fits{starts}: the network, and {len(folds)} on "
+            "held-out folds to choose the temperature"
+        )
 
     def _check_n_init_for_inference(self) -> None:
         """Refuse several starts with NUTS before anything is fit."""
@@ -157,7 +175,8 @@ class FitSettingsMixin:
                 f"inference={self.inference_!r} fits a Laplace approximation of a network "
                 f"without groups (a regressor's: "
                 f"homoscedastic, with its own evidence in place of an ELBO), on data in "
-                f"memory; {why} is not supported with it. Use inference='advi' (or 'auto').")
+                f"memory; {why} is not supported with it. Use inference='advi' (or 'auto')."
+            )
 
     def _check_ensemble_settings(self) -> None:
         """Refuse, with ``inference="laplace_ensemble"``, a setting it has no use for
@@ -167,9 +186,12 @@ class FitSettingsMixin:
             given["n_init"] = self.n_init
         if self.prior not in self._ENSEMBLE_PRIORS:
             given["prior"] = self.prior
-        _refuse(given, f"does not apply to inference={LAPLACE_ENSEMBLE!r}, which trains its "
-                "networks with fixed settings under the Normal prior. Leave them at their "
-                "defaults, or use inference='advi'.")
+        _refuse(
+            given,
+            f"does not apply to inference={LAPLACE_ENSEMBLE!r}, which trains its "
+            "networks with fixed settings under the Normal prior. Leave them at their "
+            "defaults, or use inference='advi'.",
+        )
 
     def _check_vi_settings_for_nuts(self) -> None:
         """Refuse, with ``inference="nuts"``, a setting only variational inference uses
@@ -181,9 +203,12 @@ class FitSettingsMixin:
         given = self._vi_step_settings()
         if getattr(self, "kl_weight", 1.0) not in (1, 1.0):
             given["kl_weight"] = self.kl_weight
-        _refuse(given, "applies to variational inference only; NUTS samples the posterior of "
-                "all the rows as it is (its length: tune, n_draws, chains). Leave it at its "
-                "default with inference='nuts'.")
+        _refuse(
+            given,
+            "applies to variational inference only; NUTS samples the posterior of "
+            "all the rows as it is (its length: tune, n_draws, chains). Leave it at its "
+            "default with inference='nuts'.",
+        )
 
     def _check_prior_settings(self) -> None:
         """Refuse a prior setting that the prior would ignore: ``prior_sigma`` sets
@@ -196,8 +221,11 @@ class FitSettingsMixin:
                 "precision (precision_shape, precision_rate) and would ignore it. Pass "
                 "prior='normal' to fix the scale, or leave prior_sigma at its default."
             )
-        given = {name: value for name in ("precision_shape", "precision_rate")
-                 if (value := getattr(self, name)) != 1.0}
+        given = {
+            name: value
+            for name in ("precision_shape", "precision_rate")
+            if (value := getattr(self, name)) != 1.0
+        }
         if self.prior == "normal" and given:
             settings = ", ".join(f"{name}={value!r}" for name, value in given.items())
             raise ValueError(
@@ -227,14 +255,17 @@ class FitSettingsMixin:
         clear error, before any fit, where unavailable) or ``"auto"`` where available."""
         why = self._evidence_unavailable(streamed=streamed, grouped=grouped)
         if self.prior_sigma == "evidence" and why:
-            raise ValueError(f"prior_sigma='evidence' {why}; pass a number instead "
-                             "(e.g. prior_sigma=1.0).")
+            raise ValueError(
+                f"prior_sigma='evidence' {why}; pass a number instead (e.g. prior_sigma=1.0)."
+            )
         # "auto" and NUTS: 1.0 (under the evidence's larger output scales NUTS diverged
         # on moons, 18 divergent transitions of 1,000; its calibration was not measured)
         # Laplace: its own evidence chooses the scales, in its own fit
         return self.prior_sigma == "evidence" or (
-            self.prior_sigma == "auto" and why is None
-            and self.inference_ not in ("nuts", "laplace"))
+            self.prior_sigma == "auto"
+            and why is None
+            and self.inference_ not in ("nuts", "laplace")
+        )
 
     def _choose_prior_scales(self, use_evidence, X, y_model, target_kwargs, seed) -> None:
         """Set ``prior_sigma_`` (and ``evidence_``): the evidence's scales, or the number
@@ -246,8 +277,13 @@ class FitSettingsMixin:
         from pymc_bnn.inference.evidence import evidence_prior_scales
 
         self.evidence_ = evidence_prior_scales(
-            X, y_model, hidden_layer_sizes=self.hidden_layer_sizes, activation=self.activation,
-            n_classes=target_kwargs["n_classes"], random_state=seed)
+            X,
+            y_model,
+            hidden_layer_sizes=self.hidden_layer_sizes,
+            activation=self.activation,
+            n_classes=target_kwargs["n_classes"],
+            random_state=seed,
+        )
         self.prior_sigma_ = self.evidence_.sigmas
 
     #: Whether ``inference="auto"`` samples hierarchical networks with NUTS (the
@@ -263,8 +299,10 @@ class FitSettingsMixin:
         ``learning_rate``, ``batch_size``, a ``posterior_temperature`` other than
         ``"auto"`` / 1, ``n_init`` > 1), and mean-field ADVI otherwise."""
         if self.inference == MIXTURE and self.n_draws < 2:
-            raise ValueError(f"inference={MIXTURE!r} draws half its n_draws from each "
-                             f"fit; it needs n_draws >= 2, got {self.n_draws}.")
+            raise ValueError(
+                f"inference={MIXTURE!r} draws half its n_draws from each "
+                f"fit; it needs n_draws >= 2, got {self.n_draws}."
+            )
         if self.inference != "auto":
             return self.inference
         use_nuts = grouped and self._AUTO_NUTS_FOR_GROUPS and not self._vi_settings_given()
@@ -275,23 +313,33 @@ class FitSettingsMixin:
         fit: the estimator's own (the regressor's ``inference="auto"`` NUTS overrides
         them). ADVI fits are counted by the fit's stages (``FitProgress``); NUTS's own
         bar shows its chains."""
-        return {"draws": self.n_draws, "tune": self.tune, "chains": self.chains,
-                "warn": warn, "progressbar": bool(self.progressbar) and self.inference_ == "nuts"}
+        return {
+            "draws": self.n_draws,
+            "tune": self.tune,
+            "chains": self.chains,
+            "warn": warn,
+            "progressbar": bool(self.progressbar) and self.inference_ == "nuts",
+        }
 
     def _vi_step_settings(self) -> dict:
         """The settings of ADVI's steps that were given (``n_iter``, ``learning_rate``,
         ``batch_size`` other than None / ``"auto"``), by name."""
-        given = {"n_iter": self.n_iter, "learning_rate": self.learning_rate,
-                 "batch_size": None if self.batch_size == "auto" else self.batch_size}
+        given = {
+            "n_iter": self.n_iter,
+            "learning_rate": self.learning_rate,
+            "batch_size": None if self.batch_size == "auto" else self.batch_size,
+        }
         return {name: value for name, value in given.items() if value is not None}
 
     def _vi_settings_given(self) -> bool:
         """Whether a setting only variational inference uses was given (``n_iter``,
         ``learning_rate``, ``batch_size``, a ``posterior_temperature`` other than
         ``"auto"`` / 1, ``n_init`` > 1): then ``inference="auto"`` is ADVI."""
-        return (bool(self._vi_step_settings())
-                or self.posterior_temperature not in ("auto", 1, 1.0)
-                or self.n_init != 1)
+        return (
+            bool(self._vi_step_settings())
+            or self.posterior_temperature not in ("auto", 1, 1.0)
+            or self.n_init != 1
+        )
 
     def _check_temperature_for_inference(self) -> None:
         """Refuse a temperature with NUTS before anything is fit."""
@@ -346,8 +394,10 @@ def spawned_seeds(init_seed: int, n: int, stream: tuple = ()) -> list[int]:
     """``init_seed`` then ``n - 1`` seeds spawned from it (``SeedSequence([init_seed,
     *stream, k])``): so that the first of ``n`` fits is the plain one. ``stream``
     keeps the seeds of one use apart from another's."""
-    return [init_seed] + [int(np.random.SeedSequence([init_seed, *stream, k])
-                              .generate_state(1)[0] >> 1) for k in range(1, n)]
+    return [init_seed] + [
+        int(np.random.SeedSequence([init_seed, *stream, k]).generate_state(1)[0] >> 1)
+        for k in range(1, n)
+    ]
 
 
 def mode_seeds(init_seed: int, n_modes: int) -> list[int]:

@@ -26,14 +26,29 @@ from dataclasses import dataclass
 import numpy as np
 
 from pymc_bnn.inference import fit_concurrently
-from pymc_bnn.predictive._forward import static_shapes
-from pymc_bnn.predictive._predictive import (PosteriorPredictive, mean_proba_nll, mixture_nll,
-                                 posterior_predictive)
 from pymc_bnn.policy.thresholds import MAX_SCORE_ROWS, MIXTURE_WEIGHTS, SCORE_DRAWS, TEMPERATURES
+from pymc_bnn.predictive._forward import static_shapes
+from pymc_bnn.predictive._predictive import (
+    PosteriorPredictive,
+    mean_proba_nll,
+    mixture_nll,
+    posterior_predictive,
+)
 
-__all__ = ["MIXTURE_WEIGHTS", "TEMPERATURES", "FoldScores", "TemperatureSelection",
-           "choose_mixture_temperatures", "choose_temperature", "cross_fit_temperature",
-           "fold_tasks", "heldout_nll", "heldout_nll_table", "heldout_scores", "mixed_nll"]
+__all__ = [
+    "MIXTURE_WEIGHTS",
+    "TEMPERATURES",
+    "FoldScores",
+    "TemperatureSelection",
+    "choose_mixture_temperatures",
+    "choose_temperature",
+    "cross_fit_temperature",
+    "fold_tasks",
+    "heldout_nll",
+    "heldout_nll_table",
+    "heldout_scores",
+    "mixed_nll",
+]
 
 
 @dataclass(frozen=True)
@@ -59,12 +74,17 @@ class TemperatureSelection:
 
     def as_dict(self) -> dict:
         """Plain-data form (JSON-able), e.g. for persistence."""
-        return {"temperature": self.temperature, "temperatures": list(self.temperatures),
-                "scores": [float(s) for s in self.scores], "n_splits": self.n_splits}
+        return {
+            "temperature": self.temperature,
+            "temperatures": list(self.temperatures),
+            "scores": [float(s) for s in self.scores],
+            "n_splits": self.n_splits,
+        }
 
 
-def heldout_nll(predictive: PosteriorPredictive, X: np.ndarray, y: np.ndarray,
-                groups=None) -> np.ndarray:
+def heldout_nll(
+    predictive: PosteriorPredictive, X: np.ndarray, y: np.ndarray, groups=None
+) -> np.ndarray:
     """Negative log posterior predictive density of each held-out row.
 
     Classification: ``-log mean_s p_s(y_i | x_i)`` with ``y`` integer class codes.
@@ -126,13 +146,23 @@ def cross_fit_temperature(
     >>> sel.scores.shape
     (13,)
     """
-    tasks = fold_tasks(fit_rows, X, y, folds=folds, seed=seed, groups=groups,
-                       temperatures=temperatures)
+    tasks = fold_tasks(
+        fit_rows, X, y, folds=folds, seed=seed, groups=groups, temperatures=temperatures
+    )
     return choose_temperature(fit_concurrently(tasks), X.shape[0], temperatures)
 
 
-def fold_tasks(fit_rows, X, y, *, folds, seed: int, groups=None,
-               temperatures=TEMPERATURES, per_row: bool = False) -> list:
+def fold_tasks(
+    fit_rows,
+    X,
+    y,
+    *,
+    folds,
+    seed: int,
+    groups=None,
+    temperatures=TEMPERATURES,
+    per_row: bool = False,
+) -> list:
     """The folds of :func:`cross_fit_temperature` as tasks for
     :func:`pymc_bnn.inference.fit_concurrently` (arguments as there).
 
@@ -145,9 +175,21 @@ def fold_tasks(fit_rows, X, y, *, folds, seed: int, groups=None,
         array above): fits of two methods on the same folds can then be compared, or
         mixed, row by row.
     """
-    return [functools.partial(_fit_and_score, fit_rows, train, test, X, y, seed=seed + k,
-                              groups=groups, temperatures=temperatures, per_row=per_row)
-            for k, (train, test) in enumerate(folds)]
+    return [
+        functools.partial(
+            _fit_and_score,
+            fit_rows,
+            train,
+            test,
+            X,
+            y,
+            seed=seed + k,
+            groups=groups,
+            temperatures=temperatures,
+            per_row=per_row,
+        )
+        for k, (train, test) in enumerate(folds)
+    ]
 
 
 @dataclass(frozen=True)
@@ -181,19 +223,20 @@ def _scored_rows(test: np.ndarray, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(test, MAX_SCORE_ROWS, replace=False))
 
 
-def _fit_and_score(fit_rows, train, test, X, y, *, seed, groups, temperatures,
-                   per_row=False):
+def _fit_and_score(fit_rows, train, test, X, y, *, seed, groups, temperatures, per_row=False):
     posterior = fit_rows(train, seed)
     rows = _scored_rows(test, seed)
     g = None if groups is None else groups[rows]
-    table = heldout_nll_table(posterior, X[rows], y[rows], seed=seed, groups=g,
-                              temperatures=temperatures)
+    table = heldout_nll_table(
+        posterior, X[rows], y[rows], seed=seed, groups=g, temperatures=temperatures
+    )
     scores = FoldScores(nll=table, scale=len(test) / len(rows))
     return scores if per_row else scores.sums()
 
 
-def heldout_scores(posterior, X: np.ndarray, y: np.ndarray, *, seed: int, groups=None,
-                   temperatures=TEMPERATURES) -> np.ndarray:
+def heldout_scores(
+    posterior, X: np.ndarray, y: np.ndarray, *, seed: int, groups=None, temperatures=TEMPERATURES
+) -> np.ndarray:
     """Summed held-out negative log predictive density of one fold at each temperature.
 
     Returns
@@ -202,13 +245,13 @@ def heldout_scores(posterior, X: np.ndarray, y: np.ndarray, *, seed: int, groups
         ``heldout_nll(...).sum()`` per temperature (nats): the rows of
         :func:`heldout_nll_table` summed.
     """
-    table = heldout_nll_table(posterior, X, y, seed=seed, groups=groups,
-                              temperatures=temperatures)
+    table = heldout_nll_table(posterior, X, y, seed=seed, groups=groups, temperatures=temperatures)
     return FoldScores(nll=table, scale=1.0).sums()
 
 
-def heldout_nll_table(posterior, X: np.ndarray, y: np.ndarray, *, seed: int, groups=None,
-                      temperatures=TEMPERATURES) -> np.ndarray:
+def heldout_nll_table(
+    posterior, X: np.ndarray, y: np.ndarray, *, seed: int, groups=None, temperatures=TEMPERATURES
+) -> np.ndarray:
     """Held-out negative log predictive density of each row at each temperature.
 
     ``posterior`` was fit without the rows ``X`` / ``y``; ``SCORE_DRAWS`` draws seeded
@@ -226,8 +269,12 @@ def heldout_nll_table(posterior, X: np.ndarray, y: np.ndarray, *, seed: int, gro
     temperatures = [float(t) for t in temperatures]
     rows = []
     for batch in _score_batches(posterior.spec, len(temperatures)):
-        parts = [posterior_predictive(posterior, n_draws=SCORE_DRAWS, random_seed=seed,
-                                      temperature=temperatures[i]) for i in batch]
+        parts = [
+            posterior_predictive(
+                posterior, n_draws=SCORE_DRAWS, random_seed=seed, temperature=temperatures[i]
+            )
+            for i in batch
+        ]
         rows.extend(_stacked_heldout_nll(parts, X, y, groups))
     return np.array(rows).reshape(len(temperatures), X.shape[0])
 
@@ -257,8 +304,9 @@ def _score_batches(spec, n_temperatures: int) -> list[range]:
     return [range(i, min(i + size, n_temperatures)) for i in range(0, n_temperatures, size)]
 
 
-def _stacked_heldout_nll(parts: Sequence[PosteriorPredictive], X: np.ndarray,
-                         y: np.ndarray, groups=None) -> list[np.ndarray]:
+def _stacked_heldout_nll(
+    parts: Sequence[PosteriorPredictive], X: np.ndarray, y: np.ndarray, groups=None
+) -> list[np.ndarray]:
     """``[heldout_nll(p, X, y, groups) for p in parts]`` (predictives of one network,
     the same number of draws each) through one predictive holding all their draws,
     a chunk of rows at a time (memory stays bounded by the predictive's chunk)."""
@@ -267,11 +315,16 @@ def _stacked_heldout_nll(parts: Sequence[PosteriorPredictive], X: np.ndarray,
         return [heldout_nll(first, X, y, groups)]
     stacked = PosteriorPredictive(
         spec=first.spec,
-        weights=tuple((np.concatenate([p.weights[i][0] for p in parts]),
-                       np.concatenate([p.weights[i][1] for p in parts]))
-                      for i in range(len(first.weights))),
+        weights=tuple(
+            (
+                np.concatenate([p.weights[i][0] for p in parts]),
+                np.concatenate([p.weights[i][1] for p in parts]),
+            )
+            for i in range(len(first.weights))
+        ),
         noise=None if first.noise is None else np.concatenate([p.noise for p in parts]),
-        linearized_at=first.linearized_at)  # one posterior: the same point for all
+        linearized_at=first.linearized_at,
+    )  # one posterior: the same point for all
     k, s = len(parts), first.n_draws
     step = stacked._chunk_rows()
     out = np.empty((k, X.shape[0]))
@@ -280,17 +333,20 @@ def _stacked_heldout_nll(parts: Sequence[PosteriorPredictive], X: np.ndarray,
         g = None if groups is None else groups[rows]
         if stacked.spec.is_regression:
             mean, sd = stacked.sample_normal(X[rows], g)
-            out[:, rows] = mixture_nll(mean.reshape(k, s, -1), sd.reshape(k, s, -1),
-                                        y[rows], axis=1)
+            out[:, rows] = mixture_nll(
+                mean.reshape(k, s, -1), sd.reshape(k, s, -1), y[rows], axis=1
+            )
         else:
             proba = stacked.sample_proba(X[rows], g)
-            out[:, rows] = mean_proba_nll(proba.reshape(k, s, *proba.shape[1:]).mean(axis=1),
-                                           y[rows])
+            out[:, rows] = mean_proba_nll(
+                proba.reshape(k, s, *proba.shape[1:]).mean(axis=1), y[rows]
+            )
     return list(out)
 
 
-def choose_temperature(fold_scores: Sequence[np.ndarray], n_rows: int,
-                       temperatures=TEMPERATURES) -> TemperatureSelection:
+def choose_temperature(
+    fold_scores: Sequence[np.ndarray], n_rows: int, temperatures=TEMPERATURES
+) -> TemperatureSelection:
     """The temperature with the smallest held-out NLL summed over folds.
 
     Parameters
@@ -311,13 +367,22 @@ def choose_temperature(fold_scores: Sequence[np.ndarray], n_rows: int,
     best = scores.min()
     near = [i for i, s in enumerate(scores) if s <= best + 1e-9]
     choice = min(near, key=lambda i: abs(np.log(temperatures[i])))
-    return TemperatureSelection(temperature=temperatures[choice], temperatures=temperatures,
-                                scores=scores, n_splits=len(fold_scores))
+    return TemperatureSelection(
+        temperature=temperatures[choice],
+        temperatures=temperatures,
+        scores=scores,
+        n_splits=len(fold_scores),
+    )
 
 
-def choose_mixture_temperatures(first: Sequence[FoldScores], second: Sequence[FoldScores],
-                                n_rows: int, temperatures=TEMPERATURES, *,
-                                weights=(0.5,)) -> tuple:
+def choose_mixture_temperatures(
+    first: Sequence[FoldScores],
+    second: Sequence[FoldScores],
+    n_rows: int,
+    temperatures=TEMPERATURES,
+    *,
+    weights=(0.5,),
+) -> tuple:
     """The pair of temperatures, and the second fit's share of the draws, at which the
     mixture of two fits' predictives predicts the held-out folds best.
 
@@ -358,16 +423,20 @@ def choose_mixture_temperatures(first: Sequence[FoldScores], second: Sequence[Fo
     total = 0.0
     for a, b in _same_rows(first, second):
         total = total + a.scale * np.stack(
-            [mixed_nll(a.nll[:, None, :], b.nll[None, :, :], w).sum(axis=2) for w in weights])
+            [mixed_nll(a.nll[:, None, :], b.nll[None, :, :], w).sum(axis=2) for w in weights]
+        )
     scores = total / n_rows
     log_t = np.abs(np.log(temperatures))
     near = np.argwhere(scores <= scores.min() + 1e-9)
-    k, i, j = min(near.tolist(), key=lambda kij: (abs(weights[kij[0]] - 0.5),
-                                                  log_t[kij[1]] + log_t[kij[2]]))
+    k, i, j = min(
+        near.tolist(), key=lambda kij: (abs(weights[kij[0]] - 0.5), log_t[kij[1]] + log_t[kij[2]])
+    )
     n_splits = len(first)
-    return (TemperatureSelection(temperatures[i], temperatures, scores[k, :, j], n_splits),
-            TemperatureSelection(temperatures[j], temperatures, scores[k, i, :], n_splits),
-            weights[k])
+    return (
+        TemperatureSelection(temperatures[i], temperatures, scores[k, :, j], n_splits),
+        TemperatureSelection(temperatures[j], temperatures, scores[k, i, :], n_splits),
+        weights[k],
+    )
 
 
 def mixed_nll(a: np.ndarray, b: np.ndarray, weight: float = 0.5) -> np.ndarray:

@@ -17,8 +17,16 @@ summaries.
 
 from pymc_bnn._runtime.lazy import lazy_exports
 
-_EXPORTS = {name: "pymc_bnn.predictive._predictive" for name in (
-    "PosteriorPredictive", "from_idata", "posterior_draws", "posterior_predictive",
-    "summarize_proba", "tempered")}
+_EXPORTS = {
+    name: "pymc_bnn.predictive._predictive"
+    for name in (
+        "PosteriorPredictive",
+        "from_idata",
+        "posterior_draws",
+        "posterior_predictive",
+        "summarize_proba",
+        "tempered",
+    )
+}
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = sorted(_EXPORTS)

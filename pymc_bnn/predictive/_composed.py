@@ -44,8 +44,15 @@ def linear_share(weight: float, n_draws: int) -> int:
     return max(0, min(int(round(weight * n_draws)), n_draws - 2))
 
 
-def composed_idata(posterior, n_draws: int, *, random_seed, temperature: float,
-                   laplace: dict | None = None, linear: dict | None = None):
+def composed_idata(
+    posterior,
+    n_draws: int,
+    *,
+    random_seed,
+    temperature: float,
+    laplace: dict | None = None,
+    linear: dict | None = None,
+):
     """The draws of the parts, in one DataTree.
 
     Parameters
@@ -75,24 +82,42 @@ def composed_idata(posterior, n_draws: int, *, random_seed, temperature: float,
         ``counts``: the draws of each part, ``{"network", "laplace", "linear"}``.
     """
     if laplace is not None and n_draws < 2:
-        raise ValueError(f"n_draws={n_draws}: a mixture of two approximations needs at "
-                         "least 2 draws (one from each).")
+        raise ValueError(
+            f"n_draws={n_draws}: a mixture of two approximations needs at "
+            "least 2 draws (one from each)."
+        )
     n_linear = 0 if linear is None else linear_share(linear["weight"], n_draws)
     n_network = n_draws - n_linear
     n_laplace = 0 if laplace is None else laplace_share(laplace.get("weight", 0.5), n_network)
-    idata = posterior_draws(posterior, n_draws=n_network - n_laplace,
-                            random_seed=random_seed, temperature=temperature)
+    idata = posterior_draws(
+        posterior, n_draws=n_network - n_laplace, random_seed=random_seed, temperature=temperature
+    )
     if laplace is not None:
         from pymc_bnn.inference.laplace import mixture_idata
 
         starts = laplace.get("starts") or [laplace["posterior"]]
         counts = start_shares(n_laplace, len(starts))
-        idata = mixture_idata(idata, [posterior_draws(fit, n_draws=n, random_seed=start_seed(
-            random_seed, k), temperature=laplace["temperature"])
-            for k, (fit, n) in enumerate(zip(starts, counts))], posterior.spec.weight_names)
+        idata = mixture_idata(
+            idata,
+            [
+                posterior_draws(
+                    fit,
+                    n_draws=n,
+                    random_seed=start_seed(random_seed, k),
+                    temperature=laplace["temperature"],
+                )
+                for k, (fit, n) in enumerate(zip(starts, counts))
+            ],
+            posterior.spec.weight_names,
+        )
     if n_linear:
-        idata = stacked_idata(idata, posterior_draws(
-            linear["posterior"], n_draws=n_linear, random_seed=random_seed,
-            temperature=linear["temperature"]))
-    return idata, {"network": n_network - n_laplace, "laplace": n_laplace,
-                   "linear": n_linear}
+        idata = stacked_idata(
+            idata,
+            posterior_draws(
+                linear["posterior"],
+                n_draws=n_linear,
+                random_seed=random_seed,
+                temperature=linear["temperature"],
+            ),
+        )
+    return idata, {"network": n_network - n_laplace, "laplace": n_laplace, "linear": n_linear}

@@ -45,10 +45,13 @@ def check_n_draws(n_draws, *, allow_none: bool):
 
 def check_temperature(temperature) -> float:
     """Validate a posterior temperature: a positive, finite number."""
-    if (isinstance(temperature, bool) or not isinstance(temperature, Real)
-            or not np.isfinite(temperature) or temperature <= 0):
-        raise ValueError(
-            f"temperature must be a positive finite number; got {temperature!r}.")
+    if (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, Real)
+        or not np.isfinite(temperature)
+        or temperature <= 0
+    ):
+        raise ValueError(f"temperature must be a positive finite number; got {temperature!r}.")
     return float(temperature)
 
 
@@ -101,7 +104,8 @@ def tempered(approx, temperature: float):
                 else:
                     raise ValueError(
                         f"cannot temper a {type(group).__name__}: only mean-field and "
-                        "full-rank Gaussian approximations are supported.")
+                        "full-rank Gaussian approximations are supported."
+                    )
                 saved.append((shared, rho))
                 shared.set_value(new.astype(rho.dtype))
         yield approx
@@ -110,8 +114,9 @@ def tempered(approx, temperature: float):
             shared.set_value(value)
 
 
-def posterior_draws(posterior, *, n_draws: int = 500, random_seed: int | None = None,
-                    temperature: float = 1.0):
+def posterior_draws(
+    posterior, *, n_draws: int = 500, random_seed: int | None = None, temperature: float = 1.0
+):
     """Posterior draws as an ArviZ DataTree.
 
     VI: ``n_draws`` fresh draws from the approximation (seeded by ``random_seed``),
@@ -125,9 +130,13 @@ def posterior_draws(posterior, *, n_draws: int = 500, random_seed: int | None = 
     if posterior.laplace is not None:
         from pymc_bnn.inference.laplace import laplace_idata
 
-        return laplace_idata(posterior.laplace, posterior.spec.layer_shapes,
-                             check_n_draws(n_draws, allow_none=False), random_seed,
-                             temperature)
+        return laplace_idata(
+            posterior.laplace,
+            posterior.spec.layer_shapes,
+            check_n_draws(n_draws, allow_none=False),
+            random_seed,
+            temperature,
+        )
     if posterior.is_variational:
         n_draws = check_n_draws(n_draws, allow_none=False)
         with tempered(posterior.approx, temperature) as approx:
@@ -137,7 +146,8 @@ def posterior_draws(posterior, *, n_draws: int = 500, random_seed: int | None = 
     if temperature != 1.0:
         raise ValueError(
             f"temperature={temperature} applies to variational posteriors only; this "
-            f"posterior was fit by {posterior.method!r} (its draws are used as they are).")
+            f"posterior was fit by {posterior.method!r} (its draws are used as they are)."
+        )
     return posterior.idata
 
 
@@ -197,7 +207,8 @@ def _vi_idata(approx, n_draws: int, random_seed: int):
     # the trace records fn(*point.values()) under these names: the point holds them,
     # in this order, already computed
     trace = NDArray(
-        model=model, fn=lambda *values: values,
+        model=model,
+        fn=lambda *values: values,
         var_shapes={name: draws[name].shape[1:] for name in names},
         var_dtypes={name: draws[name].dtype for name in names},
     )
@@ -261,8 +272,10 @@ def _sampler_mode():
     from pytensor.graph.rewriting.db import RewriteDatabaseQuery
     from pytensor.link.vm import VMLinker
 
-    return Mode(VMLinker(use_cloop=False, c_thunks=False),
-                RewriteDatabaseQuery(include=["fast_run"], exclude=["fusion"]))
+    return Mode(
+        VMLinker(use_cloop=False, c_thunks=False),
+        RewriteDatabaseQuery(include=["fast_run"], exclude=["fusion"]),
+    )
 
 
 def _vi_sampler(approx) -> dict:
@@ -280,40 +293,59 @@ def _vi_sampler(approx) -> dict:
     model = approx.model
     recorded = _recorded_vars(model)
     names = [v.name for v in recorded]
-    orderings = [tuple((name, o[1], o[2], str(o[3])) for name, o in ordering.items())
-                 for ordering in approx.collect("ordering")]
-    key = (type(approx).__name__, tuple(type(g).__name__ for g in approx.groups),
-           tuple(orderings), tuple((p.type, p.get_value(borrow=True).shape)
-                                   for p in approx.params), tuple(names))
+    orderings = [
+        tuple((name, o[1], o[2], str(o[3])) for name, o in ordering.items())
+        for ordering in approx.collect("ordering")
+    ]
+    key = (
+        type(approx).__name__,
+        tuple(type(g).__name__ for g in approx.groups),
+        tuple(orderings),
+        tuple((p.type, p.get_value(borrow=True).shape) for p in approx.params),
+        tuple(names),
+    )
     key = repr(key)  # slices are not hashable before Python 3.12
     with _VI_SAMPLERS_LOCK:
         sampler = _VI_SAMPLERS.get(key)
-        if sampler is not None and (model in sampler["models"] or equal_computations(
-                recorded, sampler["recorded"], in_xs=model.value_vars,
-                in_ys=sampler["value_vars"])):
+        if sampler is not None and (
+            model in sampler["models"]
+            or equal_computations(
+                recorded, sampler["recorded"], in_xs=model.value_vars, in_ys=sampler["value_vars"]
+            )
+        ):
             sampler["models"].add(model)  # checked once per model
             _VI_SAMPLERS.move_to_end(key)
             return sampler
     value_names = [name for ordering in approx.collect("ordering") for name in ordering]
     size = pt.iscalar("n_draws")
-    sampled = approx.set_size_and_deterministic([approx.rslice(n) for n in value_names],
-                                                size, 0)
+    sampled = approx.set_size_and_deterministic([approx.rslice(n) for n in value_names], size, 0)
     by_name = dict(zip(value_names, sampled))
     # each recorded variable is a graph of one draw's free variables: vectorised over
     # the draws (the leading axis of the sampled values)
     outs = vectorize_graph(recorded, replace={v: by_name[v.name] for v in model.value_vars})
     # private parameters and generators: the cached sampler never touches the state of
     # the approximation it was built from
-    private = {p: pytensor.shared(np.array(p.get_value()), name=p.name, shape=p.type.shape)
-               for p in approx.params}
-    private.update({r: pytensor.shared(copy.deepcopy(r.get_value()), name=r.name)
-                    for r in find_rng_nodes(outs)})
+    private = {
+        p: pytensor.shared(np.array(p.get_value()), name=p.name, shape=p.type.shape)
+        for p in approx.params
+    }
+    private.update(
+        {
+            r: pytensor.shared(copy.deepcopy(r.get_value()), name=r.name)
+            for r in find_rng_nodes(outs)
+        }
+    )
     outs = graph_replace(outs, private, strict=False)
-    sampler = {"names": names, "params": [private[p] for p in approx.params],
-               "rngs": find_rng_nodes(outs),
-               "fn": pymc_compile([size], outs, mode=_sampler_mode()),
-               "recorded": recorded, "value_vars": list(model.value_vars),
-               "models": weakref.WeakSet([model]), "lock": threading.Lock()}
+    sampler = {
+        "names": names,
+        "params": [private[p] for p in approx.params],
+        "rngs": find_rng_nodes(outs),
+        "fn": pymc_compile([size], outs, mode=_sampler_mode()),
+        "recorded": recorded,
+        "value_vars": list(model.value_vars),
+        "models": weakref.WeakSet([model]),
+        "lock": threading.Lock(),
+    }
     with _VI_SAMPLERS_LOCK:
         _VI_SAMPLERS[key] = sampler
         _VI_SAMPLERS.move_to_end(key)

@@ -104,9 +104,15 @@ def _head_output(head: str, logits):
 
 
 @functools.lru_cache(maxsize=None)
-def compiled_forward(n_layers: int, activation: str, head: str, mode: str = "NUMBA",
-                     dtype: str = "float64", grouped: bool = False,
-                     shapes: tuple | None = None):
+def compiled_forward(
+    n_layers: int,
+    activation: str,
+    head: str,
+    mode: str = "NUMBA",
+    dtype: str = "float64",
+    grouped: bool = False,
+    shapes: tuple | None = None,
+):
     """Compile ``f(X, [groups,] W0, b0, W1, b1, ...) -> out (n_draws, n_points, k)``.
 
     Classification heads give class probabilities (``k = n_classes``); regression
@@ -130,29 +136,44 @@ def compiled_forward(n_layers: int, activation: str, head: str, mode: str = "NUM
     groups = pt.lvector("groups") if grouped else None
     if shapes is not None and (grouped or len(shapes) != n_layers):
         raise ValueError(f"shapes {shapes!r} do not describe {n_layers} plain layers.")
-    w_shapes = ([(None,) * (4 if grouped else 3)] * n_layers if shapes is None
-                else [(None, a, b) for a, b in shapes])
+    w_shapes = (
+        [(None,) * (4 if grouped else 3)] * n_layers
+        if shapes is None
+        else [(None, a, b) for a, b in shapes]
+    )
     weights = [
-        (pt.tensor(f"W{i}", dtype=dtype, shape=w_shapes[i]),
-         pt.tensor(f"b{i}", dtype=dtype, shape=(None,) * (3 if grouped else 2)))
+        (
+            pt.tensor(f"W{i}", dtype=dtype, shape=w_shapes[i]),
+            pt.tensor(f"b{i}", dtype=dtype, shape=(None,) * (3 if grouped else 2)),
+        )
         for i in range(n_layers)
     ]
-    logits = forward(X, weights, activation=activation, groups=groups,
-                     unroll=UNROLL_MAX if shapes is not None else 0)
+    logits = forward(
+        X,
+        weights,
+        activation=activation,
+        groups=groups,
+        unroll=UNROLL_MAX if shapes is not None else 0,
+    )
     if shapes is not None:
         outputs = _head_columns(head, logits, shapes[-1][1])
     else:
         outputs = _head_output(head, logits)
     inputs = [X] + ([groups] if grouped else []) + [v for pair in weights for v in pair]
     # with JAX, a new process reads it back from pymc_bnn's compile cache
-    return compiled_function(("_compiled_forward", n_layers, activation, head, dtype, grouped,
-                              shapes),
-                             inputs, outputs, mode=mode, on_unused_input="ignore")
+    return compiled_function(
+        ("_compiled_forward", n_layers, activation, head, dtype, grouped, shapes),
+        inputs,
+        outputs,
+        mode=mode,
+        on_unused_input="ignore",
+    )
 
 
 @functools.lru_cache(maxsize=None)
-def compiled_wide(n_layers: int, activation: str, head: str, dtype: str, reduce: str,
-                  shared: bool = False):
+def compiled_wide(
+    n_layers: int, activation: str, head: str, dtype: str, reduce: str, shared: bool = False
+):
     """Compile the wide predictive ``f(X, W0, b0, W1, b1, ...) -> outputs`` (JAX).
 
     The first layer's weights come laid out as one matrix ``W0`` of shape
@@ -181,8 +202,10 @@ def compiled_wide(n_layers: int, activation: str, head: str, dtype: str, reduce:
     W0 = pt.matrix("W0", dtype=dtype)
     b0 = pt.matrix("b0", dtype=dtype)
     member = pt.vector("member", dtype="int64")
-    rest = [(pt.tensor3(f"W{i}", dtype=dtype), pt.matrix(f"b{i}", dtype=dtype))
-            for i in range(1, n_layers)]
+    rest = [
+        (pt.tensor3(f"W{i}", dtype=dtype), pt.matrix(f"b{i}", dtype=dtype))
+        for i in range(1, n_layers)
+    ]
     n_draws, width = b0.shape[0], b0.shape[1]
     z = pt.dot(X, W0).reshape((X.shape[0], n_draws, width)).dimshuffle(1, 0, 2)
     z = z + b0[:, None, :]
@@ -204,9 +227,21 @@ def compiled_wide(n_layers: int, activation: str, head: str, dtype: str, reduce:
     inputs = [X, W0, b0, *([member] if shared else [])] + [v for pair in rest for v in pair]
     # the bias's broadcast against the GEMM's output checks that their n_draws agree
     with _jax_device.untraceable_checks_ignored():
-        return compiled_function(("_compiled_wide", n_layers, activation, head, dtype, reduce,
-                                  *(("shared",) if shared else ())),
-                                 inputs, out, mode="JAX", on_unused_input="ignore")
+        return compiled_function(
+            (
+                "_compiled_wide",
+                n_layers,
+                activation,
+                head,
+                dtype,
+                reduce,
+                *(("shared",) if shared else ()),
+            ),
+            inputs,
+            out,
+            mode="JAX",
+            on_unused_input="ignore",
+        )
 
 
 def shared_first_layers(W0: np.ndarray, b0: np.ndarray):

@@ -32,11 +32,18 @@ import functools
 
 import numpy as np
 
-from pymc_bnn.predictive._predictive import PosteriorPredictive, append_draws, from_idata
 from pymc_bnn.network.spec import NetworkSpec
+from pymc_bnn.predictive._predictive import PosteriorPredictive, append_draws, from_idata
 
-__all__ = ["LINEAR_PART_GROUP", "LINEAR_WEIGHTS", "StackedPredictive", "choose_linear_weight",
-           "linear_spec", "predictive_from_idata", "stacked_idata"]
+__all__ = [
+    "LINEAR_PART_GROUP",
+    "LINEAR_WEIGHTS",
+    "StackedPredictive",
+    "choose_linear_weight",
+    "linear_spec",
+    "predictive_from_idata",
+    "stacked_idata",
+]
 
 #: The group of ``idata_`` that holds the linear part's draws (``w0``, ``b0``).
 LINEAR_PART_GROUP = "linear_part"
@@ -52,8 +59,9 @@ def linear_spec(spec: NetworkSpec) -> NetworkSpec:
     return dataclasses.replace(spec, hidden_layer_sizes=(), prior_sigma=1.0, n_groups=0)
 
 
-def choose_linear_weight(network_rows, linear_rows, scales,
-                         weights=LINEAR_WEIGHTS) -> tuple[float, np.ndarray]:
+def choose_linear_weight(
+    network_rows, linear_rows, scales, weights=LINEAR_WEIGHTS
+) -> tuple[float, np.ndarray]:
     """The stacking weight of the linear part on the held-out folds.
 
     Parameters
@@ -97,8 +105,9 @@ def stacked_idata(idata, linear):
     return xr.DataTree.from_dict(groups)
 
 
-def predictive_from_idata(spec: NetworkSpec, idata, *,
-                          n_draws: int | None = None) -> PosteriorPredictive:
+def predictive_from_idata(
+    spec: NetworkSpec, idata, *, n_draws: int | None = None
+) -> PosteriorPredictive:
     """:func:`pymc_bnn.predictive.from_idata`, with the linear part's draws appended
     (a :class:`StackedPredictive`) where ``idata`` holds them.
 
@@ -117,17 +126,24 @@ def predictive_from_idata(spec: NetworkSpec, idata, *,
         network = idata["posterior"].to_dataset()
         total = linear + network.sizes["chain"] * network.sizes["draw"]
         if n_draws > total:
-            raise ValueError(f"n_draws={n_draws} exceeds the {total} stored posterior draws "
-                             "(the network's and the linear part's); ask for fewer.")
+            raise ValueError(
+                f"n_draws={n_draws} exceeds the {total} stored posterior draws "
+                "(the network's and the linear part's); ask for fewer."
+            )
         n_linear = max(0, min(int(round(n_draws * linear / total)), n_draws - 2))
         n_network = n_draws - n_linear
     network = from_idata(spec, idata, n_draws=n_network)
     if n_linear == 0:
         return network
-    return StackedPredictive(network.spec, network.weights, network.noise,
-                             network.linearized_at, network.linearized_from,
-                             network.linearized_splits,
-                             linear=from_idata(linear_spec(spec), draws, n_draws=n_linear))
+    return StackedPredictive(
+        network.spec,
+        network.weights,
+        network.noise,
+        network.linearized_at,
+        network.linearized_from,
+        network.linearized_splits,
+        linear=from_idata(linear_spec(spec), draws, n_draws=n_linear),
+    )
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -153,8 +169,14 @@ class StackedPredictive(PosteriorPredictive):
     @functools.cached_property
     def _network(self) -> PosteriorPredictive:
         """The network's own draws (a plain predictive)."""
-        return PosteriorPredictive(self.spec, self.weights, self.noise, self.linearized_at,
-                                   self.linearized_from, self.linearized_splits)
+        return PosteriorPredictive(
+            self.spec,
+            self.weights,
+            self.noise,
+            self.linearized_at,
+            self.linearized_from,
+            self.linearized_splits,
+        )
 
     @property
     def n_draws(self) -> int:
@@ -165,8 +187,15 @@ class StackedPredictive(PosteriorPredictive):
     def _wide(self) -> bool:
         return False
 
-    def _chunks(self, X: np.ndarray, groups=None, *, head: str | None = None,
-                dtype: str | None = None, columns: bool = False):
+    def _chunks(
+        self,
+        X: np.ndarray,
+        groups=None,
+        *,
+        head: str | None = None,
+        dtype: str | None = None,
+        columns: bool = False,
+    ):
         """The network's chunks (its own paths), the linear part's draws of the same
         rows after them, in float64."""
         if groups is not None:
@@ -174,4 +203,6 @@ class StackedPredictive(PosteriorPredictive):
         X = np.asarray(X, dtype=np.float64)
         yield from append_draws(
             self._network._chunks(X, head=head, dtype=dtype, columns=columns),
-            lambda rows: self.linear._chunks(X[rows], head=head, dtype="float64"), columns)
+            lambda rows: self.linear._chunks(X[rows], head=head, dtype="float64"),
+            columns,
+        )

@@ -32,18 +32,37 @@ import numpy as np
 from scipy import special
 
 from pymc_bnn._runtime import device as _jax_device
+from pymc_bnn.inference.laplace import (
+    LINEARIZATION_GROUP,
+    kept_linearisation,
+    laplace_draws,
+    linearised_outputs,
+)
 from pymc_bnn.network._checks import check_predictive_targets, check_predictive_X, check_random_seed
-# UNROLL_MAX, WIDE_MIN_ROWS: re-exported, so that ``predictive.UNROLL_MAX`` keeps working
-from pymc_bnn.predictive._forward import UNROLL_MAX, WIDE_MIN_ROWS  # noqa: F401
-from pymc_bnn.predictive._forward import (backend, compiled_forward, compiled_wide, network_head,
-                                     padded_rows, shared_first_layers, static_shapes)
 from pymc_bnn.network._flat import flatten
-from pymc_bnn.inference.laplace import (LINEARIZATION_GROUP, kept_linearisation, laplace_draws,
-                              linearised_outputs)
 from pymc_bnn.network.model import NetworkSpec
+from pymc_bnn.predictive._draws import (
+    check_n_draws,
+    check_temperature,
+    fast_draws_apply,
+    posterior_draws,
+    tempered,
+    vi_draws,
+)
+
+# UNROLL_MAX, WIDE_MIN_ROWS: re-exported, so that ``predictive.UNROLL_MAX`` keeps working
+from pymc_bnn.predictive._forward import (  # noqa: F401
+    UNROLL_MAX,
+    WIDE_MIN_ROWS,
+    backend,
+    compiled_forward,
+    compiled_wide,
+    network_head,
+    padded_rows,
+    shared_first_layers,
+    static_shapes,
+)
 from pymc_bnn.predictive._summary import summarize_proba, xlogx
-from pymc_bnn.predictive._draws import (check_n_draws, check_temperature, fast_draws_apply,
-                                      posterior_draws, tempered, vi_draws)
 
 __all__ = [
     "PosteriorPredictive",
@@ -66,9 +85,9 @@ CHUNK_BYTES = 16 * 2**20
 #: (measurements: research/notes/code-measurements.md).
 FUSED_CHUNK_BYTES = 8 * 2**20
 #: Bound on the working memory of one call of the wide predictive (a layer wider than
-#: :data:`~pymc_bnn.predictive._forward.UNROLL_MAX`, on JAX), by JAX platform: its live buffers are a few
-#: (n_draws, rows, width) activations. On a CPU the first layer is one GEMM whose cost
-#: does not fall with more rows once the draws' weights are streamed once per call
+#: :data:`~pymc_bnn.predictive._forward.UNROLL_MAX`, on JAX), by JAX platform: its live
+#: buffers are a few (n_draws, rows, width) activations. On a CPU the first layer is one
+#: GEMM whose cost does not fall with more rows once the draws' weights are streamed once per call
 #: (784-100-10, 500 draws: ~100 rows per call already run at the GEMM's speed); a GPU
 #: needs thousands of rows per call to stay busy (benchmarks/results/wide_network.md).
 WIDE_CHUNK_BYTES = {"cpu": 64 * 2**20, "gpu": 1 << 30}
@@ -130,21 +149,28 @@ class PosteriorPredictive:
 
     def __post_init__(self):
         if self.linearized_from and not 0 < self.linearized_from < self.n_draws:
-            raise ValueError(f"linearized_from={self.linearized_from} must lie in 1 .. "
-                             f"{self.n_draws - 1} (a mixture of network and linearised draws).")
+            raise ValueError(
+                f"linearized_from={self.linearized_from} must lie in 1 .. "
+                f"{self.n_draws - 1} (a mixture of network and linearised draws)."
+            )
         if self.linearized_from and self.linearized_at is None:
             raise ValueError("linearized_from needs linearized_at (the linearisation point).")
-        points = 0 if self.linearized_at is None else (
-            self.linearized_at.shape[0] if np.ndim(self.linearized_at) == 2 else 1)
+        points = (
+            0
+            if self.linearized_at is None
+            else (self.linearized_at.shape[0] if np.ndim(self.linearized_at) == 2 else 1)
+        )
         splits = [int(s) for s in self.linearized_splits]
         bounds = [self.linearized_from, *splits, self.n_draws]
         if (points and len(splits) != points - 1) or any(
-                a >= b for a, b in zip(bounds, bounds[1:])):
+            a >= b for a, b in zip(bounds, bounds[1:])
+        ):
             raise ValueError(
                 f"linearized_splits={tuple(splits)} must give where each of the "
                 f"{max(points, 1)} linearisation points' draws after the first begin, "
                 f"increasing from linearized_from={self.linearized_from} to "
-                f"n_draws={self.n_draws}.")
+                f"n_draws={self.n_draws}."
+            )
 
     @property
     def n_draws(self) -> int:
@@ -156,9 +182,15 @@ class PosteriorPredictive:
         the compiled function's dtype (views of one array when it returns one)."""
         mode, default = backend()
         dtype = dtype or default
-        f = compiled_forward(len(self.weights), self.spec.activation,
-                             head or network_head(self.spec), mode, dtype, self.spec.hierarchical,
-                             static_shapes(self.spec))
+        f = compiled_forward(
+            len(self.weights),
+            self.spec.activation,
+            head or network_head(self.spec),
+            mode,
+            dtype,
+            self.spec.hierarchical,
+            static_shapes(self.spec),
+        )
 
         def columns(X, *args):
             out = f(X.astype(dtype, copy=False), *args)
@@ -173,8 +205,9 @@ class PosteriorPredictive:
         """Weight draws in ``dtype`` (converted once per dtype, not per call)."""
         cache = self.__dict__.setdefault("_input_cache", {})
         if dtype not in cache:
-            cache[dtype] = [np.ascontiguousarray(a, dtype=dtype)
-                            for pair in self.weights for a in pair]
+            cache[dtype] = [
+                np.ascontiguousarray(a, dtype=dtype) for pair in self.weights for a in pair
+            ]
         return cache[dtype]
 
     def _dtype_for(self, X: np.ndarray) -> str:
@@ -207,8 +240,12 @@ class PosteriorPredictive:
         """Whether the wide predictive (:func:`compiled_wide`) serves this network: on
         JAX, a plain (not hierarchical) network with a layer wider than
         :data:`~pymc_bnn.predictive._forward.UNROLL_MAX`."""
-        return (backend()[0] == "JAX" and not self.spec.hierarchical
-                and static_shapes(self.spec) is None and self.linearized_at is None)
+        return (
+            backend()[0] == "JAX"
+            and not self.spec.hierarchical
+            and static_shapes(self.spec) is None
+            and self.linearized_at is None
+        )
 
     def _device_inputs(self, dtype: str) -> tuple[bool, list]:
         """``(shared, inputs)`` of :func:`compiled_wide` in ``dtype``, on JAX's device once
@@ -222,8 +259,14 @@ class PosteriorPredictive:
                 W0, b0 = W0[runs[0]], b0[runs[0]]
             n_draws, fan_in, fan_out = W0.shape
             first = np.ascontiguousarray(W0.transpose(1, 0, 2), dtype=dtype)
-            arrays = [np.ascontiguousarray(a, dtype=dtype) for a in (
-                first.reshape(fan_in, n_draws * fan_out), b0, *(a for p in rest for a in p))]
+            arrays = [
+                np.ascontiguousarray(a, dtype=dtype)
+                for a in (
+                    first.reshape(fan_in, n_draws * fan_out),
+                    b0,
+                    *(a for p in rest for a in p),
+                )
+            ]
             arrays[2:2] = [] if runs is None else [runs[1].astype(np.int64)]
             cache[dtype] = (runs is not None, _jax_device.on_device(arrays))
         return cache[dtype]
@@ -257,8 +300,9 @@ class PosteriorPredictive:
         """Row index into the group axis of the weights (population for -1 / None)."""
         if not self.spec.hierarchical:
             if groups is not None:
-                raise ValueError("groups were given, but this network has no groups "
-                                 "(it was fit without groups).")
+                raise ValueError(
+                    "groups were given, but this network has no groups (it was fit without groups)."
+                )
             return None
         population = self.spec.n_groups
         if groups is None:
@@ -276,8 +320,15 @@ class PosteriorPredictive:
             )
         return np.where(groups < 0, population, groups).astype(np.int64)
 
-    def _chunks(self, X: np.ndarray, groups=None, *, head: str | None = None,
-                dtype: str | None = None, columns: bool = False):
+    def _chunks(
+        self,
+        X: np.ndarray,
+        groups=None,
+        *,
+        head: str | None = None,
+        dtype: str | None = None,
+        columns: bool = False,
+    ):
         """``(start, outputs)`` per chunk of rows: a float64 (n_draws, rows, k) array,
         or with ``columns`` the list of the ``k`` (n_draws, rows) columns in the
         compiled dtype (no copy). ``head`` / ``dtype`` default to the network's own
@@ -337,19 +388,20 @@ class PosteriorPredictive:
         network's own draws (before :attr:`linearized_from`; none where it is 0), then
         the linearised draws of each point (:attr:`linearized_splits`), each a
         predictive linearised at one point."""
+
         def take(part):
             weights = tuple((W[part], b[part]) for W, b in self.weights)
             return weights, None if self.noise is None else self.noise[part]
 
         parts = []
         if self.linearized_from:
-            parts.append(PosteriorPredictive(self.spec, *take(slice(None,
-                                                                    self.linearized_from))))
+            parts.append(PosteriorPredictive(self.spec, *take(slice(None, self.linearized_from))))
         points = np.atleast_2d(self.linearized_at)
         bounds = [self.linearized_from, *self.linearized_splits, None]
         for point, start, stop in zip(points, bounds, bounds[1:]):
-            parts.append(PosteriorPredictive(self.spec, *take(slice(start, stop)),
-                                             linearized_at=point))
+            parts.append(
+                PosteriorPredictive(self.spec, *take(slice(start, stop)), linearized_at=point)
+            )
         return parts
 
     def _mixture_chunks(self, X: np.ndarray, *, columns: bool, head: str | None, dtype):
@@ -364,9 +416,15 @@ class PosteriorPredictive:
             return part._linearized_chunks(X[rows], columns=as_columns, head=head)
 
         def more(rows):  # the other parts' draws at X[rows], one (draws, rows, k) array
-            yield 0, np.concatenate([np.concatenate([out for _, out in
-                                                     part_chunks(part, rows, False)], axis=1)
-                                     for part in rest])
+            yield (
+                0,
+                np.concatenate(
+                    [
+                        np.concatenate([out for _, out in part_chunks(part, rows, False)], axis=1)
+                        for part in rest
+                    ]
+                ),
+            )
 
         chunks = part_chunks(first, slice(None), columns)
         yield from append_draws(chunks, more, columns) if rest else chunks
@@ -377,14 +435,20 @@ class PosteriorPredictive:
         network's class probabilities (the linearised logits through the link; ``head
         = "normal"``: the logits themselves)."""
         if self.spec.heteroscedastic or self.spec.hierarchical:
-            raise ValueError("a linearised predictive is for a network without groups "
-                             "(and, for regression, a homoscedastic one).")
+            raise ValueError(
+                "a linearised predictive is for a network without groups "
+                "(and, for regression, a homoscedastic one)."
+            )
         head = head or network_head(self.spec)
         step = self._chunk_rows()
         for start in range(0, X.shape[0], step):
-            logits = linearised_outputs(self.spec.layer_shapes, self.spec.activation,
-                                        self.linearized_at, X[start : start + step],
-                                        self._offsets)
+            logits = linearised_outputs(
+                self.spec.layer_shapes,
+                self.spec.activation,
+                self.linearized_at,
+                X[start : start + step],
+                self._offsets,
+            )
             if self.spec.is_regression:
                 mean = logits[..., 0]
                 cols = [mean, np.broadcast_to(self.noise[:, None], mean.shape)]
@@ -397,8 +461,9 @@ class PosteriorPredictive:
                 cols = [proba[..., c] for c in range(proba.shape[-1])]
             yield start, (cols if columns else np.stack(cols, axis=-1))
 
-    def _wide_calls(self, X: np.ndarray, reduce: str, *, head: str | None = None,
-                    dtype: str | None = None):
+    def _wide_calls(
+        self, X: np.ndarray, reduce: str, *, head: str | None = None, dtype: str | None = None
+    ):
         """``(start, rows, outputs)`` per chunk of rows, through the wide predictive
         (:func:`compiled_wide` with ``reduce``): the outputs as NumPy arrays of the
         padded chunk (the first ``rows`` points are real).
@@ -414,8 +479,14 @@ class PosteriorPredictive:
             )
         dtype = dtype or self._dtype_for(X)
         shared, weights = self._device_inputs(dtype)
-        f = compiled_wide(len(self.weights), self.spec.activation, head or network_head(self.spec),
-                          dtype, reduce, shared)
+        f = compiled_wide(
+            len(self.weights),
+            self.spec.activation,
+            head or network_head(self.spec),
+            dtype,
+            reduce,
+            shared,
+        )
         program = _jax_device.jitted_program(f)
         if program is None:  # another PyTensor layout: the checked call, host arrays
             host = [np.asarray(w) for w in weights]
@@ -445,8 +516,8 @@ class PosteriorPredictive:
         as a last column). For the convergence diagnostics: class probabilities in
         float32 saturate at 1 for logits above ~17, which would tie confident draws."""
         return np.concatenate(
-            [out for _, out in self._chunks(X, groups, head="normal", dtype="float64")],
-            axis=1)
+            [out for _, out in self._chunks(X, groups, head="normal", dtype="float64")], axis=1
+        )
 
     def sample_proba(self, X: np.ndarray, groups=None) -> np.ndarray:
         """Class-probability draws.
@@ -554,8 +625,9 @@ class PosteriorPredictive:
                 mean, var = mean[:rows], var[:rows]
                 epistemic = var[:, 0]
                 # E[sd^2] of each point: var + mean^2 of the sd column, or the noise draws'
-                aleatoric = (var[:, 1] + mean[:, 1] ** 2 if noise_var is None
-                             else np.full(rows, noise_var))
+                aleatoric = (
+                    var[:, 1] + mean[:, 1] ** 2 if noise_var is None else np.full(rows, noise_var)
+                )
                 out["mean"][start:stop] = mean[:, 0]
                 out["epistemic_std"][start:stop] = np.sqrt(epistemic)
                 out["aleatoric_std"][start:stop] = np.sqrt(aleatoric)
@@ -592,8 +664,10 @@ class PosteriorPredictive:
         self._require(True, "quantiles")
         q = np.atleast_1d(np.asarray(q, dtype=np.float64))
         if q.ndim != 1 or not np.all((q > 0) & (q < 1)):  # NaN fails this too
-            raise ValueError("q must be a level or a 1-D sequence of levels strictly between "
-                             f"0 and 1; got {q.tolist()}.")
+            raise ValueError(
+                "q must be a level or a 1-D sequence of levels strictly between "
+                f"0 and 1; got {q.tolist()}."
+            )
         X = check_predictive_X(X, self.spec.n_features)
         out = np.empty((q.shape[0], X.shape[0]))
         for start, chunk in self._chunks(X, groups):
@@ -636,8 +710,7 @@ class PosteriorPredictive:
         y = np.asarray(y)
         if y.shape != (X.shape[0],):
             raise ValueError(f"y must have shape ({X.shape[0]},); got {y.shape}.")
-        y = check_predictive_targets(y, None if self.spec.is_regression
-                                     else self.spec.n_classes)
+        y = check_predictive_targets(y, None if self.spec.is_regression else self.spec.n_classes)
         if not self.spec.is_regression:
             return -mean_proba_nll(self.mean_proba(X, groups), y.astype(np.int64))
         out = np.empty(X.shape[0])
@@ -657,8 +730,9 @@ def mixture_nll(mean, sd, y, *, axis: int) -> np.ndarray:
 
 def mean_proba_nll(proba, y) -> np.ndarray:
     """``-log proba[..., i, y_i]`` of mean class probabilities ``(..., n_rows, k)``."""
-    picked = np.take_along_axis(proba, np.broadcast_to(y[:, None], (*proba.shape[:-1], 1)),
-                                axis=-1)[..., 0]
+    picked = np.take_along_axis(
+        proba, np.broadcast_to(y[:, None], (*proba.shape[:-1], 1)), axis=-1
+    )[..., 0]
     return -np.log(np.clip(picked, 1e-300, None))
 
 
@@ -670,8 +744,13 @@ def append_draws(chunks, more, columns: bool):
         rows = slice(start, start + (own[0] if columns else own).shape[1])
         other = np.concatenate([out for _, out in more(rows)], axis=1)
         if columns:
-            yield start, [np.concatenate([np.asarray(c, dtype=np.float64), other[..., k]])
-                          for k, c in enumerate(own)]
+            yield (
+                start,
+                [
+                    np.concatenate([np.asarray(c, dtype=np.float64), other[..., k]])
+                    for k, c in enumerate(own)
+                ],
+            )
         else:
             yield start, np.concatenate([own, other])
 
@@ -708,7 +787,9 @@ def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> Poste
     # the linearisation points of the draws kept, and where each one's draws begin
     linearized_at, first_linear, splits = kept_linearisation(
         idata[LINEARIZATION_GROUP] if LINEARIZATION_GROUP in idata.children else None,
-        spec.weight_names, np.arange(total)[idx])
+        spec.weight_names,
+        np.arange(total)[idx],
+    )
 
     def values(name):
         if name not in post:
@@ -719,8 +800,9 @@ def from_idata(spec: NetworkSpec, idata, *, n_draws: int | None = None) -> Poste
     return _from_values(spec, values, linearized_at, first_linear, splits)
 
 
-def _from_values(spec: NetworkSpec, values, linearized_at=None,
-                 linearized_from: int = 0, linearized_splits=()) -> PosteriorPredictive:
+def _from_values(
+    spec: NetworkSpec, values, linearized_at=None, linearized_from: int = 0, linearized_splits=()
+) -> PosteriorPredictive:
     """A predictive from ``values(name) -> draws of shape (n_draws, ...)``."""
 
     def get(name):
@@ -738,18 +820,28 @@ def _from_values(spec: NetworkSpec, values, linearized_at=None,
         if W.shape[1:] != (*n_sets, *shape) or b.shape[1:] != (*n_sets, shape[1]):
             raise ValueError(
                 f"stored weight draws of shape {W.shape[1:]} do not match the "
-                f"architecture {spec.layer_shapes}" + (
-                    f" with {spec.n_groups} groups." if spec.hierarchical else ".")
+                f"architecture {spec.layer_shapes}"
+                + (f" with {spec.n_groups} groups." if spec.hierarchical else ".")
             )
     if linearized_at is not None:
         linearized_at = _readonly(linearized_at)
-    return PosteriorPredictive(spec=spec, weights=weights, noise=noise,
-                               linearized_at=linearized_at, linearized_from=linearized_from,
-                               linearized_splits=tuple(linearized_splits))
+    return PosteriorPredictive(
+        spec=spec,
+        weights=weights,
+        noise=noise,
+        linearized_at=linearized_at,
+        linearized_from=linearized_from,
+        linearized_splits=tuple(linearized_splits),
+    )
 
 
-def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: int | None = None,
-                         temperature: float = 1.0) -> PosteriorPredictive:
+def posterior_predictive(
+    posterior,
+    *,
+    n_draws: int | None = 500,
+    random_seed: int | None = None,
+    temperature: float = 1.0,
+) -> PosteriorPredictive:
     """Weight draws from a fitted posterior, ready for fast prediction.
 
     Parameters
@@ -783,8 +875,13 @@ def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: i
     random_seed = check_random_seed(random_seed, sequence=posterior.laplace is not None)
     if posterior.laplace is not None:
         n_draws = check_n_draws(500 if n_draws is None else n_draws, allow_none=False)
-        draws = laplace_draws(posterior.laplace, posterior.spec.layer_shapes, n_draws,
-                              random_seed, check_temperature(temperature))
+        draws = laplace_draws(
+            posterior.laplace,
+            posterior.spec.layer_shapes,
+            n_draws,
+            random_seed,
+            check_temperature(temperature),
+        )
         return _from_values(posterior.spec, draws.__getitem__, posterior.laplace.theta)
     if posterior.is_variational:
         n_draws = 500 if n_draws is None else n_draws
@@ -793,8 +890,9 @@ def posterior_predictive(posterior, *, n_draws: int | None = 500, random_seed: i
             with tempered(posterior.approx, check_temperature(temperature)) as approx:
                 draws = vi_draws(approx, n_draws, random_seed)
             return _from_values(posterior.spec, draws.__getitem__)
-        idata = posterior_draws(posterior, n_draws=n_draws, random_seed=random_seed,
-                                temperature=temperature)
+        idata = posterior_draws(
+            posterior, n_draws=n_draws, random_seed=random_seed, temperature=temperature
+        )
         return from_idata(posterior.spec, idata)
     posterior_draws(posterior, temperature=temperature)  # MCMC: rejects T != 1
     return from_idata(posterior.spec, posterior.idata, n_draws=n_draws)

@@ -18,5 +18,12 @@ from pymc_bnn.tabular.pipeline import (
     save_pipeline,
 )
 
-__all__ = ["BayesianPipeline", "TabularPreprocessor", "infer_task", "leaking_columns",
-           "load_pipeline", "make_tabular_pipeline", "save_pipeline"]
+__all__ = [
+    "BayesianPipeline",
+    "TabularPreprocessor",
+    "infer_task",
+    "leaking_columns",
+    "load_pipeline",
+    "make_tabular_pipeline",
+    "save_pipeline",
+]

@@ -20,8 +20,17 @@ import pandas as pd
 
 from pymc_bnn.tabular._number_text import DECIMAL_COMMA, number_notation
 
-__all__ = ["CATEGORICAL", "FLOAT32_MAX", "NUMERIC", "column_kind", "infer_task", "leak_message",
-           "leaking_columns", "plain", "rows_text"]
+__all__ = [
+    "CATEGORICAL",
+    "FLOAT32_MAX",
+    "NUMERIC",
+    "column_kind",
+    "infer_task",
+    "leak_message",
+    "leaking_columns",
+    "plain",
+    "rows_text",
+]
 
 NUMERIC, CATEGORICAL = "numeric", "categorical"
 
@@ -43,11 +52,15 @@ NUMBER_SHARE = 0.9
 # day; pandas' parser then has the last word, so that "Model Mar 5" or "2023-13-45"
 # are not dates. The layouts ask for a four-digit year first, or a two- or four-digit
 # year last: "1.2.3" (a version) and "A-12" (a code) are not dates, "01.02.23" is.
-_MONTHS = ("january|february|march|april|may|june|july|august|september|october|"
-           "november|december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec")
+_MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|"
+    "november|december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec"
+)
 _MONTH_NAME = re.compile(rf"(?<![a-z])({_MONTHS})\.?(?![a-z])", re.IGNORECASE)
-_DIGIT_DATE = re.compile(r"(?<!\d)(\d{4}[-/.]\d{1,2}[-/.]\d{1,2}"
-                         r"|\d{1,2}[-/.]\d{1,2}[-/.](\d{4}|\d{2}))(?!\d)")
+_DIGIT_DATE = re.compile(
+    r"(?<!\d)(\d{4}[-/.]\d{1,2}[-/.]\d{1,2}"
+    r"|\d{1,2}[-/.]\d{1,2}[-/.](\d{4}|\d{2}))(?!\d)"
+)
 _TIME = re.compile(r"(?<!\d)\d{1,2}:\d{2}(?!\d)")
 _DATE_OBJECTS = (datetime.date, datetime.time, np.datetime64)
 
@@ -64,8 +77,12 @@ _NAME_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 # ----------------------------------------------------------------------- columns
 def _is_categorical_dtype(series: pd.Series) -> bool:
     dtype = series.dtype
-    return (pd.api.types.is_bool_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype)
-            or pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype))
+    return (
+        pd.api.types.is_bool_dtype(dtype)
+        or isinstance(dtype, pd.CategoricalDtype)
+        or pd.api.types.is_object_dtype(dtype)
+        or pd.api.types.is_string_dtype(dtype)
+    )
 
 
 def rows_text(index: pd.Index, positions) -> str:
@@ -109,8 +126,12 @@ def _looks_like_dates(values: pd.Series) -> bool:
     if candidates.any():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # pandas' notes on the inferred layout
-            when = pd.to_datetime(pd.Series(present[candidates].to_numpy(), dtype=object),
-                                  errors="coerce", format="mixed", utc=True)
+            when = pd.to_datetime(
+                pd.Series(present[candidates].to_numpy(), dtype=object),
+                errors="coerce",
+                format="mixed",
+                utc=True,
+            )
         parsed[candidates] = when.notna().to_numpy()
     return (objects | parsed).mean() >= DATE_SHARE
 
@@ -137,7 +158,10 @@ def _all_numbers(series: pd.Series) -> bool:
     if not pd.api.types.is_object_dtype(series.dtype):
         return False
     return pd.api.types.infer_dtype(series, skipna=True) in (
-        "integer", "floating", "mixed-integer-float")
+        "integer",
+        "floating",
+        "mixed-integer-float",
+    )
 
 
 #: Fewest rows a value, on average, of a text column with more values than
@@ -195,16 +219,19 @@ def _identifier_reason(series: pd.Series, name=None) -> str | None:
         return f"distinct integers that {way} with the row order (rank correlation {rho:.3f})"
     span = float(ordered[-1] - ordered[0] + 1)
     if -n * (n - 1) / (2 * span) < np.log(ID_NO_REPEAT_CHANCE):
-        return (f"{n} distinct integers within {ordered[0]:.0f}..{ordered[-1]:.0f}: "
-                "measurements in so narrow a range would repeat")
+        return (
+            f"{n} distinct integers within {ordered[0]:.0f}..{ordered[-1]:.0f}: "
+            "measurements in so narrow a range would repeat"
+        )
     word = None if name is None else _id_word(name)
     if word is not None:
         return f"{n} whole numbers, each once, under a name with the word {word!r} in it"
     return None
 
 
-def column_kind(name, series: pd.Series, max_categories: int, keep: bool = False,
-                 declared: bool = False) -> str:
+def column_kind(
+    name, series: pd.Series, max_categories: int, keep: bool = False, declared: bool = False
+) -> str:
     """``"numeric"`` or ``"categorical"``; ValueError for dates, identifiers, empty columns,
     numbers with stray text (``keep``: the user says it is a feature, the identifier
     tests are skipped; ``declared``: the user made it categorical, stray text is a
@@ -213,11 +240,16 @@ def column_kind(name, series: pd.Series, max_categories: int, keep: bool = False
     if n_present == 0:
         raise ValueError(f"column {name!r} has no values (all missing): drop it.")
     dtype = series.dtype
-    if (pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype)
-            or isinstance(dtype, pd.PeriodDtype)):
-        raise ValueError(f"column {name!r} holds dates or times, which pymc_bnn does not encode: "
-                         "drop it, or derive numeric features from it (e.g. a year or a day "
-                         "of the week) first.")
+    if (
+        pd.api.types.is_datetime64_any_dtype(dtype)
+        or pd.api.types.is_timedelta64_dtype(dtype)
+        or isinstance(dtype, pd.PeriodDtype)
+    ):
+        raise ValueError(
+            f"column {name!r} holds dates or times, which pymc_bnn does not encode: "
+            "drop it, or derive numeric features from it (e.g. a year or a day "
+            "of the week) first."
+        )
     if _all_numbers(series):
         series = pd.to_numeric(series)  # (a new Series: the caller's is not changed)
         dtype = series.dtype
@@ -229,9 +261,11 @@ def column_kind(name, series: pd.Series, max_categories: int, keep: bool = False
         # repeated ones one-hot encoded
         if _looks_like_dates(series):
             example = plain(series.dropna().iloc[0])
-            raise ValueError(f"column {name!r} holds dates or times (e.g. "
-                             f"{str(example)!r}), which pymc_bnn does not encode: "
-                             "drop it, or derive numeric features from it first.")
+            raise ValueError(
+                f"column {name!r} holds dates or times (e.g. "
+                f"{str(example)!r}), which pymc_bnn does not encode: "
+                "drop it, or derive numeric features from it first."
+            )
         # a column the user declared categorical (as_categorical, or a pandas category
         # dtype) may hold numbers and words alike
         declared = declared or isinstance(dtype, pd.CategoricalDtype)
@@ -244,41 +278,52 @@ def column_kind(name, series: pd.Series, max_categories: int, keep: bool = False
                 f"column {name!r} holds numbers except in {rows_text(series.index, positions[:5])}"
                 f"{more}: {shown}. Blank those cells (missing values are imputed) or fix "
                 f"them; if the column is really categorical, say so (as_categorical="
-                f"[{str(name)!r}] in Python, --categorical {name} on the command line).")
+                f"[{str(name)!r}] in Python, --categorical {name} on the command line)."
+            )
         notation = None if declared else number_notation(series)
         if notation is not None:
             example = next(v for v in series.dropna() if "," in str(v))
-            how = ("decimal=',', thousands='.'" if notation == DECIMAL_COMMA
-                   else "thousands=','")
+            how = "decimal=',', thousands='.'" if notation == DECIMAL_COMMA else "thousands=','"
             raise ValueError(
                 f"column {name!r} holds numbers written with {notation}s (e.g. "
                 f"{str(example)!r}), which would be read as categories: read the table with "
                 f"pandas.read_csv(..., {how}) (the command line does so itself), or declare "
-                f"the column categorical if it is one.")
+                f"the column categorical if it is one."
+            )
         if n_distinct == n_present and n_present >= 20 and not keep:
-            raise ValueError(f"column {name!r} looks like an identifier (a different value in "
-                             f"each of its {n_present} rows), from which nothing can be "
-                             "learned: drop it.")
+            raise ValueError(
+                f"column {name!r} looks like an identifier (a different value in "
+                f"each of its {n_present} rows), from which nothing can be "
+                "learned: drop it."
+            )
         if n_distinct > max_categories and n_present < MIN_ROWS_PER_CATEGORY * n_distinct:
-            raise ValueError(f"column {name!r} has {n_distinct:,} distinct values in "
-                             f"{n_present:,} rows, too few rows a value to learn from (an "
-                             "identifier or free text?): drop it.")
+            raise ValueError(
+                f"column {name!r} has {n_distinct:,} distinct values in "
+                f"{n_present:,} rows, too few rows a value to learn from (an "
+                "identifier or free text?): drop it."
+            )
         if n_distinct > max_categories:
-            raise ValueError(f"column {name!r} has {n_distinct} distinct values, more than "
-                             f"max_categories={max_categories} for one-hot encoding: drop it, "
-                             "or raise the limit (max_categories in Python, --max-categories "
-                             "on the command line).")
+            raise ValueError(
+                f"column {name!r} has {n_distinct} distinct values, more than "
+                f"max_categories={max_categories} for one-hot encoding: drop it, "
+                "or raise the limit (max_categories in Python, --max-categories "
+                "on the command line)."
+            )
         return CATEGORICAL
     if pd.api.types.is_numeric_dtype(dtype):
         reason = None if keep else _identifier_reason(series, name)
         if reason is not None:
-            raise ValueError(f"column {name!r} looks like a row number or identifier "
-                             f"({reason}), from which nothing can be learned and through "
-                             "which a table's order can leak the target: drop it (or keep "
-                             "it, if it is a real measurement).")
+            raise ValueError(
+                f"column {name!r} looks like a row number or identifier "
+                f"({reason}), from which nothing can be learned and through "
+                "which a table's order can leak the target: drop it (or keep "
+                "it, if it is a real measurement)."
+            )
         return NUMERIC
-    raise ValueError(f"column {name!r} has values of type {dtype}, which pymc_bnn cannot "
-                     "encode: drop it, or convert it to numbers or strings.")
+    raise ValueError(
+        f"column {name!r} has values of type {dtype}, which pymc_bnn cannot "
+        "encode: drop it, or convert it to numbers or strings."
+    )
 
 
 #: Leakage check: rows it looks at (a seeded subset beyond), and the scores above which
@@ -321,8 +366,7 @@ def _category_mean_r2(values: pd.Series, target: np.ndarray) -> float:
     with np.errstate(all="ignore"):
         scored = target[seen]
         total = np.sum((scored - scored.mean()) ** 2)
-        return (float(1.0 - np.sum((scored - predicted[seen]) ** 2) / total)
-                if total > 0 else np.nan)
+        return float(1.0 - np.sum((scored - predicted[seen]) ** 2) / total) if total > 0 else np.nan
 
 
 def _leak(values: pd.Series, y: pd.Series, regression: bool) -> str | None:
@@ -353,13 +397,17 @@ def _leak(values: pd.Series, y: pd.Series, regression: bool) -> str | None:
         # the ranks, not the values: the same splits for a tree on one column, and no
         # value too large for the tree's float32 (1e300) or infinite
         codes = values.astype(float).rank().to_numpy()
-        codes = np.where(np.isnan(codes), np.nanmedian(codes) if np.isfinite(codes).any()
-                         else 0.0, codes)
+        codes = np.where(
+            np.isnan(codes), np.nanmedian(codes) if np.isfinite(codes).any() else 0.0, codes
+        )
     else:
         codes = pd.factorize(values.astype(str).where(values.notna()))[0].astype(float)
     accuracy = cross_val_score(
-        DecisionTreeClassifier(max_depth=3, random_state=0), codes.reshape(-1, 1), labels,
-        cv=StratifiedKFold(3, shuffle=True, random_state=0)).mean()
+        DecisionTreeClassifier(max_depth=3, random_state=0),
+        codes.reshape(-1, 1),
+        labels,
+        cv=StratifiedKFold(3, shuffle=True, random_state=0),
+    ).mean()
     if accuracy >= LEAK_ACCURACY:
         return f"alone, a small tree is {accuracy:.1%} accurate"
     return None
@@ -407,9 +455,11 @@ def leaking_columns(frame: pd.DataFrame, y) -> list[tuple[str, str]]:
 
 def leak_message(leaks) -> str:
     named = "; ".join(f"{c!r} ({how})" for c, how in leaks)
-    return (f"a single column predicts the target almost perfectly: {named}. If it is "
-            "derived from the target, or an identifier of a table sorted by it, drop it: "
-            "the model will fail on new data.")
+    return (
+        f"a single column predicts the target almost perfectly: {named}. If it is "
+        "derived from the target, or an identifier of a table sorted by it, drop it: "
+        "the model will fail on new data."
+    )
 
 
 def infer_task(y, *, max_integer_classes: int = MAX_INTEGER_CLASSES) -> str:

@@ -33,15 +33,19 @@ THOUSANDS_COMMA = "thousands comma"
 _DECIMAL = re.compile(r"^[+-]?(?:\d{1,3}(?:\.\d{3})+|\d+)(?:,\d+)?$")
 _THOUSANDS = re.compile(r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$")
 # values only one notation explains
-_ONLY_DECIMAL = (re.compile(r",(?!\d{3}$)\d+$"), re.compile(r"\.\d{3}.*,"),
-                 re.compile(r"\.\d{3}\.\d{3}"))
+_ONLY_DECIMAL = (
+    re.compile(r",(?!\d{3}$)\d+$"),
+    re.compile(r"\.\d{3}.*,"),
+    re.compile(r"\.\d{3}\.\d{3}"),
+)
 _ONLY_THOUSANDS = (re.compile(r",\d{3}.*\."), re.compile(r",\d{3},\d{3}"))
 
 
 def _texts(series: pd.Series) -> list[str] | None:
     """The column's non-missing values as stripped strings, if it is a text column."""
-    if not (pd.api.types.is_object_dtype(series.dtype)
-            or pd.api.types.is_string_dtype(series.dtype)):
+    if not (
+        pd.api.types.is_object_dtype(series.dtype) or pd.api.types.is_string_dtype(series.dtype)
+    ):
         return None
     values = series.dropna()
     if values.empty or not all(isinstance(v, str) for v in values):
@@ -95,8 +99,9 @@ def _to_numbers(series: pd.Series, notation: str) -> pd.Series:
     return pd.to_numeric(text).astype("float64")
 
 
-def read_numbers(frame: pd.DataFrame, sep: str | None = None
-                 ) -> tuple[pd.DataFrame, str | None, dict[str, str]]:
+def read_numbers(
+    frame: pd.DataFrame, sep: str | None = None
+) -> tuple[pd.DataFrame, str | None, dict[str, str]]:
     """``frame`` with its text columns of numbers converted (a new frame; ``frame`` is
     not changed), the table's notation (None: no column converted) and an example
     value of each converted column, by name. One notation for the whole table (see the
@@ -112,10 +117,12 @@ def read_numbers(frame: pd.DataFrame, sep: str | None = None
         thousands |= found[1]
     if not candidates or (decimal and thousands):
         return frame, None, {}
-    notation = (DECIMAL_COMMA if decimal or (not thousands and sep == ";")
-                else THOUSANDS_COMMA)
-    converted = {name: next(t for t in texts if "," in t)
-                 for name, texts in candidates.items() if _all_fit(texts, notation)}
+    notation = DECIMAL_COMMA if decimal or (not thousands and sep == ";") else THOUSANDS_COMMA
+    converted = {
+        name: next(t for t in texts if "," in t)
+        for name, texts in candidates.items()
+        if _all_fit(texts, notation)
+    }
     if not converted:
         return frame, None, {}
     out = frame.copy()

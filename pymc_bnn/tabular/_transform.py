@@ -48,6 +48,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
+from pymc_bnn.exceptions import TargetLeakageWarning
 from pymc_bnn.tabular._columns import (
     CATEGORICAL,
     FLOAT32_MAX,
@@ -59,7 +60,6 @@ from pymc_bnn.tabular._columns import (
     plain,
     rows_text,
 )
-from pymc_bnn.exceptions import TargetLeakageWarning
 
 __all__ = [
     "TabularPreprocessor",
@@ -70,6 +70,7 @@ __all__ = [
 
 #: State format of :meth:`TabularPreprocessor.get_state`.
 STATE_VERSION = 1
+
 
 def _as_frame(X, what: str = "X") -> pd.DataFrame:
     """``X`` as a DataFrame whose column labels are strings (the preprocessor stores and
@@ -84,8 +85,10 @@ def _as_frame(X, what: str = "X") -> pd.DataFrame:
         return X.set_axis(names, axis="columns")
     array = np.asarray(X)
     if array.ndim != 2:
-        raise ValueError(f"{what} must be a table (a DataFrame or a 2-D array); got an "
-                         f"array of shape {array.shape}.")
+        raise ValueError(
+            f"{what} must be a table (a DataFrame or a 2-D array); got an "
+            f"array of shape {array.shape}."
+        )
     return pd.DataFrame(array, columns=[f"x{i}" for i in range(array.shape[1])])
 
 
@@ -94,15 +97,18 @@ def _numeric(frame: pd.DataFrame, name) -> np.ndarray:
     infinite value, or a value beyond float32's range (NaN is missing: imputed)."""
     column = frame[name]
     if pd.api.types.is_bool_dtype(column.dtype):
-        raise ValueError(f"column {name!r} holds true/false values, but the model was fit "
-                         "with numbers in it.")
+        raise ValueError(
+            f"column {name!r} holds true/false values, but the model was fit with numbers in it."
+        )
     values = pd.to_numeric(column, errors="coerce")
     bad = values.isna() & column.notna()
     if bad.any():
         row = bad.to_numpy().nonzero()[0][0]
-        raise ValueError(f"column {name!r} should hold numbers, but "
-                         f"{rows_text(column.index, [row])} holds "
-                         f"{plain(column.iloc[row])!r}.")
+        raise ValueError(
+            f"column {name!r} should hold numbers, but "
+            f"{rows_text(column.index, [row])} holds "
+            f"{plain(column.iloc[row])!r}."
+        )
     values = values.to_numpy(dtype=np.float64, na_value=np.nan)
     with np.errstate(invalid="ignore"):
         # NaN is a missing value (imputed), but an infinite one cannot be standardised,
@@ -114,13 +120,17 @@ def _numeric(frame: pd.DataFrame, name) -> np.ndarray:
         row = int(np.flatnonzero(out_of_range)[0])
         where = rows_text(column.index, [row])
         if np.isinf(values[row]):
-            raise ValueError(f"column {name!r} holds an infinite value ({values[row]:g}) in "
-                             f"{where}: only finite numbers can be used. Fix it, or blank "
-                             "it (missing values are imputed).")
-        raise ValueError(f"column {name!r} holds {values[row]:g} in {where}, beyond "
-                         f"float32's range (±{FLOAT32_MAX:.3g}), in which the network "
-                         "computes its predictions (JAX): rescale the column (other units, "
-                         "or its logarithm).")
+            raise ValueError(
+                f"column {name!r} holds an infinite value ({values[row]:g}) in "
+                f"{where}: only finite numbers can be used. Fix it, or blank "
+                "it (missing values are imputed)."
+            )
+        raise ValueError(
+            f"column {name!r} holds {values[row]:g} in {where}, beyond "
+            f"float32's range (±{FLOAT32_MAX:.3g}), in which the network "
+            "computes its predictions (JAX): rescale the column (other units, "
+            "or its logarithm)."
+        )
     return values
 
 
@@ -149,8 +159,7 @@ def _strings(column: pd.Series, known=None) -> np.ndarray:
     dtype = column.dtype
     if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
         known = set(known or ())
-        out[~missing] = [str(v) if str(v) in known else _number_label(v)
-                         for v in values[~missing]]
+        out[~missing] = [str(v) if str(v) in known else _number_label(v) for v in values[~missing]]
     else:
         out[~missing] = [str(v) for v in values[~missing]]
     return out
@@ -160,16 +169,39 @@ def _strings(column: pd.Series, known=None) -> np.ndarray:
 def _column_transformer(numeric: list, categorical: list, categories="auto") -> ColumnTransformer:
     parts = []
     if numeric:
-        parts.append((NUMERIC, Pipeline([("impute", SimpleImputer(strategy="median")),
-                                         ("scale", StandardScaler())]), list(numeric)))
+        parts.append(
+            (
+                NUMERIC,
+                Pipeline(
+                    [("impute", SimpleImputer(strategy="median")), ("scale", StandardScaler())]
+                ),
+                list(numeric),
+            )
+        )
     if categorical:
-        parts.append((CATEGORICAL, Pipeline([
-            ("impute", SimpleImputer(strategy="most_frequent")),
-            ("onehot", OneHotEncoder(categories=categories, handle_unknown="ignore",
-                                     sparse_output=False, dtype=np.float64)),
-        ]), list(categorical)))
-    return ColumnTransformer(parts, remainder="drop", sparse_threshold=0.0,
-                             verbose_feature_names_out=False)
+        parts.append(
+            (
+                CATEGORICAL,
+                Pipeline(
+                    [
+                        ("impute", SimpleImputer(strategy="most_frequent")),
+                        (
+                            "onehot",
+                            OneHotEncoder(
+                                categories=categories,
+                                handle_unknown="ignore",
+                                sparse_output=False,
+                                dtype=np.float64,
+                            ),
+                        ),
+                    ]
+                ),
+                list(categorical),
+            )
+        )
+    return ColumnTransformer(
+        parts, remainder="drop", sparse_threshold=0.0, verbose_feature_names_out=False
+    )
 
 
 class TabularPreprocessor(TransformerMixin, BaseEstimator):
@@ -237,8 +269,15 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
     [[0.0, 0.0, 1.0]]
     """
 
-    def __init__(self, *, numeric=None, categorical=None, max_categories: int = 50,
-                 keep=None, as_categorical=None):
+    def __init__(
+        self,
+        *,
+        numeric=None,
+        categorical=None,
+        max_categories: int = 50,
+        keep=None,
+        as_categorical=None,
+    ):
         self.numeric = numeric
         self.categorical = categorical
         self.max_categories = max_categories
@@ -260,13 +299,24 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
         if self.numeric is None and self.categorical is None:
             keep = {str(c) for c in self.keep or []}
             self._check_columns(frame, sorted(keep | set(forced)))
-            kinds = {c: column_kind(c, (pd.Series(_strings(frame[c]), index=frame.index,
-                                                   dtype=object)
-                                         if str(c) in forced else frame[c]),
-                                     self.max_categories, str(c) in keep, str(c) in forced)
-                     for c in frame.columns}
-            return ([c for c, k in kinds.items() if k == NUMERIC],
-                    [c for c, k in kinds.items() if k == CATEGORICAL])
+            kinds = {
+                c: column_kind(
+                    c,
+                    (
+                        pd.Series(_strings(frame[c]), index=frame.index, dtype=object)
+                        if str(c) in forced
+                        else frame[c]
+                    ),
+                    self.max_categories,
+                    str(c) in keep,
+                    str(c) in forced,
+                )
+                for c in frame.columns
+            }
+            return (
+                [c for c, k in kinds.items() if k == NUMERIC],
+                [c for c, k in kinds.items() if k == CATEGORICAL],
+            )
         numeric = [str(c) for c in self.numeric or []]
         categorical = [str(c) for c in self.categorical or []]
         categorical += [c for c in forced if c not in categorical]
@@ -325,20 +375,25 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
             # that the predictions would shift for no learned reason. Left out, it cannot
             # change a prediction; row_flags still names the rows where it differs.
             constant = self.constant_columns_
-            named = ", ".join(f"{c!r} ({_number_label(v) if isinstance(v, float) else repr(v)})"
-                              for c, v in constant.items())
+            named = ", ".join(
+                f"{c!r} ({_number_label(v) if isinstance(v, float) else repr(v)})"
+                for c, v in constant.items()
+            )
             many = len(constant) > 1
             warnings.warn(
                 f"column{'s' if many else ''} {named} {'hold' if many else 'holds'} a single "
                 "value in the training rows: nothing to learn from, so left out of the "
                 f"features (rows of a later table where {'they differ' if many else 'it differs'} "
                 "are flagged as outside the training range or as unseen categories).",
-                UserWarning, stacklevel=3)
+                UserWarning,
+                stacklevel=3,
+            )
             numeric = [c for c in numeric if str(c) not in constant]
             categorical = [c for c in categorical if str(c) not in constant]
             if not numeric and not categorical:
-                raise ValueError("no feature columns are left to learn from: every column "
-                                 "holds a single value.")
+                raise ValueError(
+                    "no feature columns are left to learn from: every column holds a single value."
+                )
             self.numeric_columns_ = [str(c) for c in numeric]
             self.categorical_columns_ = [str(c) for c in categorical]
             cast = cast[self.numeric_columns_ + self.categorical_columns_]
@@ -352,12 +407,14 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
                 self.ranges_[c] = (float(seen.min()), float(seen.max()))
         if categorical:
             encoder = self.column_transformer_.named_transformers_[CATEGORICAL]["onehot"]
-            self.categories_ = {str(c): [str(v) for v in cats]
-                                for c, cats in zip(categorical, encoder.categories_)}
+            self.categories_ = {
+                str(c): [str(v) for v in cats] for c, cats in zip(categorical, encoder.categories_)
+            }
         else:
             self.categories_ = {}
-        self.feature_names_in_ = np.array(self.numeric_columns_ + self.categorical_columns_,
-                                          dtype=object)
+        self.feature_names_in_ = np.array(
+            self.numeric_columns_ + self.categorical_columns_, dtype=object
+        )
         self.n_features_in_ = len(self.feature_names_in_)
 
     def _constant_columns(self, cast: pd.DataFrame) -> dict:
@@ -380,7 +437,8 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
         present = frame[column].notna().to_numpy()
         if isinstance(value, float):
             numbers = pd.to_numeric(frame[column], errors="coerce").to_numpy(
-                dtype=np.float64, na_value=np.nan)
+                dtype=np.float64, na_value=np.nan
+            )
             return present & ~(numbers == value)
         return present & (_strings(frame[column], [value]) != value)
 
@@ -388,10 +446,11 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
     def _check_columns(self, frame: pd.DataFrame, needed) -> None:
         missing = [str(c) for c in needed if c not in frame.columns]
         if missing:
-            raise ValueError(f"the table lacks the column{'s' if len(missing) > 1 else ''} "
-                             f"{', '.join(map(repr, missing))}"
-                             + (" that the model needs." if hasattr(self, "n_features_in_")
-                                else "."))
+            raise ValueError(
+                f"the table lacks the column{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(map(repr, missing))}"
+                + (" that the model needs." if hasattr(self, "n_features_in_") else ".")
+            )
 
     def _cast(self, frame: pd.DataFrame, categories=None) -> pd.DataFrame:
         """The used columns with clean types: float64 numbers (ValueError naming a column
@@ -417,8 +476,10 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         frame = _as_frame(X)
         self._check_columns(frame, self.feature_names_in_)
-        return np.asarray(self.column_transformer_.transform(self._cast(frame, self.categories_)),
-                          dtype=np.float64)
+        return np.asarray(
+            self.column_transformer_.transform(self._cast(frame, self.categories_)),
+            dtype=np.float64,
+        )
 
     def get_feature_names_out(self, input_features=None) -> np.ndarray:
         """Names of the encoded features: ``column`` (numeric), ``column=category``.
@@ -515,9 +576,13 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
                 flagged = outside if isinstance(value, float) else unseen
                 for row in np.flatnonzero(self._differs_from_constant(frame, column)):
                     flagged[row].append(column)
-        return pd.DataFrame({"unseen_categories": [", ".join(c) for c in unseen],
-                             "outside_training_range": [", ".join(c) for c in outside]},
-                            index=frame.index)
+        return pd.DataFrame(
+            {
+                "unseen_categories": [", ".join(c) for c in unseen],
+                "outside_training_range": [", ".join(c) for c in outside],
+            },
+            index=frame.index,
+        )
 
     def count_missing(self, X) -> dict[str, int]:
         """Missing values per used column of ``X`` (they will be imputed)."""
@@ -545,21 +610,39 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
             steps = ct.named_transformers_[NUMERIC]
             imputer, scaler = steps["impute"], steps["scale"]
             for i, name in enumerate(self.numeric_columns_):
-                numeric.append({"name": name, "median": float(imputer.statistics_[i]),
-                                "mean": float(scaler.mean_[i]), "scale": float(scaler.scale_[i])})
+                numeric.append(
+                    {
+                        "name": name,
+                        "median": float(imputer.statistics_[i]),
+                        "mean": float(scaler.mean_[i]),
+                        "scale": float(scaler.scale_[i]),
+                    }
+                )
                 if name in getattr(self, "ranges_", {}):  # (files before it lack it)
                     numeric[-1]["min"], numeric[-1]["max"] = self.ranges_[name]
         if self.categorical_columns_:
             imputer = ct.named_transformers_[CATEGORICAL]["impute"]
             for i, name in enumerate(self.categorical_columns_):
-                categorical.append({"name": name, "mode": str(imputer.statistics_[i]),
-                                    "categories": list(self.categories_[name])})
-        state = {"version": STATE_VERSION, "numeric": numeric, "categorical": categorical,
-                 "n_missing": dict(self.n_missing_), "max_categories": int(self.max_categories)}
+                categorical.append(
+                    {
+                        "name": name,
+                        "mode": str(imputer.statistics_[i]),
+                        "categories": list(self.categories_[name]),
+                    }
+                )
+        state = {
+            "version": STATE_VERSION,
+            "numeric": numeric,
+            "categorical": categorical,
+            "n_missing": dict(self.n_missing_),
+            "max_categories": int(self.max_categories),
+        }
         constant = getattr(self, "constant_columns_", {})
         if constant:  # (only when there are: the states saved before have no such key)
-            state["constant"] = [{"name": c, "kind": NUMERIC if isinstance(v, float)
-                                  else CATEGORICAL, "value": v} for c, v in constant.items()]
+            state["constant"] = [
+                {"name": c, "kind": NUMERIC if isinstance(v, float) else CATEGORICAL, "value": v}
+                for c, v in constant.items()
+            ]
         return state
 
     @classmethod
@@ -591,8 +674,9 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
             modes = [str(c["mode"]) for c in categorical]
             ct = _column_transformer(num_names, cat_names, categories or "auto")
             rows = {name: np.array([m - s, m + s]) for name, m, s in zip(num_names, means, scales)}
-            rows.update({name: np.array([mode, mode], dtype=object)
-                         for name, mode in zip(cat_names, modes)})
+            rows.update(
+                {name: np.array([mode, mode], dtype=object) for name, mode in zip(cat_names, modes)}
+            )
             ct.fit(pd.DataFrame(rows, columns=num_names + cat_names))
             if num_names:
                 steps = ct.named_transformers_[NUMERIC]
@@ -601,19 +685,24 @@ class TabularPreprocessor(TransformerMixin, BaseEstimator):
                 scaler.mean_, scaler.scale_, scaler.var_ = means, scales, scales**2
             if cat_names:
                 ct.named_transformers_[CATEGORICAL]["impute"].fit(
-                    pd.DataFrame([modes], columns=cat_names, dtype=object))
+                    pd.DataFrame([modes], columns=cat_names, dtype=object)
+                )
             pre.column_transformer_ = ct
             pre.categories_ = dict(zip(cat_names, categories))
-            pre.ranges_ = {str(c["name"]): (float(c["min"]), float(c["max"]))
-                           for c in numeric if "min" in c and "max" in c}
+            pre.ranges_ = {
+                str(c["name"]): (float(c["min"]), float(c["max"]))
+                for c in numeric
+                if "min" in c and "max" in c
+            }
             pre.n_missing_ = {str(k): int(v) for k, v in state["n_missing"].items()}
             constant = [dict(c) for c in state.get("constant", [])]
             pre.constant_columns_ = {}
             for c in constant:
                 if c["kind"] not in (NUMERIC, CATEGORICAL) or c["name"] in num_names + cat_names:
                     raise ValueError(f"bad constant column {c!r}")
-                pre.constant_columns_[str(c["name"])] = (float(c["value"]) if c["kind"] == NUMERIC
-                                                         else str(c["value"]))
+                pre.constant_columns_[str(c["name"])] = (
+                    float(c["value"]) if c["kind"] == NUMERIC else str(c["value"])
+                )
             pre.feature_names_in_ = np.array(num_names + cat_names, dtype=object)
             pre.n_features_in_ = len(pre.feature_names_in_)
             rebuilt = pre.get_state()

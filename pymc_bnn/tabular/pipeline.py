@@ -132,19 +132,26 @@ def make_tabular_pipeline(estimator, **preprocessor_params) -> BayesianPipeline:
     >>> [name for name, _ in pipe.steps]
     ['preprocess', 'model']
     """
-    return BayesianPipeline([("preprocess", TabularPreprocessor(**preprocessor_params)),
-                             ("model", estimator)])
+    return BayesianPipeline(
+        [("preprocess", TabularPreprocessor(**preprocessor_params)), ("model", estimator)]
+    )
 
 
 def _tabular_parts(pipeline):
     from pymc_bnn.estimators._base import BayesianMLPBase
 
     steps = getattr(pipeline, "steps", None)
-    if (steps is None or len(steps) != 2 or not isinstance(steps[0][1], TabularPreprocessor)
-            or not isinstance(steps[1][1], BayesianMLPBase)):
-        raise TypeError("save_pipeline takes a Pipeline of a TabularPreprocessor and a "
-                        "BayesianMLPClassifier or BayesianMLPRegressor "
-                        "(see make_tabular_pipeline).")
+    if (
+        steps is None
+        or len(steps) != 2
+        or not isinstance(steps[0][1], TabularPreprocessor)
+        or not isinstance(steps[1][1], BayesianMLPBase)
+    ):
+        raise TypeError(
+            "save_pipeline takes a Pipeline of a TabularPreprocessor and a "
+            "BayesianMLPClassifier or BayesianMLPRegressor "
+            "(see make_tabular_pipeline)."
+        )
     return steps[0][1], steps[1][1]
 
 
@@ -163,8 +170,9 @@ def save_pipeline(pipeline: Pipeline, path, *, info: dict | None = None) -> Path
 
     pre, est = _tabular_parts(pipeline)
     check_is_fitted(pre)
-    return persistence.save(est, path, extra={"preprocessing": pre.get_state(),
-                                              "info": dict(info or {})})
+    return persistence.save(
+        est, path, extra={"preprocessing": pre.get_state(), "info": dict(info or {})}
+    )
 
 
 def load_pipeline(path) -> BayesianPipeline:
@@ -189,16 +197,20 @@ def load_pipeline(path) -> BayesianPipeline:
 
     est, extra = persistence.load_any(path, (BayesianMLPClassifier, BayesianMLPRegressor))
     if "preprocessing" not in extra:
-        raise ValueError(f"{path} holds a {type(est).__name__} saved without preprocessing "
-                         "(by its save method); load it with "
-                         f"{type(est).__name__}.load, or save a tabular pipeline with "
-                         "pymc_bnn.tabular.pipeline.save_pipeline.")
+        raise ValueError(
+            f"{path} holds a {type(est).__name__} saved without preprocessing "
+            "(by its save method); load it with "
+            f"{type(est).__name__}.load, or save a tabular pipeline with "
+            "pymc_bnn.tabular.pipeline.save_pipeline."
+        )
     try:
         pre = TabularPreprocessor.from_state(extra["preprocessing"])
     except ValueError as err:
         raise ValueError(f"{path} is a damaged pymc_bnn model file: {err}") from None
     if pre.get_feature_names_out().shape[0] != est.n_features_in_:
-        raise ValueError(f"{path} is a damaged pymc_bnn model file: the preprocessing makes "
-                         f"{pre.get_feature_names_out().shape[0]} features, the network "
-                         f"takes {est.n_features_in_}.")
+        raise ValueError(
+            f"{path} is a damaged pymc_bnn model file: the preprocessing makes "
+            f"{pre.get_feature_names_out().shape[0]} features, the network "
+            f"takes {est.n_features_in_}."
+        )
     return BayesianPipeline([("preprocess", pre), ("model", est)])

@@ -10,6 +10,7 @@ holds (on a GPU, about one kernel each), and lists the scatters with their shape
 No timing: run it where the device is (``python research/experiments/advi_step_ops.py``)
 beside ``benchmarks/wide_network.py --sections advi``.
 """
+
 import collections
 import functools
 import re
@@ -32,12 +33,12 @@ def ours(X, y):
     import pymc_bnn
     from pymc_bnn.inference import _compiled_vi as compiled_vi
 
-    model = pymc_bnn.build_model(X, y, hidden_layer_sizes=(100,), batch_size=BATCH,
-                                 random_state=0)
+    model = pymc_bnn.build_model(X, y, hidden_layer_sizes=(100,), batch_size=BATCH, random_state=0)
     with model:
         advi = pm.ADVI()
-    runner = compiled_vi.ScanADVI(advi, learning_rate=0.01, mode="JAX",
-                                  device_gather=True, device_noise=True)
+    runner = compiled_vi.ScanADVI(
+        advi, learning_rate=0.01, mode="JAX", device_gather=True, device_noise=True
+    )
     vm = runner.fn.vm
     values = [vm.storage_map[v][0] for v in runner.fn.maker.fgraph.inputs]
     for i, arg in enumerate(runner._draw(STEPS, np.random.default_rng(0))):
@@ -73,10 +74,11 @@ def report(name, lowered) -> dict:
     optimised = lowered.compile().as_text()
     fusions = len(re.findall(r"\bfusion(\.\d+)?\(", optimised))
     scatters = re.findall(r"stablehlo\.scatter.*?\}\) : \(([^)]*)\)", text, flags=re.S)
-    print(f"{name}: {sum(ops.values())} StableHLO operations, {fusions} fusions after "
-          f"XLA's passes on this device")
-    print("  most frequent: " + ", ".join(f"{k.split('.')[1]} {v}"
-                                          for k, v in ops.most_common(12)))
+    print(
+        f"{name}: {sum(ops.values())} StableHLO operations, {fusions} fusions after "
+        f"XLA's passes on this device"
+    )
+    print("  most frequent: " + ", ".join(f"{k.split('.')[1]} {v}" for k, v in ops.most_common(12)))
     for shapes in scatters:
         print(f"  scatter: {shapes}")
     return {"ops": dict(ops), "fusions": fusions, "scatters": scatters}

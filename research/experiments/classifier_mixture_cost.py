@@ -11,6 +11,7 @@ process, so compilation is not counted), which method ``"auto"`` took and what i
 Laplace half covered (``structure``: the whole network, or its output layer), the
 Gauss-Newton step's work that decided it, and the held-out NLL of each.
 """
+
 import json
 import sys
 import time
@@ -66,9 +67,15 @@ def main():
         return clf, time.perf_counter() - t0
 
     def table(n, seed):
-        return make_classification(n, n_features=features, n_informative=min(features, 5),
-                                   n_classes=classes, n_clusters_per_class=1 if classes > 2
-                                   else 2, flip_y=0.05, random_state=seed)
+        return make_classification(
+            n,
+            n_features=features,
+            n_informative=min(features, 5),
+            n_classes=classes,
+            n_clusters_per_class=1 if classes > 2 else 2,
+            flip_y=0.05,
+            random_state=seed,
+        )
 
     for hidden in hiddens:
         Xw, yw = table(200, 1)
@@ -77,8 +84,7 @@ def main():
             X, y = table(2 * n, n)
             X = StandardScaler().fit_transform(X)
             Xtr, Xte, ytr, yte = X[:n], X[n:], y[:n], y[n:]
-            rec = {"rows": n, "features": features, "classes": classes,
-                   "hidden": list(hidden)}
+            rec = {"rows": n, "features": features, "classes": classes, "hidden": list(hidden)}
             rec["weights"], rec["step_flops"] = step_flops(Xtr.shape, hidden, classes)
             # each fitted twice, alternating: the first fit of a new table size compiles
             # what depends on it, whichever comes first; the second of each is timed
@@ -89,15 +95,23 @@ def main():
                 rec[f"{name}_nll"] = float(-np.mean(np.log(np.clip(p, 1e-300, None))))
                 rec[f"{name}_inference"] = clf.inference_
                 rec[f"{name}_selection"] = getattr(clf, "inference_selection_", None)
-                rec[f"{name}_structure"] = (clf.mixture_ or {}).get(
-                    "laplace_diagnostics", {}).get("structure")
+                rec[f"{name}_structure"] = (
+                    (clf.mixture_ or {}).get("laplace_diagnostics", {}).get("structure")
+                )
             records.append(rec)
-            print(f"{str(hidden):8s} rows {n:5d}  weights {rec['weights']:4d}  step "
-                  f"{rec['step_flops']:.2e}  advi {rec['advi_s']:6.1f} s  auto "
-                  f"({rec['auto_inference']} {rec['auto_structure']}) {rec['auto_s']:6.1f} s  NLL advi "
-                  f"{rec['advi_nll']:.4f} auto {rec['auto_nll']:.4f}", flush=True)
-            out.write_text(json.dumps({"machine": _common.machine_info(),
-                                       "argv": sys.argv[1:], "records": records}, indent=1))
+            print(
+                f"{str(hidden):8s} rows {n:5d}  weights {rec['weights']:4d}  step "
+                f"{rec['step_flops']:.2e}  advi {rec['advi_s']:6.1f} s  auto "
+                f"({rec['auto_inference']} {rec['auto_structure']}) {rec['auto_s']:6.1f} s  NLL advi "
+                f"{rec['advi_nll']:.4f} auto {rec['auto_nll']:.4f}",
+                flush=True,
+            )
+            out.write_text(
+                json.dumps(
+                    {"machine": _common.machine_info(), "argv": sys.argv[1:], "records": records},
+                    indent=1,
+                )
+            )
 
 
 if __name__ == "__main__":

@@ -49,12 +49,11 @@ import sys
 import time
 from pathlib import Path
 
+import jax
 import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize
 from scipy.stats import norm
-
-import jax
 
 jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
@@ -72,8 +71,10 @@ HIDDEN = 50
 METRICS = ("ll", "rmse", "crps", "coverage90", "fit_s")
 Z90 = float(norm.ppf(0.95))
 
-PUBLISHED = {name: {m: rows[m] for m in ("PBP", "MC dropout", "deep ensembles")}
-             for name, rows in uci_regression.PUBLISHED.items()}
+PUBLISHED = {
+    name: {m: rows[m] for m in ("PBP", "MC dropout", "deep ensembles")}
+    for name, rows in uci_regression.PUBLISHED.items()
+}
 
 
 # ------------------------------------------------------------------------- network
@@ -94,8 +95,8 @@ def forward(theta, X, d: int, h: int):
     """f(x; θ) for the rows of X; θ flat = [W1 (d×h, row-major), b1, W2, b2]."""
     i = d * h
     W1 = theta[:i].reshape(d, h)
-    b1 = theta[i:i + h]
-    W2 = theta[i + h:i + 2 * h]
+    b1 = theta[i : i + h]
+    W2 = theta[i + h : i + 2 * h]
     b2 = theta[i + 2 * h]
     return jnp.tanh(X @ W1 + b1) @ W2 + b2
 
@@ -131,9 +132,19 @@ def map_fit(fns, theta0, X, y, beta, delta_vec, maxiter):
         v, g = fns["vg"](jnp.asarray(t), Xj, yj, beta, dj)
         return float(v) / n, np.asarray(g, dtype=np.float64) / n
 
-    res = minimize(fun, theta0, jac=True, method="L-BFGS-B",
-                   options={"maxiter": maxiter, "maxfun": 2 * maxiter, "ftol": 1e-13, "gtol": 1e-8,
-                            "maxcor": 20})
+    res = minimize(
+        fun,
+        theta0,
+        jac=True,
+        method="L-BFGS-B",
+        options={
+            "maxiter": maxiter,
+            "maxfun": 2 * maxiter,
+            "ftol": 1e-13,
+            "gtol": 1e-8,
+            "maxcor": 20,
+        },
+    )
     return res.x, res
 
 
@@ -155,7 +166,9 @@ def gn_polish(fns, theta, X, y, beta, delta_vec, steps, tol=1e-10):
         while True:
             M = A.copy()
             M[np.diag_indices_from(M)] += lam * scale
-            step = -sla.cho_solve(sla.cho_factor(M, lower=True, check_finite=False), g, check_finite=False)
+            step = -sla.cho_solve(
+                sla.cho_factor(M, lower=True, check_finite=False), g, check_finite=False
+            )
             new = theta + step
             new_loss = float(fns["vg"](jnp.asarray(new), Xj, yj, beta, dj)[0])
             if new_loss <= loss:
@@ -196,8 +209,14 @@ def diag_inv_from_chol(L):
 def log_evidence(L, ssr, sq_g, n, beta, delta, P_g):
     """Laplace (GGN) log marginal likelihood at the current θ (θ held fixed)."""
     logdetA = 2.0 * np.sum(np.log(np.diag(L)))
-    return float(-0.5 * beta * ssr - 0.5 * np.sum(delta * sq_g) + 0.5 * n * math.log(beta)
-                 - 0.5 * n * math.log(2 * math.pi) + 0.5 * np.sum(P_g * np.log(delta)) - 0.5 * logdetA)
+    return float(
+        -0.5 * beta * ssr
+        - 0.5 * np.sum(delta * sq_g)
+        + 0.5 * n * math.log(beta)
+        - 0.5 * n * math.log(2 * math.pi)
+        + 0.5 * np.sum(P_g * np.log(delta))
+        - 0.5 * logdetA
+    )
 
 
 def mackay_sweeps(G, theta, resid, gid, beta, delta, sweeps, bounds):
@@ -229,13 +248,35 @@ def mackay_sweeps(G, theta, resid, gid, beta, delta, sweeps, bounds):
     L = posterior_chol(G, beta, delta[gid])
     tr_g = np.bincount(gid, weights=diag_inv_from_chol(L))
     gamma = P_g - delta * tr_g
-    return beta, delta, {"gamma": gamma.tolist(), "flags": sorted(flags),
-                         "log_evidence": log_evidence(L, ssr, sq_g, n, beta, delta, P_g)}
+    return (
+        beta,
+        delta,
+        {
+            "gamma": gamma.tolist(),
+            "flags": sorted(flags),
+            "log_evidence": log_evidence(L, ssr, sq_g, n, beta, delta, P_g),
+        },
+    )
 
 
-def fit_laplace(X, y, h=HIDDEN, groups=2, seed=0, rounds=8, sweeps=5, beta0=1.0, delta0=1.0,
-                maxiter0=5000, maxiter=1000, tol=1e-2, bounds=None, newton=0, select="last",
-                map_method="lbfgs"):
+def fit_laplace(
+    X,
+    y,
+    h=HIDDEN,
+    groups=2,
+    seed=0,
+    rounds=8,
+    sweeps=5,
+    beta0=1.0,
+    delta0=1.0,
+    maxiter0=5000,
+    maxiter=1000,
+    tol=1e-2,
+    bounds=None,
+    newton=0,
+    select="last",
+    map_method="lbfgs",
+):
     """MacKay-tuned linearized Laplace fit (standardised X, y). Returns a dict of the fit."""
     bounds = bounds or {"beta_min": 1e-2, "beta_max": 1e5, "delta_min": 1e-4, "delta_max": 1e4}
     n, d = X.shape
@@ -246,7 +287,9 @@ def fit_laplace(X, y, h=HIDDEN, groups=2, seed=0, rounds=8, sweeps=5, beta0=1.0,
     history, flags, lbfgs_iters, gn_steps, candidates = [], set(), 0, 0, []
     Xj = jnp.asarray(X)
     for r in range(rounds):
-        theta, res = _map(fns, theta, X, y, beta, delta[gid], maxiter0 if r == 0 else maxiter, map_method)
+        theta, res = _map(
+            fns, theta, X, y, beta, delta[gid], maxiter0 if r == 0 else maxiter, map_method
+        )
         lbfgs_iters += int(res.nit)
         theta, nn = gn_polish(fns, theta, X, y, beta, delta[gid], newton) if newton else (theta, 0)
         gn_steps += nn
@@ -254,16 +297,35 @@ def fit_laplace(X, y, h=HIDDEN, groups=2, seed=0, rounds=8, sweeps=5, beta0=1.0,
         G = J.T @ J
         resid = y - np.asarray(fns["f"](jnp.asarray(theta), Xj))
         # Laplace evidence of the current hyperparameters, at their own MAP (consistent)
-        logz_map = log_evidence(posterior_chol(G, beta, delta[gid]), float(resid @ resid),
-                                np.bincount(gid, weights=theta * theta), n, beta, delta, np.bincount(gid).astype(float))
+        logz_map = log_evidence(
+            posterior_chol(G, beta, delta[gid]),
+            float(resid @ resid),
+            np.bincount(gid, weights=theta * theta),
+            n,
+            beta,
+            delta,
+            np.bincount(gid).astype(float),
+        )
         candidates.append((logz_map, r, theta.copy(), beta, delta.copy(), G))
         nb, nd, info = mackay_sweeps(G, theta, resid, gid, beta, delta, sweeps, bounds)
         flags |= set(info["flags"])
         change = max(abs(math.log(nb / beta)), float(np.max(np.abs(np.log(nd / delta)))))
-        history.append({"round": r, "beta_in": beta, "delta_in": delta.tolist(), "log_evidence_at_map": logz_map,
-                        "beta": nb, "delta": nd.tolist(), "gamma": info["gamma"],
-                        "log_evidence": info["log_evidence"], "train_rmse": float(np.sqrt(np.mean(resid ** 2))),
-                        "lbfgs_nit": int(res.nit), "lbfgs_msg": str(res.message), "change": change})
+        history.append(
+            {
+                "round": r,
+                "beta_in": beta,
+                "delta_in": delta.tolist(),
+                "log_evidence_at_map": logz_map,
+                "beta": nb,
+                "delta": nd.tolist(),
+                "gamma": info["gamma"],
+                "log_evidence": info["log_evidence"],
+                "train_rmse": float(np.sqrt(np.mean(resid**2))),
+                "lbfgs_nit": int(res.nit),
+                "lbfgs_msg": str(res.message),
+                "change": change,
+            }
+        )
         beta, delta = nb, nd
         if change < tol:
             break
@@ -272,13 +334,25 @@ def fit_laplace(X, y, h=HIDDEN, groups=2, seed=0, rounds=8, sweeps=5, beta0=1.0,
     lbfgs_iters += int(res.nit)
     theta, nn = gn_polish(fns, theta, X, y, beta, delta[gid], newton) if newton else (theta, 0)
     gn_steps += nn
-    grad = np.asarray(fns["vg"](jnp.asarray(theta), Xj, jnp.asarray(y), beta, jnp.asarray(delta[gid]))[1]) / n
+    grad = (
+        np.asarray(
+            fns["vg"](jnp.asarray(theta), Xj, jnp.asarray(y), beta, jnp.asarray(delta[gid]))[1]
+        )
+        / n
+    )
     J = np.asarray(fns["jac"](jnp.asarray(theta), Xj))
     G = J.T @ J
     L = posterior_chol(G, beta, delta[gid])
     resid = y - np.asarray(fns["f"](jnp.asarray(theta), Xj))
-    logz = log_evidence(L, float(resid @ resid), np.bincount(gid, weights=theta * theta), n, beta, delta,
-                        np.bincount(gid).astype(float))
+    logz = log_evidence(
+        L,
+        float(resid @ resid),
+        np.bincount(gid, weights=theta * theta),
+        n,
+        beta,
+        delta,
+        np.bincount(gid).astype(float),
+    )
     candidates.append((logz, len(history), theta, beta, delta, G))
     chosen = len(history)
     if select == "best":  # the (hyperparameters, own MAP) pair with the highest Laplace evidence
@@ -286,9 +360,24 @@ def fit_laplace(X, y, h=HIDDEN, groups=2, seed=0, rounds=8, sweeps=5, beta0=1.0,
         L = posterior_chol(G, beta, delta[gid])
     elif select != "last":
         raise ValueError(select)
-    return {"log_evidence": logz, "chosen_round": chosen, "theta": theta, "beta": beta, "delta": delta, "L": L, "G": G, "gid": gid, "d": d, "h": h,
-            "history": history, "flags": sorted(flags), "lbfgs_iters": lbfgs_iters,
-            "rounds": len(history), "gn_steps": gn_steps, "final_grad_norm": float(np.linalg.norm(grad))}
+    return {
+        "log_evidence": logz,
+        "chosen_round": chosen,
+        "theta": theta,
+        "beta": beta,
+        "delta": delta,
+        "L": L,
+        "G": G,
+        "gid": gid,
+        "d": d,
+        "h": h,
+        "history": history,
+        "flags": sorted(flags),
+        "lbfgs_iters": lbfgs_iters,
+        "rounds": len(history),
+        "gn_steps": gn_steps,
+        "final_grad_norm": float(np.linalg.norm(grad)),
+    }
 
 
 def predict(fit, Xt):
@@ -308,10 +397,12 @@ def crps_normal(y, mu, sd):
 
 
 def scores(y, mu, sd):
-    return {"ll": float(np.mean(norm.logpdf(y, mu, sd))),
-            "rmse": float(np.sqrt(np.mean((y - mu) ** 2))),
-            "crps": float(np.mean(crps_normal(y, mu, sd))),
-            "coverage90": float(np.mean(np.abs(y - mu) <= Z90 * sd))}
+    return {
+        "ll": float(np.mean(norm.logpdf(y, mu, sd))),
+        "rmse": float(np.sqrt(np.mean((y - mu) ** 2))),
+        "crps": float(np.mean(crps_normal(y, mu, sd))),
+        "coverage90": float(np.mean(np.abs(y - mu) <= Z90 * sd)),
+    }
 
 
 # ----------------------------------------------------------------------------- data
@@ -330,33 +421,58 @@ def run_split(name, split, args):
     X, y, Xt, yt = load_split(name, split)
     Xs, ys, Xts, my, sy = standardise(X, y, Xt)
     t0 = time.perf_counter()
-    fit = fit_laplace(Xs, ys, groups=args.groups, seed=split, rounds=args.rounds, sweeps=args.sweeps,
-                      beta0=args.beta0, select=args.select, newton=args.newton,
-                      map_method=args.map)
+    fit = fit_laplace(
+        Xs,
+        ys,
+        groups=args.groups,
+        seed=split,
+        rounds=args.rounds,
+        sweeps=args.sweeps,
+        beta0=args.beta0,
+        select=args.select,
+        newton=args.newton,
+        map_method=args.map,
+    )
     mean, var_epi, var_noise = predict(fit, Xts)
     fit_s = time.perf_counter() - t0
     mu = my + sy * mean
     base = {"dataset": name, "split": split, "n_train": len(y), "n_test": len(yt), "fit_s": fit_s}
-    diag = {"beta": fit["beta"], "noise_sd_orig": sy / math.sqrt(fit["beta"]), "delta": fit["delta"].tolist(),
-            "gamma": fit["history"][-1]["gamma"], "log_evidence": fit["log_evidence"],
-            "chosen_round": fit["chosen_round"], "gn_steps": fit["gn_steps"],
-            "rounds": fit["rounds"], "lbfgs_iters": fit["lbfgs_iters"], "flags": fit["flags"],
-            "final_grad_norm": fit["final_grad_norm"],
-            "train_rmse_orig": sy * fit["history"][-1]["train_rmse"],
-            "epi_var_frac_mean": float(np.mean(var_epi / (var_epi + var_noise))),
-            "history": fit["history"]}
-    glm = {**base, "model": f"laplace GLM (MacKay, {args.groups} groups)",
-           **scores(yt, mu, sy * np.sqrt(var_epi + var_noise)), "diagnostics": diag}
+    diag = {
+        "beta": fit["beta"],
+        "noise_sd_orig": sy / math.sqrt(fit["beta"]),
+        "delta": fit["delta"].tolist(),
+        "gamma": fit["history"][-1]["gamma"],
+        "log_evidence": fit["log_evidence"],
+        "chosen_round": fit["chosen_round"],
+        "gn_steps": fit["gn_steps"],
+        "rounds": fit["rounds"],
+        "lbfgs_iters": fit["lbfgs_iters"],
+        "flags": fit["flags"],
+        "final_grad_norm": fit["final_grad_norm"],
+        "train_rmse_orig": sy * fit["history"][-1]["train_rmse"],
+        "epi_var_frac_mean": float(np.mean(var_epi / (var_epi + var_noise))),
+        "history": fit["history"],
+    }
+    glm = {
+        **base,
+        "model": f"laplace GLM (MacKay, {args.groups} groups)",
+        **scores(yt, mu, sy * np.sqrt(var_epi + var_noise)),
+        "diagnostics": diag,
+    }
     glm["fit_s"] = fit_s
-    mapo = {**base, "model": f"MAP only (1/beta, {args.groups} groups)",
-            **scores(yt, mu, sy * np.sqrt(np.full_like(mean, var_noise)))}
+    mapo = {
+        **base,
+        "model": f"MAP only (1/beta, {args.groups} groups)",
+        **scores(yt, mu, sy * np.sqrt(np.full_like(mean, var_noise))),
+    }
     mapo["fit_s"] = fit_s
     # the same Gaussian over the weights pushed through the network itself ("sampled"
     # Laplace, the NN predictive) instead of its linearisation: a mixture over draws
     rng = np.random.default_rng(1000 + split)
     z = rng.standard_normal((len(fit["theta"]), args.draws))
-    thetas = fit["theta"][:, None] + sla.solve_triangular(fit["L"], z, lower=True, trans="T",
-                                                          check_finite=False)
+    thetas = fit["theta"][:, None] + sla.solve_triangular(
+        fit["L"], z, lower=True, trans="T", check_finite=False
+    )
     fns = jax_fns(fit["d"], fit["h"])
     Xj = jnp.asarray(Xts)
     f_s = np.stack([np.asarray(fns["f"](jnp.asarray(t), Xj)) for t in thetas.T])
@@ -365,9 +481,12 @@ def run_split(name, split, args):
     logp = norm.logpdf(yt[None, :], mu_s, sd_n)
     ll_mix = np.logaddexp.reduce(logp, axis=0) - math.log(args.draws)
     mean_s = mu_s.mean(0)
-    sd_tot = np.sqrt(mu_s.var(0) + sd_n ** 2)
-    samp = {**base, "model": f"sampled Laplace (NN predictive, {args.groups} groups)",
-            **scores(yt, mean_s, sd_tot)}
+    sd_tot = np.sqrt(mu_s.var(0) + sd_n**2)
+    samp = {
+        **base,
+        "model": f"sampled Laplace (NN predictive, {args.groups} groups)",
+        **scores(yt, mean_s, sd_tot),
+    }
     samp["ll"] = float(np.mean(ll_mix))
     samp["fit_s"] = fit_s
     return [glm, mapo, samp]
@@ -383,7 +502,9 @@ def warmup(name, args):
     for A in (X, Xt):
         fns["f"](th, jnp.asarray(A)).block_until_ready()
         fns["jac"](th, jnp.asarray(A)).block_until_ready()
-    fns["vg"](th, jnp.asarray(X), jnp.asarray(y), 1.0, jnp.asarray(np.ones(len(gid))))[0].block_until_ready()
+    fns["vg"](th, jnp.asarray(X), jnp.asarray(y), 1.0, jnp.asarray(np.ones(len(gid))))[
+        0
+    ].block_until_ready()
     return time.perf_counter() - t0
 
 
@@ -399,7 +520,12 @@ def summarise(rows):
     out = []
     for key in dict.fromkeys((r["dataset"], r["model"]) for r in rows):
         rs = [r for r in rows if (r["dataset"], r["model"]) == key]
-        s = {"dataset": key[0], "model": key[1], "n_splits": len(rs), "splits": [r["split"] for r in rs]}
+        s = {
+            "dataset": key[0],
+            "model": key[1],
+            "n_splits": len(rs),
+            "splits": [r["split"] for r in rs],
+        }
         for m in METRICS:
             s[m], s[m + "_se"] = mean_se([r.get(m) for r in rs])
         out.append(s)
@@ -413,15 +539,22 @@ def pm(m, se, digits=2):
 
 
 def table(summary, sets):
-    lines = ["| data set | model | splits | test LL | RMSE | CRPS | 90 % cov | fit s |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| data set | model | splits | test LL | RMSE | CRPS | 90 % cov | fit s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name in sets:
         for s in (s for s in summary if s["dataset"] == name):
-            lines.append(f"| {name} | {s['model']} | {s['n_splits']} | {pm(s['ll'], s['ll_se'])} | "
-                         f"{pm(s['rmse'], s['rmse_se'])} | {pm(s['crps'], s['crps_se'], 3)} | "
-                         f"{pm(s['coverage90'], s['coverage90_se'])} | {pm(s['fit_s'], s['fit_s_se'], 1)} |")
+            lines.append(
+                f"| {name} | {s['model']} | {s['n_splits']} | {pm(s['ll'], s['ll_se'])} | "
+                f"{pm(s['rmse'], s['rmse_se'])} | {pm(s['crps'], s['crps_se'], 3)} | "
+                f"{pm(s['coverage90'], s['coverage90_se'])} | {pm(s['fit_s'], s['fit_s_se'], 1)} |"
+            )
         for model, (ll, llse, rm, rmse) in PUBLISHED[name].items():
-            lines.append(f"| {name} | *{model} (published, 20 splits)* | 20 | {ll:.2f} ± {llse:.2f} | "
-                         f"{rm:.2f} ± {rmse:.2f} | — | — | — |")
+            lines.append(
+                f"| {name} | *{model} (published, 20 splits)* | 20 | {ll:.2f} ± {llse:.2f} | "
+                f"{rm:.2f} ± {rmse:.2f} | — | — | — |"
+            )
     return "\n".join(lines)
 
 
@@ -431,9 +564,14 @@ def default_rows(path, sets, splits):
     except (OSError, ValueError) as e:
         print(f"[no default results: {e}]", file=sys.stderr)
         return []
-    return [{k: r.get(k) for k in ("dataset", "split", "model", "n_train", "n_test", *METRICS)}
-            for r in d.get("rows", []) if r.get("model") == DEFAULT_MODEL and r.get("status", "ok") == "ok"
-            and r["dataset"] in sets and r["split"] in splits]
+    return [
+        {k: r.get(k) for k in ("dataset", "split", "model", "n_train", "n_test", *METRICS)}
+        for r in d.get("rows", [])
+        if r.get("model") == DEFAULT_MODEL
+        and r.get("status", "ok") == "ok"
+        and r["dataset"] in sets
+        and r["split"] in splits
+    ]
 
 
 # -------------------------------------------------------------------------- check
@@ -455,7 +593,10 @@ def check():
 
     def np_forward(theta, A):
         i = d * h
-        return np.tanh(A @ theta[:i].reshape(d, h) + theta[i:i + h]) @ theta[i + h:i + 2 * h] + theta[i + 2 * h]
+        return (
+            np.tanh(A @ theta[:i].reshape(d, h) + theta[i : i + h]) @ theta[i + h : i + 2 * h]
+            + theta[i + 2 * h]
+        )
 
     def fd_jac(theta, A, eps=1e-6):
         J = np.empty((len(A), len(theta)))
@@ -469,34 +610,63 @@ def check():
         print(f"groups={groups}")
         fit = fit_laplace(X, y, h=h, groups=groups, seed=0, rounds=10, sweeps=5)
         th, beta, delta, gid = fit["theta"], fit["beta"], fit["delta"], fit["gid"]
-        print(f"  fit: beta={beta:.4g} delta={np.round(delta, 4).tolist()} rounds={fit['rounds']} "
-              f"flags={fit['flags']} |grad|={fit['final_grad_norm']:.1e}")
+        print(
+            f"  fit: beta={beta:.4g} delta={np.round(delta, 4).tolist()} rounds={fit['rounds']} "
+            f"flags={fit['flags']} |grad|={fit['final_grad_norm']:.1e}"
+        )
         # 1) forward pass and GGN
         fns = jax_fns(d, h)
-        report("f JAX vs NumPy (max abs)", float(np.max(np.abs(np.asarray(fns["f"](jnp.asarray(th), jnp.asarray(X)))
-                                                            - np_forward(th, X)))), 1e-12)
+        report(
+            "f JAX vs NumPy (max abs)",
+            float(
+                np.max(
+                    np.abs(
+                        np.asarray(fns["f"](jnp.asarray(th), jnp.asarray(X))) - np_forward(th, X)
+                    )
+                )
+            ),
+            1e-12,
+        )
         J_fd = fd_jac(th, X)
         G_fd = J_fd.T @ J_fd
-        report("GGN JAX vs finite differences (max rel)",
-               float(np.max(np.abs(fit["G"] - G_fd)) / np.max(np.abs(G_fd))), 1e-7)
+        report(
+            "GGN JAX vs finite differences (max rel)",
+            float(np.max(np.abs(fit["G"] - G_fd)) / np.max(np.abs(G_fd))),
+            1e-7,
+        )
         # 2) predictive variance vs brute force (explicit inverse of A from the FD GGN, FD test Jacobian)
         mean, var_epi, var_noise = predict(fit, Xt)
         A_bf = beta * G_fd + np.diag(delta[gid])
         Jt_fd = fd_jac(th, Xt)
-        var_bf = np.array([Jt_fd[i] @ np.linalg.inv(A_bf) @ Jt_fd[i] for i in range(m)]) + 1.0 / beta
-        report("predictive var vs brute force (max rel)",
-               float(np.max(np.abs(var_epi + var_noise - var_bf) / var_bf)), 1e-6)
-        report("predictive mean vs NumPy (max abs)", float(np.max(np.abs(mean - np_forward(th, Xt)))), 1e-12)
+        var_bf = (
+            np.array([Jt_fd[i] @ np.linalg.inv(A_bf) @ Jt_fd[i] for i in range(m)]) + 1.0 / beta
+        )
+        report(
+            "predictive var vs brute force (max rel)",
+            float(np.max(np.abs(var_epi + var_noise - var_bf) / var_bf)),
+            1e-6,
+        )
+        report(
+            "predictive mean vs NumPy (max abs)",
+            float(np.max(np.abs(mean - np_forward(th, Xt)))),
+            1e-12,
+        )
         # Monte Carlo of the linearized model: θ ~ N(θ*, A⁻¹), f_lin = f* + Jt (θ - θ*)
         S = 200_000
         eps = np.random.default_rng(2).standard_normal((S, len(th)))
         draws = sla.solve_triangular(fit["L"].T, eps.T, lower=False).T  # cov A⁻¹
         mc_var = np.var(draws @ Jt_fd.T, axis=0) + 1.0 / beta
-        report("predictive var vs Monte Carlo (max rel, 200k draws)",
-               float(np.max(np.abs(mc_var - var_bf) / var_bf)), 2e-2)
+        report(
+            "predictive var vs Monte Carlo (max rel, 200k draws)",
+            float(np.max(np.abs(mc_var - var_bf) / var_bf)),
+            2e-2,
+        )
         # 3) MAP: gradient of the objective ~ 0
-        g = np.asarray(fns["vg"](jnp.asarray(th), jnp.asarray(X), jnp.asarray(y), beta,
-                                 jnp.asarray(delta[gid]))[1])
+        g = np.asarray(
+            fns["vg"](
+                jnp.asarray(th), jnp.asarray(X), jnp.asarray(y), beta, jnp.asarray(delta[gid])
+            )[1]
+        )
         report("MAP gradient norm / n", float(np.linalg.norm(g) / n), 1e-5)
         # 4) MacKay's updates are the stationarity conditions of the Laplace log evidence (θ, G fixed):
         #    d logZ/d log δ_g = (γ_g - δ_g |θ_g|²)/2,  d logZ/d log β = (n - Σγ - β SSR)/2  -- at any (β, δ)
@@ -510,20 +680,28 @@ def check():
             return log_evidence(posterior_chol(G_fd, bb, dd[gid]), ssr, sq_g, n, bb, dd, P_g)
 
         def fd_grad(lh, h_=1e-5):
-            return np.array([(logz(lh + h_ * e) - logz(lh - h_ * e)) / (2 * h_) for e in np.eye(len(lh))])
+            return np.array(
+                [(logz(lh + h_ * e) - logz(lh - h_ * e)) / (2 * h_) for e in np.eye(len(lh))]
+            )
 
         def analytic_grad(lh):
             bb, dd = math.exp(lh[0]), np.exp(lh[1:])
-            Ainv = np.linalg.inv(posterior_chol(G_fd, bb, dd[gid]) @ posterior_chol(G_fd, bb, dd[gid]).T)
+            Ainv = np.linalg.inv(
+                posterior_chol(G_fd, bb, dd[gid]) @ posterior_chol(G_fd, bb, dd[gid]).T
+            )
             gam = P_g - dd * np.bincount(gid, weights=np.diag(Ainv))
             return np.concatenate([[0.5 * (n - gam.sum() - bb * ssr)], 0.5 * (gam - dd * sq_g)])
 
         worst = 0.0
-        for lh in (np.concatenate([[math.log(beta)], np.log(delta)]),
-                   np.concatenate([[math.log(beta) + 0.7], np.log(delta) - 0.5]),
-                   np.concatenate([[0.0], np.zeros(groups)])):
+        for lh in (
+            np.concatenate([[math.log(beta)], np.log(delta)]),
+            np.concatenate([[math.log(beta) + 0.7], np.log(delta) - 0.5]),
+            np.concatenate([[0.0], np.zeros(groups)]),
+        ):
             worst = max(worst, float(np.max(np.abs(fd_grad(lh) - analytic_grad(lh)))))
-        report("evidence gradient: finite differences vs MacKay's gamma formula (max abs)", worst, 1e-4)
+        report(
+            "evidence gradient: finite differences vs MacKay's gamma formula (max abs)", worst, 1e-4
+        )
         # iterate the fixed point to convergence; where it converges, the evidence gradient vanishes
         wide = {"beta_min": 1e-8, "beta_max": 1e12, "delta_min": 1e-10, "delta_max": 1e10}
         b2, d2, _ = mackay_sweeps(G_fd, th, resid, gid, beta, delta.copy(), 2000, wide)
@@ -531,19 +709,30 @@ def check():
         lh = np.concatenate([[math.log(b2)], np.log(d2)])
         grad = fd_grad(lh)
         free = np.concatenate([[True], np.abs(np.log(d4 / d2)) < 1e-6])
-        report("d logZ / d log(beta, delta) at the MacKay fixed point (max abs, converged hypers)",
-               float(np.max(np.abs(grad[free]))), 1e-4)
+        report(
+            "d logZ / d log(beta, delta) at the MacKay fixed point (max abs, converged hypers)",
+            float(np.max(np.abs(grad[free]))),
+            1e-4,
+        )
         if not free.all():
-            print(f"    (not converged after 2000 sweeps: groups {np.flatnonzero(~free[1:]).tolist()} "
-                  f"-- a parameter group pruned to ~0, its delta drifts/oscillates towards +inf)")
-        report("logZ(fixed point) >= logZ(fit hypers) (shortfall)",
-               max(0.0, logz(np.concatenate([[math.log(beta)], np.log(delta)])) - logz(lh)), 1e-8)
+            print(
+                f"    (not converged after 2000 sweeps: groups {np.flatnonzero(~free[1:]).tolist()} "
+                f"-- a parameter group pruned to ~0, its delta drifts/oscillates towards +inf)"
+            )
+        report(
+            "logZ(fixed point) >= logZ(fit hypers) (shortfall)",
+            max(0.0, logz(np.concatenate([[math.log(beta)], np.log(delta)])) - logz(lh)),
+            1e-8,
+        )
     # 5) CRPS closed form vs quadrature
     from scipy.integrate import quad
+
     errs = []
     for yy, mu, sd in ((0.3, -0.2, 0.7), (2.5, 0.0, 1.0), (-1.0, 0.5, 0.1)):
-        num = quad(lambda z: norm.cdf(z, mu, sd) ** 2, -np.inf, yy, limit=200)[0] + \
-            quad(lambda z: (1 - norm.cdf(z, mu, sd)) ** 2, yy, np.inf, limit=200)[0]
+        num = (
+            quad(lambda z: norm.cdf(z, mu, sd) ** 2, -np.inf, yy, limit=200)[0]
+            + quad(lambda z: (1 - norm.cdf(z, mu, sd)) ** 2, yy, np.inf, limit=200)[0]
+        )
         errs.append(abs(num - crps_normal(yy, mu, sd)))
     report("CRPS closed form vs quadrature (max abs)", float(max(errs)), 1e-7)
     print("CHECK PASSED" if ok else "CHECK FAILED")
@@ -558,15 +747,31 @@ def main(argv=None):
     p.add_argument("--groups", type=int, default=2, choices=(2, 4))
     p.add_argument("--rounds", type=int, default=8, help="max MAP/evidence rounds")
     p.add_argument("--sweeps", type=int, default=5, help="fixed-point sweeps per round")
-    p.add_argument("--beta0", type=float, default=1.0,
-                   help="initial noise precision (standardised); 10 made the first MAP overfit boston")
-    p.add_argument("--select", choices=("last", "best"), default="last",
-                   help="last: hyperparameters of the final round; best: the round whose (hypers, own MAP) "
-                        "pair has the highest Laplace evidence")
-    p.add_argument("--newton", type=int, default=0,
-                   help="Levenberg-Marquardt (GGN) polish steps after each L-BFGS-B MAP (slow; off)")
-    p.add_argument("--map", choices=("lbfgs", "lm"), default="lbfgs",
-                   help="MAP optimiser: L-BFGS-B, or Levenberg-Marquardt on the exact GGN alone")
+    p.add_argument(
+        "--beta0",
+        type=float,
+        default=1.0,
+        help="initial noise precision (standardised); 10 made the first MAP overfit boston",
+    )
+    p.add_argument(
+        "--select",
+        choices=("last", "best"),
+        default="last",
+        help="last: hyperparameters of the final round; best: the round whose (hypers, own MAP) "
+        "pair has the highest Laplace evidence",
+    )
+    p.add_argument(
+        "--newton",
+        type=int,
+        default=0,
+        help="Levenberg-Marquardt (GGN) polish steps after each L-BFGS-B MAP (slow; off)",
+    )
+    p.add_argument(
+        "--map",
+        choices=("lbfgs", "lm"),
+        default="lbfgs",
+        help="MAP optimiser: L-BFGS-B, or Levenberg-Marquardt on the exact GGN alone",
+    )
     p.add_argument("--draws", type=int, default=500, help="draws of the sampled-Laplace variant")
     p.add_argument("--default-results", default=str(DEFAULT_RESULTS))
     p.add_argument("--out", default=None)
@@ -583,12 +788,15 @@ def main(argv=None):
             glm, mapo, samp = run_split(name, split, args)
             rows += [glm, mapo, samp]
             dg = glm["diagnostics"]
-            print(f"{name:>16} split {split:2d}: LL {glm['ll']:7.3f} (MAP-only {mapo['ll']:7.3f}, sampled {samp['ll']:7.3f} / {samp['rmse']:.3f})  "
-                  f"RMSE {glm['rmse']:6.3f}  cov90 {glm['coverage90']:.2f}  fit {glm['fit_s']:5.1f}s  "
-                  f"beta {dg['beta']:.3g}  delta {np.round(dg['delta'], 3).tolist()}  "
-                  f"gamma {sum(dg['gamma']):.1f}/{glm['n_train']}  rounds {dg['rounds']} (used {dg['chosen_round']})  "
-                  f"|grad| {dg['final_grad_norm']:.1e}  "
-                  f"flags {dg['flags'] or '-'}", flush=True)
+            print(
+                f"{name:>16} split {split:2d}: LL {glm['ll']:7.3f} (MAP-only {mapo['ll']:7.3f}, sampled {samp['ll']:7.3f} / {samp['rmse']:.3f})  "
+                f"RMSE {glm['rmse']:6.3f}  cov90 {glm['coverage90']:.2f}  fit {glm['fit_s']:5.1f}s  "
+                f"beta {dg['beta']:.3g}  delta {np.round(dg['delta'], 3).tolist()}  "
+                f"gamma {sum(dg['gamma']):.1f}/{glm['n_train']}  rounds {dg['rounds']} (used {dg['chosen_round']})  "
+                f"|grad| {dg['final_grad_norm']:.1e}  "
+                f"flags {dg['flags'] or '-'}",
+                flush=True,
+            )
     splits = set(range(args.splits))
     ref = default_rows(args.default_results, set(args.sets), splits)
     for r in ref:
@@ -596,14 +804,28 @@ def main(argv=None):
     summary = summarise(rows + ref)
     print()
     print(table(summary, args.sets))
-    print(f"\ncompile s per set: { {k: round(v, 1) for k, v in compile_s.items()} }; "
-          f"total {time.perf_counter() - t_all:.1f} s")
+    print(
+        f"\ncompile s per set: { {k: round(v, 1) for k, v in compile_s.items()} }; "
+        f"total {time.perf_counter() - t_all:.1f} s"
+    )
     if args.out:
-        out = {"experiment": "laplace_glm_regression", "config": vars(args), "hidden": HIDDEN,
-               "machine": {"python": platform.python_version(), "jax": jax.__version__,
-                           "numpy": np.__version__, "platform": platform.platform()},
-               "compile_s": compile_s, "rows": rows, "default_rows": ref, "summary": summary,
-               "published": PUBLISHED, "elapsed_s": time.perf_counter() - t_all}
+        out = {
+            "experiment": "laplace_glm_regression",
+            "config": vars(args),
+            "hidden": HIDDEN,
+            "machine": {
+                "python": platform.python_version(),
+                "jax": jax.__version__,
+                "numpy": np.__version__,
+                "platform": platform.platform(),
+            },
+            "compile_s": compile_s,
+            "rows": rows,
+            "default_rows": ref,
+            "summary": summary,
+            "published": PUBLISHED,
+            "elapsed_s": time.perf_counter() - t_all,
+        }
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(out, indent=1))
         print(f"wrote {args.out}")

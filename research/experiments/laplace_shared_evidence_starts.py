@@ -9,6 +9,7 @@ the seconds of the extra starts. Usage::
 
     python research/experiments/laplace_shared_evidence_starts.py SETS N_SPLITS N_EXTRA OUT.json
 """
+
 import dataclasses
 import json
 import sys
@@ -25,9 +26,9 @@ from uci_regression import DATA_DIR, load_split  # noqa: E402
 
 import pymc_bnn.inference.laplace as lap  # noqa: E402
 from pymc_bnn import BayesianMLPRegressor  # noqa: E402
-from pymc_bnn.policy._settings import MIXTURE  # noqa: E402
 from pymc_bnn.network._flat import compile_mode, layer_index  # noqa: E402
 from pymc_bnn.network.model import initial_sds  # noqa: E402
+from pymc_bnn.policy._settings import MIXTURE  # noqa: E402
 
 REAL = lap.fit_laplace
 CALLS = []
@@ -40,12 +41,26 @@ def recording(X, y, **kw):
 
 
 def shared(first):
-    def fit(X, y, *, layer_shapes, activation="tanh", random_state=None,
-            likelihood="normal", start=None, hidden_prior_sigmas=None):
+    def fit(
+        X,
+        y,
+        *,
+        layer_shapes,
+        activation="tanh",
+        random_state=None,
+        likelihood="normal",
+        start=None,
+        hidden_prior_sigmas=None,
+    ):
         shapes = tuple((int(a), int(b)) for a, b in layer_shapes)
         rng = np.random.default_rng(random_state)
-        theta = np.concatenate([rng.normal(0.0, sd, size=size) for a, b in shapes
-                                for sd, size in zip(initial_sds(a), (a * b, b))])
+        theta = np.concatenate(
+            [
+                rng.normal(0.0, sd, size=size)
+                for a, b in shapes
+                for sd, size in zip(initial_sds(a), (a * b, b))
+            ]
+        )
         d = (1.0 / np.square(np.asarray(first.prior_sigmas)))[layer_index(shapes)]
         beta = 1.0 / first.noise_sd**2
         vg = lap._value_grad(shapes, activation, compile_mode())
@@ -55,16 +70,32 @@ def shared(first):
             value, grad, _ = vg(t, X, y, beta, d)
             return float(value) / n, np.asarray(grad, dtype=np.float64) / n
 
-        res = minimize(fun, theta, jac=True, method="L-BFGS-B",
-                       options={"maxiter": 2 * lap.MAX_ITER, "ftol": 1e-12, "gtol": 1e-9})
-        return REAL(X, y, layer_shapes=shapes, activation=activation, likelihood=likelihood,
-                    start=dataclasses.replace(first, theta=res.x))
+        res = minimize(
+            fun,
+            theta,
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": 2 * lap.MAX_ITER, "ftol": 1e-12, "gtol": 1e-9},
+        )
+        return REAL(
+            X,
+            y,
+            layer_shapes=shapes,
+            activation=activation,
+            likelihood=likelihood,
+            start=dataclasses.replace(first, theta=res.x),
+        )
+
     return fit
 
 
 def main():
-    sets, n_splits, n_extra, out = (sys.argv[1].split(","), int(sys.argv[2]),
-                                    int(sys.argv[3]), sys.argv[4])
+    sets, n_splits, n_extra, out = (
+        sys.argv[1].split(","),
+        int(sys.argv[2]),
+        int(sys.argv[3]),
+        sys.argv[4],
+    )
     rows = []
     for name in sets:
         for split in range(n_splits):
@@ -77,8 +108,13 @@ def main():
             reg = BayesianMLPRegressor((50,), random_state=split).fit(Z, y)
             fit_s = time.perf_counter() - t0
             lap.fit_laplace = REAL
-            rec = {"dataset": name, "split": split, "inference": reg.inference_,
-                   "default": float(reg.log_predictive_density(Zt, yt).mean()), "fit_s": fit_s}
+            rec = {
+                "dataset": name,
+                "split": split,
+                "inference": reg.inference_,
+                "default": float(reg.log_predictive_density(Zt, yt).mean()),
+                "fit_s": fit_s,
+            }
             if reg.inference_ == "advi":
                 rows.append(rec)
                 continue
@@ -91,17 +127,29 @@ def main():
                 advi, lap0, t_lap = None, lp, reg.posterior_temperature_
             lap.fit_laplace = shared(first)
             t0 = time.perf_counter()
-            extra = [draw_logpdf(BayesianMLPRegressor(
-                (50,), inference="laplace", posterior_temperature=t_lap,
-                random_state=10_000 + 100 * split + k).fit(Z, y), Zt, yt)
-                for k in range(n_extra)]
+            extra = [
+                draw_logpdf(
+                    BayesianMLPRegressor(
+                        (50,),
+                        inference="laplace",
+                        posterior_temperature=t_lap,
+                        random_state=10_000 + 100 * split + k,
+                    ).fit(Z, y),
+                    Zt,
+                    yt,
+                )
+                for k in range(n_extra)
+            ]
             rec["extra_s"] = time.perf_counter() - t0
             lap.fit_laplace = REAL
             rec.update(ensemble_scores(advi, [lap0, *extra]))
             rows.append(rec)
             print(json.dumps(rec), flush=True)
-            json.dump({"experiment": __doc__, "argv": sys.argv[1:], "rows": rows},
-                      open(out, "w"), indent=1)
+            json.dump(
+                {"experiment": __doc__, "argv": sys.argv[1:], "rows": rows},
+                open(out, "w"),
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

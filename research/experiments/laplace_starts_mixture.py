@@ -14,6 +14,7 @@ Usage::
 Laplace fit (``_LAPLACE_STARTS = 1``, set below): the experiment's extra starts are its
 own, as when it was run, before the default took three Laplace modes itself.
 """
+
 import json
 import sys
 import time
@@ -51,27 +52,34 @@ def ensemble_scores(advi, laps, laplace_weight=0.5) -> dict:
     densities, the default's half first) alone and in mixtures with ``advi`` (the
     default's ADVI half, or None where it kept Laplace alone); ``laplace_weight``: the
     default's stacked Laplace share."""
-    rec = {"laplace0": float(mix(laps[0]).mean()),
-           "laplace_each": [float(mix(p).mean()) for p in laps],
-           "laplace_ensemble": float(mix(*laps).mean())}
+    rec = {
+        "laplace0": float(mix(laps[0]).mean()),
+        "laplace_each": [float(mix(p).mean()) for p in laps],
+        "laplace_ensemble": float(mix(*laps).mean()),
+    }
     if advi is not None:
         k = len(laps)
         rec["advi"] = float(mix(advi).mean())
         rec["advi_half_ensemble_half"] = float(
-            mix(advi, *laps, weights=[0.5] + [0.5 / k] * k).mean())
+            mix(advi, *laps, weights=[0.5] + [0.5 / k] * k).mean()
+        )
         rec["all_equal"] = float(mix(advi, *laps).mean())
         w = laplace_weight
-        rec["advi_stacked_ensemble"] = float(
-            mix(advi, *laps, weights=[1 - w] + [w / k] * k).mean())
+        rec["advi_stacked_ensemble"] = float(mix(advi, *laps, weights=[1 - w] + [w / k] * k).mean())
         for j in range(2, k):  # the first j starts only
             rec[f"advi_stacked_ensemble_{j}"] = float(
-                mix(advi, *laps[:j], weights=[1 - w] + [w / j] * j).mean())
+                mix(advi, *laps[:j], weights=[1 - w] + [w / j] * j).mean()
+            )
     return rec
 
 
 def main():
-    sets, n_splits, n_extra, out = (sys.argv[1].split(","), int(sys.argv[2]),
-                                    int(sys.argv[3]), sys.argv[4])
+    sets, n_splits, n_extra, out = (
+        sys.argv[1].split(","),
+        int(sys.argv[2]),
+        int(sys.argv[3]),
+        sys.argv[4],
+    )
     first = int(sys.argv[5]) if len(sys.argv) > 5 else 0
     rows = []
     for name in sets:
@@ -83,9 +91,14 @@ def main():
             reg = BayesianMLPRegressor((50,), random_state=split).fit(Z, y)
             fit_s = time.perf_counter() - t0
             lp = draw_logpdf(reg, Zt, yt)
-            rec = {"dataset": name, "split": split, "inference": reg.inference_,
-                   "default": float(reg.log_predictive_density(Zt, yt).mean()),
-                   "default_check": float(mix(lp).mean()), "fit_s": fit_s}
+            rec = {
+                "dataset": name,
+                "split": split,
+                "inference": reg.inference_,
+                "default": float(reg.log_predictive_density(Zt, yt).mean()),
+                "default_check": float(mix(lp).mean()),
+                "fit_s": fit_s,
+            }
             if reg.inference_ == MIXTURE:
                 n_a = reg.mixture_["n_draws"][0]
                 advi, lap0 = lp[:n_a], lp[n_a:]
@@ -98,16 +111,28 @@ def main():
                 print(json.dumps(rec), flush=True)
                 continue
             t0 = time.perf_counter()
-            extra = [draw_logpdf(BayesianMLPRegressor(
-                (50,), inference="laplace", posterior_temperature=t_lap,
-                random_state=10_000 + 100 * split + k).fit(Z, y), Zt, yt)
-                for k in range(n_extra)]
+            extra = [
+                draw_logpdf(
+                    BayesianMLPRegressor(
+                        (50,),
+                        inference="laplace",
+                        posterior_temperature=t_lap,
+                        random_state=10_000 + 100 * split + k,
+                    ).fit(Z, y),
+                    Zt,
+                    yt,
+                )
+                for k in range(n_extra)
+            ]
             rec["extra_s"] = time.perf_counter() - t0
             rec.update(ensemble_scores(advi, [lap0, *extra], rec.get("laplace_weight", 0.5)))
             rows.append(rec)
             print(json.dumps(rec), flush=True)
-            json.dump({"experiment": __doc__, "argv": sys.argv[1:], "rows": rows},
-                      open(out, "w"), indent=1)
+            json.dump(
+                {"experiment": __doc__, "argv": sys.argv[1:], "rows": rows},
+                open(out, "w"),
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

@@ -91,24 +91,40 @@ def main(argv=None) -> int:
         d = classification_data("digits", seed)
         pipe = make_pipeline(StandardScaler(), BayesianMLPClassifier((32,), random_state=seed))
         pipe.fit(d["X_train"], d["y_train"])
-        print(json.dumps({"rule": rule, "table": "digits (32,)", "seed": seed,
-                          **_scores(d["y_test"], pipe.predict_proba(d["X_test"]),
-                                    pipe[-1].classes_), "share": share(pipe[-1])}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "rule": rule,
+                    "table": "digits (32,)",
+                    "seed": seed,
+                    **_scores(d["y_test"], pipe.predict_proba(d["X_test"]), pipe[-1].classes_),
+                    "share": share(pipe[-1]),
+                }
+            ),
+            flush=True,
+        )
     for task, target in TARGETS.items():
         for seed in seeds:
             train = make_customers(800, task=task, random_state=seed)
             test = make_customers(800, task=task, random_state=seed + 1000)
             pre = TabularPreprocessor().fit(train.drop(columns=["customer_id", target]))
-            X, Xt = (pre.transform(t.drop(columns=["customer_id", target]))
-                     for t in (train, test))
+            X, Xt = (pre.transform(t.drop(columns=["customer_id", target])) for t in (train, test))
             y, yt = train[target].to_numpy(), test[target].to_numpy()
             clf = BayesianMLPClassifier((5, 5), random_state=seed, progressbar=False).fit(X, y)
             lr = LogisticRegression(max_iter=2000).fit(X, y)
-            print(json.dumps({"rule": rule, "table": f"cli {task}", "seed": seed,
-                              **_scores(yt, clf.predict_proba(Xt), clf.classes_),
-                              "share": share(clf),
-                              "logreg": _scores(yt, lr.predict_proba(Xt), lr.classes_)}),
-                  flush=True)
+            print(
+                json.dumps(
+                    {
+                        "rule": rule,
+                        "table": f"cli {task}",
+                        "seed": seed,
+                        **_scores(yt, clf.predict_proba(Xt), clf.classes_),
+                        "share": share(clf),
+                        "logreg": _scores(yt, lr.predict_proba(Xt), lr.classes_),
+                    }
+                ),
+                flush=True,
+            )
     return 0
 
 

@@ -10,6 +10,7 @@ the fit tempered them). Beside it, the same on the test rows for the fit on all
 training rows: does the folds' verdict (mixture NLL <= ADVI half's) match the test's?
 No library change: the halves are the first and second half of ``sample_proba``'s draws.
 """
+
 import json
 import sys
 import time
@@ -42,8 +43,15 @@ def tables():
     for name in ("noisy_label", "breast_cancer", "digits_ood", "digits"):
         d = classification_data(name, 0)
         yield name, d["X_train"], d["y_train"], d["X_test"], d["y_test"]
-    X, y = make_classification(2000, n_features=64, n_informative=5, n_classes=10,
-                               n_clusters_per_class=1, flip_y=0.05, random_state=1000)
+    X, y = make_classification(
+        2000,
+        n_features=64,
+        n_informative=5,
+        n_classes=10,
+        n_clusters_per_class=1,
+        flip_y=0.05,
+        random_state=1000,
+    )
     yield "hard 64 x 10 classes", X[:1000], y[:1000], X[1000:], y[1000:]
 
 
@@ -62,27 +70,34 @@ def main():
         rec = {"table": name, "rows": len(y), "folds": []}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            for k, (tr, te) in enumerate(StratifiedKFold(3, shuffle=True, random_state=0)
-                                         .split(X, y)):
-                clf = BayesianMLPClassifier((32,), inference="advi+laplace",
-                                            random_state=k).fit(X[tr], y[tr])
+            for k, (tr, te) in enumerate(
+                StratifiedKFold(3, shuffle=True, random_state=0).split(X, y)
+            ):
+                clf = BayesianMLPClassifier((32,), inference="advi+laplace", random_state=k).fit(
+                    X[tr], y[tr]
+                )
                 rec["folds"].append(nlls(clf, X[te], y[te]))
-            clf = BayesianMLPClassifier((32,), inference="advi+laplace",
-                                        random_state=0).fit(X, y)
+            clf = BayesianMLPClassifier((32,), inference="advi+laplace", random_state=0).fit(X, y)
         rec["structure"] = clf.mixture_["laplace_diagnostics"]["structure"]
         rec["test"] = nlls(clf, X_test, y_test)
-        rec["folds_mean"] = {key: float(np.mean([f[key] for f in rec["folds"]]))
-                             for key in ("mixture", "advi", "laplace")}
+        rec["folds_mean"] = {
+            key: float(np.mean([f[key] for f in rec["folds"]]))
+            for key in ("mixture", "advi", "laplace")
+        }
         rec["seconds"] = time.perf_counter() - t0
         records.append(rec)
         fm, te = rec["folds_mean"], rec["test"]
-        print(f"{name:22s} {rec['structure']:10s} folds: mix {fm['mixture']:.4f} advi "
-              f"{fm['advi']:.4f} lap {fm['laplace']:.4f} -> keep "
-              f"{fm['mixture'] <= fm['advi']} | test: mix {te['mixture']:.4f} advi "
-              f"{te['advi']:.4f} lap {te['laplace']:.4f} -> mixture better "
-              f"{te['mixture'] <= te['advi']}  ({rec['seconds']:.0f} s)", flush=True)
-        out.write_text(json.dumps({"machine": _common.machine_info(), "records": records},
-                                  indent=1))
+        print(
+            f"{name:22s} {rec['structure']:10s} folds: mix {fm['mixture']:.4f} advi "
+            f"{fm['advi']:.4f} lap {fm['laplace']:.4f} -> keep "
+            f"{fm['mixture'] <= fm['advi']} | test: mix {te['mixture']:.4f} advi "
+            f"{te['advi']:.4f} lap {te['laplace']:.4f} -> mixture better "
+            f"{te['mixture'] <= te['advi']}  ({rec['seconds']:.0f} s)",
+            flush=True,
+        )
+        out.write_text(
+            json.dumps({"machine": _common.machine_info(), "records": records}, indent=1)
+        )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ than fewer, longer ones? Fitted as ``benchmarks/uci_regression.py`` fits the def
 ``SETS`` comma-separated (bostonHousing, concrete, energy, yacht), ``SPLITS`` e.g.
 ``0-4``, ``HIDDEN`` e.g. ``5,5`` or ``50``.
 """
+
 import json
 import sys
 import time
@@ -57,28 +58,44 @@ def main():
             pipe.fit(X, y)
             fit_s = time.perf_counter() - t0
             if reg.nuts_run_ is None or reg.nuts_run_["chains"] != chains:
-                raise SystemExit(f"{name} split {split}: the default did not take the "
-                                 f"short run asked for ({reg.nuts_run_})")
+                raise SystemExit(
+                    f"{name} split {split}: the default did not take the "
+                    f"short run asked for ({reg.nuts_run_})"
+                )
             Zt = pipe[:-1].transform(Xt)
             lower, upper = reg.predict_interval(Zt, coverage=0.9)
             stats = reg.posterior_.idata.sample_stats
-            row = {"set": name, "split": split, "hidden": list(hidden), "chains": chains,
-                   "tune": tune, "draws": draws, "n_train": len(y),
-                   "ll": float(reg.log_predictive_density(Zt, yt).mean()),
-                   "rmse": float(np.sqrt(np.mean((reg.predict(Zt) - yt) ** 2))),
-                   "cov90": interval_coverage(yt, lower, upper), "fit_s": fit_s,
-                   "mean_steps": float(stats["n_steps"].mean()),
-                   "divergences": int(stats["diverging"].sum())}
+            row = {
+                "set": name,
+                "split": split,
+                "hidden": list(hidden),
+                "chains": chains,
+                "tune": tune,
+                "draws": draws,
+                "n_train": len(y),
+                "ll": float(reg.log_predictive_density(Zt, yt).mean()),
+                "rmse": float(np.sqrt(np.mean((reg.predict(Zt) - yt) ** 2))),
+                "cov90": interval_coverage(yt, lower, upper),
+                "fit_s": fit_s,
+                "mean_steps": float(stats["n_steps"].mean()),
+                "divergences": int(stats["diverging"].sum()),
+            }
             rows.append(row)
             print(json.dumps(row), flush=True)
-            out.write_text(json.dumps({"experiment": "nuts_chain_budget",
-                                       "argv": sys.argv[1:], "rows": rows}, indent=1))
+            out.write_text(
+                json.dumps(
+                    {"experiment": "nuts_chain_budget", "argv": sys.argv[1:], "rows": rows},
+                    indent=1,
+                )
+            )
     for name in sets:
         r = [x for x in rows if x["set"] == name]
-        print(f"{name}: LL {np.mean([x['ll'] for x in r]):.3f}, RMSE "
-              f"{np.mean([x['rmse'] for x in r]):.2f}, cov {np.mean([x['cov90'] for x in r]):.3f}, "
-              f"fit s {np.median([x['fit_s'] for x in r]):.1f} "
-              f"(max {max(x['fit_s'] for x in r):.1f})")
+        print(
+            f"{name}: LL {np.mean([x['ll'] for x in r]):.3f}, RMSE "
+            f"{np.mean([x['rmse'] for x in r]):.2f}, cov {np.mean([x['cov90'] for x in r]):.3f}, "
+            f"fit s {np.median([x['fit_s'] for x in r]):.1f} "
+            f"(max {max(x['fit_s'] for x in r):.1f})"
+        )
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ Test LL is a mean over test rows in y units. Usage::
 per-row tables (``.npz``: the folds' and the test rows' NLL of both halves at every
 temperature), so that other rules can be scored without refitting.
 """
+
 import json
 import sys
 import time
@@ -40,8 +41,8 @@ from uci_regression import DATA_DIR, load_split  # noqa: E402
 
 from pymc_bnn import BayesianMLPRegressor  # noqa: E402
 from pymc_bnn.policy._settings import MIXTURE, _index  # noqa: E402
-from pymc_bnn.predictive._linear import LINEAR_WEIGHTS  # noqa: E402
 from pymc_bnn.policy._tempering import choose_temperature, heldout_nll_table  # noqa: E402
+from pymc_bnn.predictive._linear import LINEAR_WEIGHTS  # noqa: E402
 
 
 class Capturing(BayesianMLPRegressor):
@@ -53,8 +54,7 @@ class Capturing(BayesianMLPRegressor):
 
     def _set_posterior(self, posterior, predict_seed, *, laplace=None, linear=None):
         self.captured_fits_ = {"advi": posterior, "laplace": laplace["posterior"]}
-        return super()._set_posterior(posterior, predict_seed, laplace=laplace,
-                                      linear=linear)
+        return super()._set_posterior(posterior, predict_seed, laplace=laplace, linear=linear)
 
 
 def weighted_grid(a, b, weights):
@@ -92,18 +92,31 @@ def score_tables(tables_dir: Path) -> list[dict]:
             return sum(s * weighted_grid(a, b, weights).sum(axis=-1) for a, b, s in folds) / n
 
         def test_ll(w, i, j):
-            return float(-weighted_grid(ta[i:i + 1], tl[j:j + 1], [w]).mean())
+            return float(-weighted_grid(ta[i : i + 1], tl[j : j + 1], [w]).mean())
 
-        own = {m: int(np.argmin(sum(s * x.sum(axis=-1) for x, s in
-                                    ((f[0 if m == "advi" else 1], f[2]) for f in folds))))
-               for m in ("advi", "laplace")}
-        rec = {"dataset": path.stem.rsplit("_", 1)[0], "split": int(path.stem.rsplit("_", 1)[1]),
-               "advi": test_ll(0.0, own["advi"], 0), "laplace": test_ll(1.0, 0, own["laplace"])}
+        own = {
+            m: int(
+                np.argmin(
+                    sum(
+                        s * x.sum(axis=-1)
+                        for x, s in ((f[0 if m == "advi" else 1], f[2]) for f in folds)
+                    )
+                )
+            )
+            for m in ("advi", "laplace")
+        }
+        rec = {
+            "dataset": path.stem.rsplit("_", 1)[0],
+            "split": int(path.stem.rsplit("_", 1)[1]),
+            "advi": test_ll(0.0, own["advi"], 0),
+            "laplace": test_ll(1.0, 0, own["laplace"]),
+        }
 
         def kept(w, i, j):
             """The default's check of each half alone against the mixture (w, i, j)."""
-            mixed = np.concatenate([weighted_grid(a[i:i + 1], b[j:j + 1], [w])[0, 0, 0]
-                                    for a, b, _ in folds])
+            mixed = np.concatenate(
+                [weighted_grid(a[i : i + 1], b[j : j + 1], [w])[0, 0, 0] for a, b, _ in folds]
+            )
             scale = np.concatenate([np.full(a.shape[1], s) for a, _, s in folds])
             choice, margin = "mixture", 0.0
             for m, col in (("advi", 0), ("laplace", 1)):
@@ -122,8 +135,10 @@ def score_tables(tables_dir: Path) -> list[dict]:
             else:
                 (i, j), w = pair, int(np.argmin(tot[:, pair[0], pair[1]]))
             choice = kept(weights[w], i, j) if check else "mixture"
-            return (rec[choice] if choice != "mixture" else test_ll(weights[w], i, j),
-                    weights[w] if choice == "mixture" else float(choice == "laplace"))
+            return (
+                rec[choice] if choice != "mixture" else test_ll(weights[w], i, j),
+                weights[w] if choice == "mixture" else float(choice == "laplace"),
+            )
 
         rec["threeway"], _ = rule((0.5,), True)
         rec["stacked_tenths"], rec["w_stacked_tenths"] = rule(TENTHS, False)
@@ -136,8 +151,16 @@ def score_tables(tables_dir: Path) -> list[dict]:
     return out
 
 
-RULES = ("advi", "laplace", "threeway", "stacked_tenths", "stacked_fine", "stacked_checked",
-         "own_temperatures", "equal_pair_checked")
+RULES = (
+    "advi",
+    "laplace",
+    "threeway",
+    "stacked_tenths",
+    "stacked_fine",
+    "stacked_checked",
+    "own_temperatures",
+    "equal_pair_checked",
+)
 
 
 def score_main(tables_dir: Path, out: str) -> None:
@@ -146,24 +169,31 @@ def score_main(tables_dir: Path, out: str) -> None:
     for name in dict.fromkeys(r["dataset"] for r in rows):
         rs = [r for r in rows if r["dataset"] == name]
         summary[name] = {"splits": len(rs)} | {
-            rule: float(np.mean([r[rule] for r in rs])) for rule in RULES}
+            rule: float(np.mean([r[rule] for r in rs])) for rule in RULES
+        }
         for rule in RULES[3:]:
             d = np.array([r[rule] - r["threeway"] for r in rs])
-            summary[name][f"{rule}_minus_threeway"] = [float(d.mean()),
-                                                       float(d.std(ddof=1) / np.sqrt(d.size)),
-                                                       int((d > 0).sum())]
+            summary[name][f"{rule}_minus_threeway"] = [
+                float(d.mean()),
+                float(d.std(ddof=1) / np.sqrt(d.size)),
+                int((d > 0).sum()),
+            ]
         summary[name]["mean_laplace_share_checked"] = float(
-            np.mean([r["w_stacked_checked"] for r in rs]))
+            np.mean([r["w_stacked_checked"] for r in rs])
+        )
         print(name, json.dumps(summary[name]))
-    json.dump({"experiment": __doc__, "argv": sys.argv[1:], "summary": summary, "rows": rows},
-              open(out, "w"), indent=1)
+    json.dump(
+        {"experiment": __doc__, "argv": sys.argv[1:], "summary": summary, "rows": rows},
+        open(out, "w"),
+        indent=1,
+    )
 
 
 def main():
     if sys.argv[1] == "score":
         return score_main(Path(sys.argv[2]), sys.argv[3])
     sets, splits, out = sys.argv[1].split(","), sys.argv[2], sys.argv[3]
-    splits = (range(*map(int, splits.split(":"))) if ":" in splits else range(int(splits)))
+    splits = range(*map(int, splits.split(":"))) if ":" in splits else range(int(splits))
     rows = []
     for split in splits:
         for name in sets:
@@ -176,18 +206,24 @@ def main():
             halves, n_rows = reg.captured_halves_, reg.captured_rows_
             yt_model = (yt - reg.y_mean_) / reg.y_scale_
             log_scale = np.log(reg.y_scale_)
-            test = {m: heldout_nll_table(reg.captured_fits_[m], Zt, yt_model, seed=12345)
-                    + log_scale for m in ("advi", "laplace")}
+            test = {
+                m: heldout_nll_table(reg.captured_fits_[m], Zt, yt_model, seed=12345) + log_scale
+                for m in ("advi", "laplace")
+            }
 
             def ll(w, i, j):
-                return float(-weighted_grid(test["advi"][i:i + 1], test["laplace"][j:j + 1],
-                                            [w]).mean())
+                return float(
+                    -weighted_grid(test["advi"][i : i + 1], test["laplace"][j : j + 1], [w]).mean()
+                )
 
-            alone = {m: choose_temperature([f.sums() for f in halves[m]], n_rows)
-                     for m in halves}
-            rec = {"dataset": name, "split": split, "fit_s": fit_s,
-                   "advi": ll(0.0, _index(alone["advi"]), 0),
-                   "laplace": ll(1.0, 0, _index(alone["laplace"]))}
+            alone = {m: choose_temperature([f.sums() for f in halves[m]], n_rows) for m in halves}
+            rec = {
+                "dataset": name,
+                "split": split,
+                "fit_s": fit_s,
+                "advi": ll(0.0, _index(alone["advi"]), 0),
+                "laplace": ll(1.0, 0, _index(alone["laplace"])),
+            }
             # the default's three-way check
             choice, pair, _ = reg._check_mixture(halves, alone, n_rows)
             if choice == MIXTURE:
@@ -208,8 +244,9 @@ def main():
             # default's rule (same thresholds), from the fold differences
             mixed_rows, alone_rows, scale = [], {"advi": [], "laplace": []}, []
             for fa, fb in zip(halves["advi"], halves["laplace"], strict=True):
-                mixed_rows.append(weighted_grid(fa.nll[i:i + 1], fb.nll[j:j + 1],
-                                                [inner[w]])[0, 0, 0])
+                mixed_rows.append(
+                    weighted_grid(fa.nll[i : i + 1], fb.nll[j : j + 1], [inner[w]])[0, 0, 0]
+                )
                 alone_rows["advi"].append(fa.nll[_index(alone["advi"])])
                 alone_rows["laplace"].append(fb.nll[_index(alone["laplace"])])
                 scale.append(np.full(fa.nll.shape[1], fa.scale))
@@ -225,15 +262,20 @@ def main():
             rec["stacked_checked"] = rec["stacked_inner"] if kept == "stacked" else rec[kept]
             if len(sys.argv) > 4:
                 np.savez_compressed(
-                    Path(sys.argv[4]) / f"{name}_{split}.npz", n_rows=n_rows,
-                    test_advi=test["advi"], test_laplace=test["laplace"],
-                    **{f"fold{k}_{m}": f.nll for m in halves
-                       for k, f in enumerate(halves[m])},
-                    scales=[f.scale for f in halves["advi"]])
+                    Path(sys.argv[4]) / f"{name}_{split}.npz",
+                    n_rows=n_rows,
+                    test_advi=test["advi"],
+                    test_laplace=test["laplace"],
+                    **{f"fold{k}_{m}": f.nll for m in halves for k, f in enumerate(halves[m])},
+                    scales=[f.scale for f in halves["advi"]],
+                )
             rows.append(rec)
             print(json.dumps(rec), flush=True)
-            json.dump({"experiment": __doc__, "argv": sys.argv[1:], "rows": rows},
-                      open(out, "w"), indent=1)
+            json.dump(
+                {"experiment": __doc__, "argv": sys.argv[1:], "rows": rows},
+                open(out, "w"),
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

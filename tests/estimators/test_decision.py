@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 from sklearn.metrics import precision_score, recall_score
 
-from pymc_bnn.estimators._decision import cost_threshold, expected_cost, one_class_message, threshold_curves
+from pymc_bnn.estimators._decision import (
+    cost_threshold,
+    expected_cost,
+    one_class_message,
+    threshold_curves,
+)
 
 
 def test_the_cost_threshold_minimises_the_expected_cost_of_calibrated_probabilities():

@@ -13,15 +13,21 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 
 import pymc_bnn.estimators._base as B
-from pymc_bnn.estimators import InputScaleWarning
 from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor
+from pymc_bnn.estimators import InputScaleWarning
 
 
 def fast(**kw):
     """A quick configuration for structural tests. 2,000 steps: the ELBO levels off on
     ``tiny`` (no ConvergenceWarning), and cost no more than 400 (compile-bound)."""
-    kw = {"hidden_layer_sizes": (4,), "n_iter": 2000, "n_draws": 30, "random_state": 0,
-          "posterior_temperature": 1.0, **kw}
+    kw = {
+        "hidden_layer_sizes": (4,),
+        "n_iter": 2000,
+        "n_draws": 30,
+        "random_state": 0,
+        "posterior_temperature": 1.0,
+        **kw,
+    }
     return BayesianMLPClassifier(**kw)
 
 
@@ -112,9 +118,14 @@ def test_fitted_attributes_and_shapes(fast_clf, tiny):
     assert set(clf.predict(X)) <= set(clf.classes_)
 
 
-@pytest.mark.parametrize("labels", [
-    np.array(["spam", "ham"]), np.array([True, False]), np.array([-7, 42]),
-])
+@pytest.mark.parametrize(
+    "labels",
+    [
+        np.array(["spam", "ham"]),
+        np.array([True, False]),
+        np.array([-7, 42]),
+    ],
+)
 def test_labels_of_any_type_round_trip(tiny, labels):
     X, y = tiny
     clf = fast().fit(X, labels[y])
@@ -144,24 +155,30 @@ def test_inputs_are_never_mutated(tiny):
 
 
 # --------------------------------------------------------------- validation
-@pytest.mark.parametrize("X_bad, match", [
-    (lambda X: np.where(np.arange(X.size).reshape(X.shape) == 3, np.nan, X), "NaN"),
-    (lambda X: np.where(np.arange(X.size).reshape(X.shape) == 3, np.inf, X), "infinity"),
-    (lambda X: X[:, 0], "Expected 2D array"),
-    (lambda X: X[:0], "0 sample"),
-    (lambda X: np.full(X.shape, "a", dtype=object), "could not convert|numeric"),
-])
+@pytest.mark.parametrize(
+    "X_bad, match",
+    [
+        (lambda X: np.where(np.arange(X.size).reshape(X.shape) == 3, np.nan, X), "NaN"),
+        (lambda X: np.where(np.arange(X.size).reshape(X.shape) == 3, np.inf, X), "infinity"),
+        (lambda X: X[:, 0], "Expected 2D array"),
+        (lambda X: X[:0], "0 sample"),
+        (lambda X: np.full(X.shape, "a", dtype=object), "could not convert|numeric"),
+    ],
+)
 def test_bad_X_in_fit_raises_clear_error(tiny, X_bad, match):
     X, y = tiny
     with pytest.raises(ValueError, match=match):
         fast().fit(X_bad(X), y)
 
 
-@pytest.mark.parametrize("y_bad, match", [
-    (lambda y: np.zeros_like(y), "at least 2 classes"),
-    (lambda y: y + np.linspace(0, 0.5, y.size), "Unknown label type"),
-    (lambda y: np.column_stack([y, y]), "Unknown label type|1d array|multilabel|multioutput"),
-])
+@pytest.mark.parametrize(
+    "y_bad, match",
+    [
+        (lambda y: np.zeros_like(y), "at least 2 classes"),
+        (lambda y: y + np.linspace(0, 0.5, y.size), "Unknown label type"),
+        (lambda y: np.column_stack([y, y]), "Unknown label type|1d array|multilabel|multioutput"),
+    ],
+)
 def test_bad_y_raises_clear_error(tiny, y_bad, match):
     X, y = tiny
     with pytest.raises(ValueError, match=match):
@@ -176,8 +193,7 @@ def test_log_predictive_density_of_a_classifier(fast_clf, tiny):
     labels = np.where(y == 1, "yes", "no")
     clf = fast().fit(X, labels)
     proba = clf.predict_proba(X)
-    expected = np.log([proba[i, list(clf.classes_).index(label)]
-                       for i, label in enumerate(labels)])
+    expected = np.log([proba[i, list(clf.classes_).index(label)] for i, label in enumerate(labels)])
     np.testing.assert_allclose(clf.log_predictive_density(X, labels), expected, rtol=1e-12)
     assert fast_clf.log_predictive_density(X, y).shape == (len(y),)
     with pytest.raises(ValueError, match="not fit on.*'maybe'"):
@@ -187,23 +203,35 @@ def test_log_predictive_density_of_a_classifier(fast_clf, tiny):
 
 
 def test_wrong_n_features_at_predict(fast_clf):
-    with pytest.raises(ValueError, match="X has 3 features, but BayesianMLPClassifier is expecting 2"):
+    with pytest.raises(
+        ValueError, match="X has 3 features, but BayesianMLPClassifier is expecting 2"
+    ):
         fast_clf.predict(np.zeros((2, 3)))
 
 
 def test_sparse_input_is_densified_and_limited(tiny, fast_clf, monkeypatch):
     X, y = tiny
-    np.testing.assert_array_equal(fast_clf.predict_proba(sp.csr_matrix(X)), fast_clf.predict_proba(X))
+    np.testing.assert_array_equal(
+        fast_clf.predict_proba(sp.csr_matrix(X)), fast_clf.predict_proba(X)
+    )
     monkeypatch.setattr(B, "MAX_DENSE_CELLS", 10)
     with pytest.raises(ValueError, match="too large to densify"):
         fast_clf.predict(sp.csr_matrix(X))
 
 
-@pytest.mark.parametrize("param, value", [
-    ("activation", "softsign"), ("inference", "mcmc"), ("prior_sigma", 0.0),
-    ("n_iter", 0), ("batch_size", -5), ("nuts_sampler", "stan"), ("hidden_layer_sizes", (4, 0)),
-    ("n_init", 0),
-])
+@pytest.mark.parametrize(
+    "param, value",
+    [
+        ("activation", "softsign"),
+        ("inference", "mcmc"),
+        ("prior_sigma", 0.0),
+        ("n_iter", 0),
+        ("batch_size", -5),
+        ("nuts_sampler", "stan"),
+        ("hidden_layer_sizes", (4, 0)),
+        ("n_init", 0),
+    ],
+)
 def test_bad_parameters_are_named_with_valid_options(tiny, param, value):
     X, y = tiny
     with pytest.raises(ValueError, match=param) as err:
@@ -244,18 +272,19 @@ def test_input_scale_check_names_columns_and_the_remedy():
     rng = np.random.default_rng(0)
     Z = rng.normal(size=(200, 8))
     X = Z.copy()
-    X[:, 1] = 1000.0 + 10 * Z[:, 1]   # offset: RMS ~1000
-    X[:, 2] *= 50.0                   # spread: RMS ~50
-    X[:, 3] *= 1e-3                   # tiny range (~0.005)
-    X[:, 4] = 7.0                     # constant, RMS 7: fine
-    X[:, 5] = np.arange(200) == 17    # a rare one-hot column: fine
+    X[:, 1] = 1000.0 + 10 * Z[:, 1]  # offset: RMS ~1000
+    X[:, 2] *= 50.0  # spread: RMS ~50
+    X[:, 3] *= 1e-3  # tiny range (~0.005)
+    X[:, 4] = 7.0  # constant, RMS 7: fine
+    X[:, 5] = np.arange(200) == 17  # a rare one-hot column: fine
     names = np.array([f"f{i}" for i in range(8)], dtype=object)
     before = X.copy()
     with pytest.warns(InputScaleWarning) as record:
         check_input_scale(X, estimator="BayesianMLPRegressor", feature_names=names)
     message = str(record[0].message)
-    assert message.startswith("Of 8 input features, 2 have root mean square above 10: "
-                              "f1 (1e+03), f2 (")
+    assert message.startswith(
+        "Of 8 input features, 2 have root mean square above 10: f1 (1e+03), f2 ("
+    )
     assert "; 1 has a range (max - min) below 0.1: f3 (0.00" in message
     assert "f4" not in message and "f5" not in message
     assert "make_pipeline(StandardScaler(), BayesianMLPRegressor(...))" in message
@@ -281,7 +310,7 @@ def test_column_scales_in_blocks_equal_numpy():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(1000, 4)) * [1.0, 10.0, 1e-3, 0.0] + [0.0, 1000.0, 1e6, 7.0]
     rms, spread = _column_scales(X, rows=64)
-    np.testing.assert_allclose(rms, np.sqrt(np.mean(X ** 2, axis=0)), rtol=1e-12)
+    np.testing.assert_allclose(rms, np.sqrt(np.mean(X**2, axis=0)), rtol=1e-12)
     np.testing.assert_array_equal(spread, X.max(axis=0) - X.min(axis=0))
 
 
@@ -289,8 +318,11 @@ def test_fit_warns_on_raw_features_but_not_in_a_scaling_pipeline(tiny):
     pd = pytest.importorskip("pandas")
     X, y = tiny
     raw = pd.DataFrame({"height_mm": 1700 + 100 * X[:, 0], "z": X[:, 1]})
-    with pytest.warns(InputScaleWarning, match=r"1 has root mean square above 10: "
-                      r"height_mm \(1\.7\de\+03\)"):
+    with pytest.warns(
+        InputScaleWarning,
+        match=r"1 has root mean square above 10: "
+        r"height_mm \(1\.7\de\+03\)",
+    ):
         fast().fit(raw, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", InputScaleWarning)
@@ -303,7 +335,9 @@ def test_same_seed_identical_predictions_different_seed_different(tiny, fast_clf
     again = fast().fit(X, y)
     other = fast(random_state=1).fit(X, y)
     np.testing.assert_array_equal(again.predict_proba(X), fast_clf.predict_proba(X))
-    np.testing.assert_array_equal(again.sample_proba(X, n_draws=5), fast_clf.sample_proba(X, n_draws=5))
+    np.testing.assert_array_equal(
+        again.sample_proba(X, n_draws=5), fast_clf.sample_proba(X, n_draws=5)
+    )
     assert not np.array_equal(other.predict_proba(X), fast_clf.predict_proba(X))
 
 
@@ -316,8 +350,13 @@ def test_same_seed_identical_predictions_across_processes(tiny, fast_clf):
         "y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int);"
         "p = fast().fit(X, y).predict_proba(X); sys.stdout.write(p.tobytes().hex())"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=str(__import__("pathlib").Path(__file__).parents[2]))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=str(__import__("pathlib").Path(__file__).parents[2]),
+    )
     other = np.frombuffer(bytes.fromhex(out.stdout.strip()), dtype=np.float64).reshape(40, 2)
     np.testing.assert_array_equal(other, fast_clf.predict_proba(X))
 
@@ -328,8 +367,9 @@ def test_save_load_is_bit_for_bit(tmp_path, fast_clf, tiny):
     path = fast_clf.save(tmp_path / "model.nc")
     loaded = BayesianMLPClassifier.load(path)
     np.testing.assert_array_equal(loaded.predict_proba(X), fast_clf.predict_proba(X))
-    np.testing.assert_array_equal(loaded.predict_uncertainty(X)["std"],
-                                  fast_clf.predict_uncertainty(X)["std"])
+    np.testing.assert_array_equal(
+        loaded.predict_uncertainty(X)["std"], fast_clf.predict_uncertainty(X)["std"]
+    )
     np.testing.assert_array_equal(loaded.loss_curve_, fast_clf.loss_curve_)
     assert loaded.get_params() == fast_clf.get_params()
     assert loaded.approx_ is None
@@ -424,19 +464,25 @@ def test_n_init_is_refused_with_nuts_before_fitting(tiny, monkeypatch):
     assert calls == []
 
 
-@pytest.mark.parametrize("make, setting", [
-    (BayesianMLPClassifier, {"n_iter": 500}),
-    (BayesianMLPClassifier, {"batch_size": 16}),
-    (BayesianMLPRegressor, {"learning_rate": 0.01}),
-    # the likelihood counted 1 / kl_weight times: a sharper posterior, silently
-    (BayesianMLPRegressor, {"kl_weight": 0.5}),
-])
+@pytest.mark.parametrize(
+    "make, setting",
+    [
+        (BayesianMLPClassifier, {"n_iter": 500}),
+        (BayesianMLPClassifier, {"batch_size": 16}),
+        (BayesianMLPRegressor, {"learning_rate": 0.01}),
+        # the likelihood counted 1 / kl_weight times: a sharper posterior, silently
+        (BayesianMLPRegressor, {"kl_weight": 0.5}),
+    ],
+)
 def test_a_variational_setting_is_refused_with_nuts(tiny, monkeypatch, make, setting):
     X, y = tiny
     calls = _spy_fits(monkeypatch)
-    (name, value), = setting.items()
-    with pytest.raises(ValueError, match=f"{name}={value!r} applies to variational inference "
-                       "only; NUTS samples the posterior of all the rows as it is"):
+    ((name, value),) = setting.items()
+    with pytest.raises(
+        ValueError,
+        match=f"{name}={value!r} applies to variational inference "
+        "only; NUTS samples the posterior of all the rows as it is",
+    ):
         make(inference="nuts", **setting).fit(X, y)
     assert calls == []
     est = make(inference="nuts")
@@ -453,10 +499,13 @@ def test_a_target_that_cannot_be_standardised_is_refused(tiny, scale):
         BayesianMLPRegressor(n_iter=50).fit(X, (y + 1.0) * scale)
 
 
-@pytest.mark.parametrize("make", [
-    lambda **kw: fast(prior="gamma_precision", **kw),
-    lambda **kw: BayesianMLPRegressor(n_iter=50, n_draws=10, **kw),  # Neal's prior: its default
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda **kw: fast(prior="gamma_precision", **kw),
+        lambda **kw: BayesianMLPRegressor(n_iter=50, n_draws=10, **kw),  # Neal's prior: its default
+    ],
+)
 def test_a_prior_scale_the_prior_would_ignore_is_refused(tiny, monkeypatch, make):
     """prior_sigma sets prior="normal"'s scale; under Neal's prior it had no effect at
     all (notebook 06's prior-scale rows were identical): refused before any fit, with
@@ -499,10 +548,25 @@ def test_get_params_and_clone_see_every_setting():
     clf = fast(batch_size=16, prior_sigma=0.5, inference="fullrank_advi")
     params = clf.get_params()
     assert set(params) == {
-        "hidden_layer_sizes", "activation", "prior", "prior_sigma", "precision_shape",
-        "precision_rate", "inference", "n_iter", "learning_rate", "batch_size", "n_draws",
-        "tune", "chains", "nuts_sampler", "nuts_init", "posterior_temperature", "n_init",
-        "random_state", "progressbar",
+        "hidden_layer_sizes",
+        "activation",
+        "prior",
+        "prior_sigma",
+        "precision_shape",
+        "precision_rate",
+        "inference",
+        "n_iter",
+        "learning_rate",
+        "batch_size",
+        "n_draws",
+        "tune",
+        "chains",
+        "nuts_sampler",
+        "nuts_init",
+        "posterior_temperature",
+        "n_init",
+        "random_state",
+        "progressbar",
     }
     assert clone(clf).get_params() == params
 
@@ -511,8 +575,9 @@ def test_pipeline_gridsearch_and_cross_val_score(tiny):
     X, y = tiny
     pipe = make_pipeline(StandardScaler(), fast())
     assert pipe.fit(X, y).score(X, y) > 0.8
-    grid = GridSearchCV(fast(), {"hidden_layer_sizes": [(2,), (4,)],
-                                           "prior_sigma": [0.5, 1.0]}, cv=2)
+    grid = GridSearchCV(
+        fast(), {"hidden_layer_sizes": [(2,), (4,)], "prior_sigma": [0.5, 1.0]}, cv=2
+    )
     grid.fit(X, y)
     assert set(grid.best_params_) == {"hidden_layer_sizes", "prior_sigma"}
     scores = cross_val_score(fast(), X, y, cv=3)

@@ -30,8 +30,9 @@ def data():
 @pytest.fixture(scope="module")
 def clf(data):
     # 2,000 steps: the ELBO levels off on these 40 rows (no ConvergenceWarning)
-    return BayesianMLPClassifier((4,), n_iter=2000, n_draws=30, random_state=0,
-                                 posterior_temperature=1.0).fit(*data)
+    return BayesianMLPClassifier(
+        (4,), n_iter=2000, n_draws=30, random_state=0, posterior_temperature=1.0
+    ).fit(*data)
 
 
 @pytest.fixture
@@ -75,16 +76,18 @@ def test_every_numeric_array_is_written_with_a_checksum(saved):
 
     with h5py.File(saved, "r") as f:
         f.visititems(visit)
-    assert {"posterior/w0", "posterior/b1", "posterior/draw",
-            "loss_curve/loss_curve"} <= set(found)
+    assert {"posterior/w0", "posterior/b1", "posterior/draw", "loss_curve/loss_curve"} <= set(found)
     assert all(found.values()), found
 
 
 def test_flipped_bytes_in_the_draws_are_refused(saved, data):
     """Before checksums, damaged weights loaded silently and changed the predictions."""
     _flip(saved, _data_offset(saved, "posterior/w0") + 8)
-    with pytest.raises(ValueError, match=r"model\.nc is not a readable pymc_bnn model "
-                                         r"file \(truncated, corrupted"):
+    with pytest.raises(
+        ValueError,
+        match=r"model\.nc is not a readable pymc_bnn model "
+        r"file \(truncated, corrupted",
+    ):
         BayesianMLPClassifier.load(saved)
     with pytest.raises(ValueError, match="not a readable pymc_bnn model file"):
         persistence.read_metadata(saved)
@@ -97,8 +100,11 @@ def test_a_nan_weight_is_refused_naming_the_variable(saved):
         values = w[()]
         values[0, 3, 0, 0] = np.nan
         w[...] = values
-    with pytest.raises(ValueError, match=r"model\.nc is a damaged pymc_bnn model file: "
-                                         r"the draws of posterior/w1 are not all finite"):
+    with pytest.raises(
+        ValueError,
+        match=r"model\.nc is a damaged pymc_bnn model file: "
+        r"the draws of posterior/w1 are not all finite",
+    ):
         BayesianMLPClassifier.load(saved)
 
 
@@ -119,8 +125,9 @@ def test_files_written_without_checksums_still_load(clf, data, tmp_path, monkeyp
         # one chunk an array: h5netcdf's own chunk shapes padded the draws (files of a
         # small network 1.4-1.5x larger)
         assert f["posterior/w0"].chunks == f["posterior/w0"].shape
-    np.testing.assert_array_equal(BayesianMLPClassifier.load(again).predict_proba(X),
-                                  clf.predict_proba(X))
+    np.testing.assert_array_equal(
+        BayesianMLPClassifier.load(again).predict_proba(X), clf.predict_proba(X)
+    )
 
 
 # ------------------------------------------------------------------ open handles
@@ -137,8 +144,9 @@ def test_load_closes_the_file_and_the_same_path_can_be_saved_again(saved, data):
         assert os.path.realpath(saved) not in open_files
     loaded.save(saved)  # h5py: "unable to truncate a file which is already open"
     X, _ = data
-    np.testing.assert_array_equal(BayesianMLPClassifier.load(saved).predict_proba(X),
-                                  loaded.predict_proba(X))
+    np.testing.assert_array_equal(
+        BayesianMLPClassifier.load(saved).predict_proba(X), loaded.predict_proba(X)
+    )
 
 
 # ------------------------------------------------------------------ paths
@@ -151,24 +159,30 @@ def test_a_missing_file_and_a_directory_say_which(tmp_path):
 
 
 # ------------------------------------------------------------------ edited metadata
-@pytest.mark.parametrize(("edit", "field"), [
-    (lambda m: m["spec"].update(activation="bogus"), "activation"),
-    (lambda m: m["spec"].update(hidden_layer_sizes=[0]), "hidden_layer_sizes"),
-    (lambda m: m["spec"].update(n_classes=1), "n_classes"),
-    (lambda m: m["spec"].update(prior_sigma=-1.0), "prior_sigma"),
-    (lambda m: m["spec"].update(prior_sigma=[1.0]), "prior_sigma"),
-    (lambda m: m["spec"].update(likelihood="poisson"), "likelihood"),
-    (lambda m: m["spec"].update(batch_size=0), "batch_size"),
-    (lambda m: m["params"].update(n_draws=-5), "n_draws"),
-    (lambda m: m["params"].update(activation="bogus"), "activation"),
-    (lambda m: m["params"].update(hidden_layer_sizes=[-3]), "hidden_layer_sizes"),
-])
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (lambda m: m["spec"].update(activation="bogus"), "activation"),
+        (lambda m: m["spec"].update(hidden_layer_sizes=[0]), "hidden_layer_sizes"),
+        (lambda m: m["spec"].update(n_classes=1), "n_classes"),
+        (lambda m: m["spec"].update(prior_sigma=-1.0), "prior_sigma"),
+        (lambda m: m["spec"].update(prior_sigma=[1.0]), "prior_sigma"),
+        (lambda m: m["spec"].update(likelihood="poisson"), "likelihood"),
+        (lambda m: m["spec"].update(batch_size=0), "batch_size"),
+        (lambda m: m["params"].update(n_draws=-5), "n_draws"),
+        (lambda m: m["params"].update(activation="bogus"), "activation"),
+        (lambda m: m["params"].update(hidden_layer_sizes=[-3]), "hidden_layer_sizes"),
+    ],
+)
 def test_hand_edited_metadata_is_refused_naming_the_field(saved, edit, field):
     """``activation="bogus"`` loaded and failed at the first prediction (KeyError);
     ``n_draws=-5`` loaded."""
     _edit_metadata(saved, edit)
-    with pytest.raises(ValueError, match=rf"model\.nc is a damaged pymc_bnn model file: "
-                                         rf".*{field}"):
+    with pytest.raises(
+        ValueError,
+        match=rf"model\.nc is a damaged pymc_bnn model file: "
+        rf".*{field}",
+    ):
         BayesianMLPClassifier.load(saved)
 
 
@@ -194,12 +208,12 @@ def test_a_live_vi_posterior_says_what_to_copy_instead(clf, data):
     assert shipped.approx is not None and shipped.method == post.method
     np.testing.assert_array_equal(
         posterior_predictive(shipped, n_draws=20, random_seed=0).mean_proba(X),
-        posterior_predictive(post, n_draws=20, random_seed=0).mean_proba(X))
+        posterior_predictive(post, n_draws=20, random_seed=0).mean_proba(X),
+    )
     # what it names pickles, and predicts the same
     pp = posterior_predictive(post, n_draws=20, random_seed=0)
     X, _ = data
-    np.testing.assert_array_equal(pickle.loads(pickle.dumps(pp)).mean_proba(X),
-                                  pp.mean_proba(X))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(pp)).mean_proba(X), pp.mean_proba(X))
 
 
 def test_a_posterior_with_draws_pickles_and_copies_without_its_model(clf, data):
@@ -207,10 +221,14 @@ def test_a_posterior_with_draws_pickles_and_copies_without_its_model(clf, data):
     functools.partial, initial_values); the copy keeps the draws, predicts the same and
     has no model. (The model is a real one of build_model; the draws an estimator's.)"""
     X, y = data
-    post = dataclasses.replace(clf.posterior_, method="nuts", approx=None,
-                               idata=clf.idata_, nuts_sampler="pymc",
-                               model=build_model(X, y, hidden_layer_sizes=(4,),
-                                                 random_state=0))
+    post = dataclasses.replace(
+        clf.posterior_,
+        method="nuts",
+        approx=None,
+        idata=clf.idata_,
+        nuts_sampler="pymc",
+        model=build_model(X, y, hidden_layer_sizes=(4,), random_state=0),
+    )
     want = posterior_predictive(post, n_draws=None).mean_proba(X)
     for again in (pickle.loads(pickle.dumps(post)), copy.deepcopy(post)):
         assert again.model is None and post.model is not None
@@ -218,13 +236,13 @@ def test_a_posterior_with_draws_pickles_and_copies_without_its_model(clf, data):
         np.testing.assert_array_equal(again.loss, post.loss)
         assert not again.loss.flags.writeable
         assert dict(again.diagnostics) == dict(post.diagnostics)
-        np.testing.assert_array_equal(posterior_predictive(again, n_draws=None).mean_proba(X),
-                                      want)
+        np.testing.assert_array_equal(posterior_predictive(again, n_draws=None).mean_proba(X), want)
     # as the estimator pickles it (approximation dropped, its draws kept)
     restored = pickle.loads(pickle.dumps(clf)).posterior_
     np.testing.assert_array_equal(
         posterior_predictive(pickle.loads(pickle.dumps(restored)), n_draws=None).mean_proba(X),
-        posterior_predictive(restored, n_draws=None).mean_proba(X))
+        posterior_predictive(restored, n_draws=None).mean_proba(X),
+    )
 
 
 def test_chunks_of_large_arrays_stay_under_the_limit():

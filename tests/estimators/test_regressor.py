@@ -40,8 +40,14 @@ def reg():
 @pytest.fixture(scope="module")
 def het_reg():
     X, y, _ = hetero()
-    return BayesianMLPRegressor((10,), heteroscedastic=True, n_iter=8000, n_draws=200,
-                                posterior_temperature=1.0, random_state=0).fit(X, y)
+    return BayesianMLPRegressor(
+        (10,),
+        heteroscedastic=True,
+        n_iter=8000,
+        n_draws=200,
+        posterior_temperature=1.0,
+        random_state=0,
+    ).fit(X, y)
 
 
 # -------------------------------------------------------------------- must-show
@@ -86,8 +92,9 @@ def test_heteroscedastic_interval_width_tracks_the_noise(het_reg):
     # the split: the aleatoric part carries the noise, the epistemic part is small
     unc = het_reg.predict_uncertainty(X)
     assert np.corrcoef(unc["aleatoric_std"], noise)[0, 1] > 0.8
-    np.testing.assert_allclose(unc["std"] ** 2,
-                               unc["epistemic_std"] ** 2 + unc["aleatoric_std"] ** 2)
+    np.testing.assert_allclose(
+        unc["std"] ** 2, unc["epistemic_std"] ** 2 + unc["aleatoric_std"] ** 2
+    )
 
 
 def test_homoscedastic_advi_fit_and_noise(reg):
@@ -107,8 +114,14 @@ def test_homoscedastic_advi_fit_and_noise(reg):
 @pytest.mark.parametrize("heteroscedastic", [False, True])
 def test_regression_predictive_equals_numpy_loop(heteroscedastic):
     X, y = xsin(60)
-    model = build_model(X, y, hidden_layer_sizes=(3,), likelihood="normal",
-                        heteroscedastic=heteroscedastic, random_state=0)
+    model = build_model(
+        X,
+        y,
+        hidden_layer_sizes=(3,),
+        likelihood="normal",
+        heteroscedastic=heteroscedastic,
+        random_state=0,
+    )
     post = fit(model, n_iter=3000, random_seed=0)
     pred = P.posterior_predictive(post, n_draws=20, random_seed=1)
     mean, sd = pred.sample_normal(X)
@@ -129,8 +142,9 @@ def test_regression_predictive_equals_numpy_loop(heteroscedastic):
     q = pred.quantiles(X[:5], [0.05, 0.5, 0.95])
     for i in range(5):
         for j, level in enumerate((0.05, 0.5, 0.95)):
-            root = brentq(lambda t: ndtr((t - mean[:, i]) / sd[:, i]).mean() - level,
-                          -50, 50, xtol=1e-12)
+            root = brentq(
+                lambda t: ndtr((t - mean[:, i]) / sd[:, i]).mean() - level, -50, 50, xtol=1e-12
+            )
             assert abs(q[j, i] - root) < 1e-5 * moments["std"][i]
 
 
@@ -139,8 +153,9 @@ def test_targets_are_standardised_internally():
     standardised targets (so priors mean the same on any scale)."""
     X, y = xsin(80)
     # one fit each (no cross-fitted temperature): the test is about the targets' scale
-    kw = dict(hidden_layer_sizes=(3,), n_iter=3000, n_draws=20, random_state=0,
-              posterior_temperature=1.0)
+    kw = dict(
+        hidden_layer_sizes=(3,), n_iter=3000, n_draws=20, random_state=0, posterior_temperature=1.0
+    )
     base = BayesianMLPRegressor(**kw).fit(X, y)
     scaled = BayesianMLPRegressor(**kw).fit(X, 1000.0 * y + 7.0)
     assert scaled.y_scale_ == pytest.approx(1000.0 * base.y_scale_)
@@ -161,14 +176,17 @@ def test_log_predictive_density_equals_numpy_loop(reg):
     sd = sd * reg.y_scale_
     expected = np.empty(len(y))
     for i in range(len(y)):
-        dens = [np.exp(-0.5 * ((y[i] - mean[s, i]) / sd[s, i]) ** 2)
-                / (sd[s, i] * np.sqrt(2 * np.pi)) for s in range(mean.shape[0])]
+        dens = [
+            np.exp(-0.5 * ((y[i] - mean[s, i]) / sd[s, i]) ** 2) / (sd[s, i] * np.sqrt(2 * np.pi))
+            for s in range(mean.shape[0])
+        ]
         expected[i] = np.log(np.mean(dens))
     np.testing.assert_allclose(got, expected, rtol=1e-9)
     # the model's held-out score uses the same function (standardised units)
     z = (y - reg.y_mean_) / reg.y_scale_
-    np.testing.assert_allclose(-heldout_nll(reg.predictive_, X, z),
-                               got + np.log(reg.y_scale_), rtol=1e-12)
+    np.testing.assert_allclose(
+        -heldout_nll(reg.predictive_, X, z), got + np.log(reg.y_scale_), rtol=1e-12
+    )
     with pytest.raises(ValueError, match="rows"):
         reg.log_predictive_density(X, y[:-1])
     with pytest.raises(ValueError, match="NaN|infinity"):
@@ -177,8 +195,7 @@ def test_log_predictive_density_equals_numpy_loop(reg):
 
 @pytest.mark.slow  # 13 small fits
 @pytest.mark.filterwarnings("ignore:ADVI stopped before")  # short fits serve here
-def test_kl_weight_auto_fits_every_candidate_on_the_folds_and_keeps_the_best(
-        monkeypatch, tmp_path):
+def test_kl_weight_auto_fits_every_candidate_on_the_folds_and_keeps_the_best(monkeypatch, tmp_path):
     """kl_weight="auto": the temperature's three folds are fit at every candidate KL
     weight (total_size = rows / weight), each scored on a temperature grid divided by
     its weight; the best (weight, temperature) is kept and the kept fit uses that
@@ -199,7 +216,8 @@ def test_kl_weight_auto_fits_every_candidate_on_the_folds_and_keeps_the_best(
     reg = BayesianMLPRegressor(kl_weight="auto", **kw).fit(X, y)
     *folds, kept = calls
     assert sorted(folds, key=str) == sorted(
-        [(40, None if w == 1 else round(40 / w)) for w in KL_WEIGHTS for _ in range(3)], key=str)
+        [(40, None if w == 1 else round(40 / w)) for w in KL_WEIGHTS for _ in range(3)], key=str
+    )
     w = reg.kl_weight_
     assert kept == (60, None if w == 1 else round(60 / w))
     sel = reg.kl_weight_selection_
@@ -255,8 +273,9 @@ def test_same_seed_identical_and_inputs_untouched():
 def test_regressor_n_init_keeps_its_best_start():
     """The regressor shares the classifier's starts (base.BayesianMLPBase._fit_from_starts)."""
     X, y = xsin(80)
-    kw = dict(hidden_layer_sizes=(3,), n_iter=3000, n_draws=20, random_state=0,
-              posterior_temperature=1.0)
+    kw = dict(
+        hidden_layer_sizes=(3,), n_iter=3000, n_draws=20, random_state=0, posterior_temperature=1.0
+    )
     one = BayesianMLPRegressor(**kw).fit(X, y)
     two = BayesianMLPRegressor(n_init=2, **kw).fit(X, y)
     assert one.start_losses_.shape == (1,) and two.start_losses_.shape == (2,)
@@ -268,8 +287,9 @@ def test_regressor_save_load_roundtrip(reg, tmp_path):
     X, _ = xsin(20, seed=3)
     path = reg.save(tmp_path / "reg.nc")
     loaded = BayesianMLPRegressor.load(path)
-    np.testing.assert_array_equal(loaded.predict(X, return_std=True),
-                                  reg.predict(X, return_std=True))
+    np.testing.assert_array_equal(
+        loaded.predict(X, return_std=True), reg.predict(X, return_std=True)
+    )
     np.testing.assert_array_equal(loaded.predict_interval(X), reg.predict_interval(X))
     with pytest.raises(ValueError, match="holds a BayesianMLPRegressor"):
         BayesianMLPClassifier.load(path)
@@ -281,8 +301,9 @@ def test_regressor_with_groups():
     g = np.repeat([0, 1, 2], 40)
     y = (1.0 + g) * X[:, 0] + 0.05 * rng.normal(size=120)  # slope depends on the group
     # one fit (no cross-fitted temperature): the test is about the groups
-    reg = BayesianMLPRegressor((4,), n_iter=4000, n_draws=100, posterior_temperature=1.0,
-                               random_state=0).fit(X, y, groups=g)
+    reg = BayesianMLPRegressor(
+        (4,), n_iter=4000, n_draws=100, posterior_temperature=1.0, random_state=0
+    ).fit(X, y, groups=g)
     x = np.full((3, 1), 0.8)
     pred = reg.predict(x, groups=np.array([0, 1, 2]))
     np.testing.assert_allclose(pred, [0.8, 1.6, 2.4], atol=0.25)
@@ -299,8 +320,9 @@ def test_regressor_with_groups():
 def test_regressor_nuts_recovers_function_and_noise():
     """NUTS on the same data: measured RMSE to the true function 0.023, noise 0.103."""
     X, y = xsin()
-    nuts = BayesianMLPRegressor((10,), inference="nuts", n_draws=200, tune=500,
-                                random_state=0).fit(X, y)
+    nuts = BayesianMLPRegressor((10,), inference="nuts", n_draws=200, tune=500, random_state=0).fit(
+        X, y
+    )
     assert nuts.idata_.posterior.sizes["chain"] == 2
     X_new, _ = xsin(seed=1)
     mean = nuts.predict(X_new)

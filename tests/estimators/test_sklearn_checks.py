@@ -10,23 +10,35 @@ EXPECTED_FAILED_CHECKS: dict[str, str] = {}
 
 
 def _fast_classifier():
-    return BayesianMLPClassifier(hidden_layer_sizes=(6,), n_iter=600, n_draws=40,
-                                 posterior_temperature=1.0, random_state=0)
+    return BayesianMLPClassifier(
+        hidden_layer_sizes=(6,), n_iter=600, n_draws=40, posterior_temperature=1.0, random_state=0
+    )
 
 
 def _fast_regressor():
-    return BayesianMLPRegressor(hidden_layer_sizes=(6,), n_iter=600, n_draws=40,
-                                posterior_temperature=1.0, random_state=0)
+    return BayesianMLPRegressor(
+        hidden_layer_sizes=(6,), n_iter=600, n_draws=40, posterior_temperature=1.0, random_state=0
+    )
 
 
 def _laplace_classifier():
-    return BayesianMLPClassifier(hidden_layer_sizes=(6,), inference="laplace", n_draws=40,
-                                 posterior_temperature=1.0, random_state=0)
+    return BayesianMLPClassifier(
+        hidden_layer_sizes=(6,),
+        inference="laplace",
+        n_draws=40,
+        posterior_temperature=1.0,
+        random_state=0,
+    )
 
 
 def _laplace_regressor():
-    return BayesianMLPRegressor(hidden_layer_sizes=(6,), inference="laplace", n_draws=40,
-                                posterior_temperature=1.0, random_state=0)
+    return BayesianMLPRegressor(
+        hidden_layer_sizes=(6,),
+        inference="laplace",
+        n_draws=40,
+        posterior_temperature=1.0,
+        random_state=0,
+    )
 
 
 # The checks fit on many small synthetic data sets (a few rows, constant or random
@@ -42,8 +54,9 @@ def _laplace_regressor():
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.filterwarnings("ignore::pymc_bnn.estimators.InputScaleWarning")
 @pytest.mark.xdist_group("sklearn-checks-classifier")
-@parametrize_with_checks([_fast_classifier()],
-                         expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS)
+@parametrize_with_checks(
+    [_fast_classifier()], expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS
+)
 def test_sklearn_compatible_classifier(estimator, check):
     check(estimator)
 
@@ -51,8 +64,9 @@ def test_sklearn_compatible_classifier(estimator, check):
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.filterwarnings("ignore::pymc_bnn.estimators.InputScaleWarning")
 @pytest.mark.xdist_group("sklearn-checks-regressor")
-@parametrize_with_checks([_fast_regressor()],
-                         expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS)
+@parametrize_with_checks(
+    [_fast_regressor()], expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS
+)
 def test_sklearn_compatible_regressor(estimator, check):
     check(estimator)
 
@@ -62,8 +76,9 @@ def test_sklearn_compatible_regressor(estimator, check):
 @pytest.mark.extended
 @pytest.mark.filterwarnings("ignore::pymc_bnn.estimators.InputScaleWarning")
 @pytest.mark.xdist_group("sklearn-checks-laplace")
-@parametrize_with_checks([_laplace_regressor()],
-                         expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS)
+@parametrize_with_checks(
+    [_laplace_regressor()], expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS
+)
 def test_sklearn_compatible_laplace_regressor(estimator, check):
     check(estimator)
 
@@ -71,7 +86,8 @@ def test_sklearn_compatible_laplace_regressor(estimator, check):
 @pytest.mark.extended
 @pytest.mark.filterwarnings("ignore::pymc_bnn.estimators.InputScaleWarning")
 @pytest.mark.xdist_group("sklearn-checks-laplace-classifier")
-@parametrize_with_checks([_laplace_classifier()],
-                         expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS)
+@parametrize_with_checks(
+    [_laplace_classifier()], expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS
+)
 def test_sklearn_compatible_laplace_classifier(estimator, check):
     check(estimator)

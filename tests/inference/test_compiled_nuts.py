@@ -14,28 +14,37 @@ SETTINGS = dict(draws=50, tune=50, chains=2)
 
 
 def _model(X, y, n, sigma=1.0, hidden=(2,)):
-    return pymc_bnn.build_model(X[:n], y[:n], hidden_layer_sizes=hidden, prior_sigma=sigma,
-                                random_state=0)
+    return pymc_bnn.build_model(
+        X[:n], y[:n], hidden_layer_sizes=hidden, prior_sigma=sigma, random_state=0
+    )
 
 
 def _pm_sample(model, seed, initvals=None):
     """The slow, obvious path: PyMC compiles and samples with nutpie itself."""
     with model:
-        return pm.sample(**SETTINGS, nuts_sampler="nutpie", random_seed=seed,
-                         initvals=initvals, progressbar=False, compute_convergence_checks=False)
+        return pm.sample(
+            **SETTINGS,
+            nuts_sampler="nutpie",
+            random_seed=seed,
+            initvals=initvals,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
 
 
 def _assert_same_draws(a, b):
     assert set(a.posterior.data_vars) == set(b.posterior.data_vars)
     for name in a.posterior.data_vars:
-        np.testing.assert_array_equal(a.posterior[name].values, b.posterior[name].values,
-                                      err_msg=name)
+        np.testing.assert_array_equal(
+            a.posterior[name].values, b.posterior[name].values, err_msg=name
+        )
     for group in ("constant_data", "observed_data"):
         assert set(a[group].data_vars) == set(b[group].data_vars)
         for name in a[group].data_vars:
             np.testing.assert_array_equal(a[group][name].values, b[group][name].values)
-    np.testing.assert_array_equal(a.sample_stats["diverging"].values,
-                                  b.sample_stats["diverging"].values)
+    np.testing.assert_array_equal(
+        a.sample_stats["diverging"].values, b.sample_stats["diverging"].values
+    )
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +66,7 @@ def test_first_fit_draws_equal_pm_sample(cached):
     _assert_same_draws(first, _pm_sample(model, seed=1))
 
 
-def test_a_later_fit_reuses_the_compiled_model_and_equals_pm_sample(cached, tiny,
-                                                                     monkeypatch):
+def test_a_later_fit_reuses_the_compiled_model_and_equals_pm_sample(cached, tiny, monkeypatch):
     """Fewer rows, another prior scale and a start point: no compilation (nutpie's
     compile function is made to fail), the chains in parallel on the threads allowed,
     and the draws PyMC's own nutpie call gives."""
@@ -67,8 +75,10 @@ def test_a_later_fit_reuses_the_compiled_model_and_equals_pm_sample(cached, tiny
     cache, _, _, _ = cached
     X, y = tiny
     later = _model(X, y, 31, sigma=2.0)
-    start = {rv.name: np.full(later.initial_point()[later.rvs_to_values[rv].name].shape, 0.1)
-             for rv in later.free_RVs}
+    start = {
+        rv.name: np.full(later.initial_point()[later.rvs_to_values[rv].name].shape, 0.1)
+        for rv in later.free_RVs
+    }
     cores, sample = [], nutpie.sample
     with monkeypatch.context() as m:
         m.setattr(nutpie, "compile_pymc_model", lambda *a, **k: pytest.fail("compiled"))
@@ -94,4 +104,3 @@ def test_the_cache_keeps_no_model_and_no_data_and_mutates_nothing(cached, tiny):
     X, y = tiny
     assert entry.same(*_signature(_model(X, y, 40, hidden=(3,)))) is False
     assert entry.same(*_signature(_model(X, y, 20, sigma=0.5))) is True
-

@@ -16,14 +16,46 @@ from pymc_bnn import BayesianMLPClassifier, NetworkSpec, build_model, fit
 from pymc_bnn.exceptions import SamplingWarning
 from pymc_bnn.inference import Posterior, diagnose
 
-VI_KEYS = {"method", "converged", "message", "n_steps", "window", "final_loss",
-           "previous_loss", "decrease", "relative_decrease", "noise_se", "z", "z_threshold",
-           "relative_threshold"}
-NUTS_KEYS = {"method", "converged", "message", "n_chains", "n_draws", "n_divergences",
-             "quantity", "n_points", "n_quantities", "max_rhat", "min_ess_bulk",
-             "min_ess_tail", "rhat_threshold", "ess_threshold"}
-SPEC = NetworkSpec(n_features=2, hidden_layer_sizes=(), n_classes=2, activation="tanh",
-                   prior_sigma=1.0, n_rows=60, batch_size=None)
+VI_KEYS = {
+    "method",
+    "converged",
+    "message",
+    "n_steps",
+    "window",
+    "final_loss",
+    "previous_loss",
+    "decrease",
+    "relative_decrease",
+    "noise_se",
+    "z",
+    "z_threshold",
+    "relative_threshold",
+}
+NUTS_KEYS = {
+    "method",
+    "converged",
+    "message",
+    "n_chains",
+    "n_draws",
+    "n_divergences",
+    "quantity",
+    "n_points",
+    "n_quantities",
+    "max_rhat",
+    "min_ess_bulk",
+    "min_ess_tail",
+    "rhat_threshold",
+    "ess_threshold",
+}
+SPEC = NetworkSpec(
+    n_features=2,
+    hidden_layer_sizes=(),
+    n_classes=2,
+    activation="tanh",
+    prior_sigma=1.0,
+    n_rows=60,
+    batch_size=None,
+)
 
 
 def _vi(loss) -> Posterior:
@@ -42,9 +74,11 @@ def test_short_advi_run_on_moons_is_flagged_with_a_convergence_warning(moons):
     """300 steps: the loss is still falling fast (20-54% over the last half on moons)."""
     X_train, _, y_train, _ = moons
     clf = BayesianMLPClassifier(n_iter=300, posterior_temperature=1.0, random_state=0)
-    with pytest.warns(ConvergenceWarning,
-                      match=r"ADVI stopped before the ELBO levelled off.*still falling.*"
-                            r"Increase n_iter") as record:
+    with pytest.warns(
+        ConvergenceWarning,
+        match=r"ADVI stopped before the ELBO levelled off.*still falling.*"
+        r"Increase n_iter",
+    ) as record:
         clf.fit(X_train, y_train)
     assert not any(issubclass(w.category, SamplingWarning) for w in record)
     d = clf.diagnostics_
@@ -67,8 +101,9 @@ def test_default_advi_fit_on_moons_is_not_flagged(advi_clf):
 
 def test_vi_diagnostics_are_stored_read_only_on_the_posterior(tiny):
     X, y = tiny
-    post = fit(build_model(X, y, hidden_layer_sizes=(2,), random_state=0), n_iter=3000,
-               random_seed=0)
+    post = fit(
+        build_model(X, y, hidden_layer_sizes=(2,), random_state=0), n_iter=3000, random_seed=0
+    )
     assert set(post.diagnostics) == VI_KEYS and post.diagnostics["converged"] is True
     assert dict(post.diagnostics) == diagnose(post)
     with pytest.raises(TypeError):
@@ -81,8 +116,9 @@ def test_vi_diagnostics_are_stored_read_only_on_the_posterior(tiny):
 def test_too_short_a_run_cannot_be_judged(tiny):
     X, y = tiny
     with pytest.warns(ConvergenceWarning, match="only 5 steps, too few"):
-        post = fit(build_model(X, y, hidden_layer_sizes=(2,), random_state=0), n_iter=5,
-                   random_seed=0)
+        post = fit(
+            build_model(X, y, hidden_layer_sizes=(2,), random_state=0), n_iter=5, random_seed=0
+        )
     d = post.diagnostics
     assert d["converged"] is False and d["z"] is None and d["final_loss"] is None
 
@@ -91,27 +127,36 @@ def test_warn_false_keeps_the_diagnostics_without_warning(tiny):
     X, y = tiny
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        post = fit(build_model(X, y, hidden_layer_sizes=(2,), random_state=0), n_iter=100,
-                   random_seed=0, warn=False)
+        post = fit(
+            build_model(X, y, hidden_layer_sizes=(2,), random_state=0),
+            n_iter=100,
+            random_seed=0,
+            warn=False,
+        )
     assert post.diagnostics["converged"] is False
 
 
-@pytest.mark.parametrize("loss, converged", [
-    # levelled off: noise around a constant
-    (100 + np.random.default_rng(0).normal(0, 5, 4000), True),
-    # still falling 10 per 400 steps: 10% of the loss, ~30 standard errors
-    (np.linspace(200, 100, 4000) + np.random.default_rng(1).normal(0, 5, 4000), False),
-    # a significant but tiny fall (0.1% of the loss): not worth more steps
-    (np.linspace(10_020, 10_000, 4000) + np.random.default_rng(2).normal(0, 1, 4000), True),
-    # a fall of 2% hidden in minibatch-like noise (within 3 standard errors): noise
-    (np.linspace(103, 100, 4000) + np.random.default_rng(3).standard_t(2, 4000) * 40, True),
-], ids=["flat", "falling", "tiny-fall", "noisy"])
+@pytest.mark.parametrize(
+    "loss, converged",
+    [
+        # levelled off: noise around a constant
+        (100 + np.random.default_rng(0).normal(0, 5, 4000), True),
+        # still falling 10 per 400 steps: 10% of the loss, ~30 standard errors
+        (np.linspace(200, 100, 4000) + np.random.default_rng(1).normal(0, 5, 4000), False),
+        # a significant but tiny fall (0.1% of the loss): not worth more steps
+        (np.linspace(10_020, 10_000, 4000) + np.random.default_rng(2).normal(0, 1, 4000), True),
+        # a fall of 2% hidden in minibatch-like noise (within 3 standard errors): noise
+        (np.linspace(103, 100, 4000) + np.random.default_rng(3).standard_t(2, 4000) * 40, True),
+    ],
+    ids=["flat", "falling", "tiny-fall", "noisy"],
+)
 def test_vi_rule_on_synthetic_losses(loss, converged):
     """Flag only a fall that is both beyond the noise and more than 1% of the loss."""
     d = diagnose(_vi(loss))
     assert d["window"] == 400 and d["converged"] is converged
     assert (d["z"] > I.ELBO_NOISE_Z and d["relative_decrease"] > I.ELBO_RELATIVE_TOL) is (
-        not converged)
+        not converged
+    )
 
 
 def test_spikes_neither_fake_a_fall_nor_inflate_the_noise():
@@ -142,8 +187,9 @@ def separable():
 def nuts_clf(separable):
     """Bayesian logistic regression by NUTS, 2 short chains; warnings recorded."""
     X, y = separable
-    clf = BayesianMLPClassifier(hidden_layer_sizes=(), inference="nuts", n_draws=200,
-                                tune=200, chains=2, random_state=0)
+    clf = BayesianMLPClassifier(
+        hidden_layer_sizes=(), inference="nuts", n_draws=200, tune=200, chains=2, random_state=0
+    )
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always", SamplingWarning)
         clf.fit(X, y)
@@ -183,8 +229,11 @@ def test_nuts_rhat_and_ess_are_of_the_logits_at_training_points(nuts_clf, separa
 
 def test_nuts_warns_exactly_when_a_check_fails(nuts_clf):
     d = nuts_clf.diagnostics_
-    failed = (d["n_divergences"] > 0 or d["max_rhat"] > d["rhat_threshold"]
-              or min(d["min_ess_bulk"], d["min_ess_tail"]) < d["ess_threshold"])
+    failed = (
+        d["n_divergences"] > 0
+        or d["max_rhat"] > d["rhat_threshold"]
+        or min(d["min_ess_bulk"], d["min_ess_tail"]) < d["ess_threshold"]
+    )
     assert d["converged"] is not failed
     assert len(nuts_clf._test_warnings) == int(failed)
     if failed:
@@ -232,11 +281,17 @@ def _synthetic_nuts(offsets, n_divergent: int) -> Posterior:
     b0 = rng.normal(size=(n_chains, n_draws, 1)) + np.asarray(offsets)[:, None, None]
     diverging = np.zeros((n_chains, n_draws), dtype=bool)
     diverging.flat[:n_divergent] = True
-    tree = xr.DataTree.from_dict({
-        "/posterior": xr.Dataset({"w0": (("chain", "draw", "w0_dim_0", "w0_dim_1"), w0),
-                                  "b0": (("chain", "draw", "b0_dim_0"), b0)}),
-        "/sample_stats": xr.Dataset({"diverging": (("chain", "draw"), diverging)}),
-    })
+    tree = xr.DataTree.from_dict(
+        {
+            "/posterior": xr.Dataset(
+                {
+                    "w0": (("chain", "draw", "w0_dim_0", "w0_dim_1"), w0),
+                    "b0": (("chain", "draw", "b0_dim_0"), b0),
+                }
+            ),
+            "/sample_stats": xr.Dataset({"diverging": (("chain", "draw"), diverging)}),
+        }
+    )
     return Posterior(method="nuts", spec=SPEC, seed=0, idata=tree, nuts_sampler="numpyro")
 
 
@@ -252,8 +307,11 @@ def test_nuts_warning_logic_on_synthetic_draws():
     bad = diagnose(_synthetic_nuts([0.0, 3.0], 7), X=X)
     assert bad["converged"] is False and bad["n_divergences"] == 7
     assert bad["max_rhat"] > 1.5 and bad["n_points"] == 50
-    with pytest.warns(SamplingWarning, match=r"7 divergent transitions in 1,000 draws.*"
-                      r"R-hat up to \d\.\d{3} \(> 1\.01\).*target_accept.*sample_more"):
+    with pytest.warns(
+        SamplingWarning,
+        match=r"7 divergent transitions in 1,000 draws.*"
+        r"R-hat up to \d\.\d{3} \(> 1\.01\).*target_accept.*sample_more",
+    ):
         D.warn_diagnostics(bad, stacklevel=1)
     assert issubclass(SamplingWarning, ConvergenceWarning)
 
@@ -268,9 +326,16 @@ def test_predictive_quantities_of_other_heads(kind):
     regression: the network's mean. Checked against NumPy on synthetic draws."""
     rng = np.random.default_rng(0)
     k = 3 if kind == "3-class" else 1
-    spec = NetworkSpec(n_features=2, hidden_layer_sizes=(), n_classes=3 if k == 3 else 0,
-                       activation="tanh", prior_sigma=1.0, n_rows=60, batch_size=None,
-                       likelihood="categorical" if k == 3 else "normal")
+    spec = NetworkSpec(
+        n_features=2,
+        hidden_layer_sizes=(),
+        n_classes=3 if k == 3 else 0,
+        activation="tanh",
+        prior_sigma=1.0,
+        n_rows=60,
+        batch_size=None,
+        likelihood="categorical" if k == 3 else "normal",
+    )
     w0, b0 = rng.normal(size=(2, 40, 2, k)), rng.normal(size=(2, 40, k))
     data = {"w0": (("chain", "draw", "i", "o"), w0), "b0": (("chain", "draw", "o"), b0)}
     if k == 1:
@@ -321,8 +386,9 @@ def test_nuts_without_warm_up_diverges_and_warns(separable):
 
 def test_sample_more_recomputes_the_diagnostics(separable):
     X, y = separable
-    clf = BayesianMLPClassifier(hidden_layer_sizes=(), inference="nuts", n_draws=100,
-                                tune=100, chains=2, random_state=1)
+    clf = BayesianMLPClassifier(
+        hidden_layer_sizes=(), inference="nuts", n_draws=100, tune=100, chains=2, random_state=1
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SamplingWarning)  # 100 draws: ESS < 200 likely
         clf.fit(X, y)

@@ -60,8 +60,9 @@ def test_objective_is_negative_log_joint_by_hand(blobs):
     for i in (0, 13, 20, 30):
         e = np.zeros_like(theta)
         e[i] = eps
-        fd = (f(theta + e, X, np.eye(3)[y], delta)[0]
-              - f(theta - e, X, np.eye(3)[y], delta)[0]) / (2 * eps)
+        fd = (f(theta + e, X, np.eye(3)[y], delta)[0] - f(theta - e, X, np.eye(3)[y], delta)[0]) / (
+            2 * eps
+        )
         np.testing.assert_allclose(grad[i], fd, rtol=1e-5, atol=1e-6)
 
 
@@ -78,8 +79,9 @@ def test_ggn_of_a_linear_model_is_its_fisher_matrix(blobs, n_classes):
     theta = np.random.default_rng(2).normal(size=3 * k + k)
     W, b = theta[: 3 * k].reshape(3, k), theta[3 * k :]
     logits = X @ W + b
-    eig, kinds = _ggn_blocks(shapes, "tanh", _mode(), theta, X, _layer_index(shapes), 1, k,
-                             n_classes == 2)
+    eig, kinds = _ggn_blocks(
+        shapes, "tanh", _mode(), theta, X, _layer_index(shapes), 1, k, n_classes == 2
+    )
     # parameter order: W row-major (feature i, output j) then b (output j)
     Xt = np.column_stack([X, np.ones(90)])
     if n_classes == 2:
@@ -96,8 +98,9 @@ def test_ggn_of_a_linear_model_is_its_fisher_matrix(blobs, n_classes):
         # the kron order is (feature, output) with the bias as feature 3 = module order
         G = G[np.ix_(order, order)]
     assert list(kinds) == ["block"]
-    np.testing.assert_allclose(eig[0], np.clip(np.linalg.eigvalsh(G), 0, None),
-                               rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(
+        eig[0], np.clip(np.linalg.eigvalsh(G), 0, None), rtol=1e-8, atol=1e-8
+    )
 
 
 def test_fixed_point_maximises_the_laplace_evidence():
@@ -149,8 +152,9 @@ def test_per_layer_prior_scales_enter_the_model_log_density(blobs):
 
 
 def _small(**kw):
-    return BayesianMLPClassifier((4,), n_iter=3000, n_draws=50, posterior_temperature=1.0,
-                                 random_state=SEED, **kw)
+    return BayesianMLPClassifier(
+        (4,), n_iter=3000, n_draws=50, posterior_temperature=1.0, random_state=SEED, **kw
+    )
 
 
 def test_estimator_evidence_prior_is_used_reproducible_and_saved(blobs, tmp_path):
@@ -175,12 +179,15 @@ def test_estimator_evidence_prior_is_used_reproducible_and_saved(blobs, tmp_path
     np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
 
 
-@pytest.mark.parametrize("make, kwargs, fit_kw, match", [
-    (BayesianMLPRegressor, {}, {}, "classifiers only"),
-    (BayesianMLPClassifier, {"prior": "gamma_precision"}, {}, "prior='normal'"),
-    (BayesianMLPClassifier, {}, {"groups": np.repeat([0, 1], 45)}, "hierarchical"),
-    (BayesianMLPClassifier, {"prior_sigma": "evidenz"}, {}, "prior_sigma"),
-])
+@pytest.mark.parametrize(
+    "make, kwargs, fit_kw, match",
+    [
+        (BayesianMLPRegressor, {}, {}, "classifiers only"),
+        (BayesianMLPClassifier, {"prior": "gamma_precision"}, {}, "prior='normal'"),
+        (BayesianMLPClassifier, {}, {"groups": np.repeat([0, 1], 45)}, "hierarchical"),
+        (BayesianMLPClassifier, {"prior_sigma": "evidenz"}, {}, "prior_sigma"),
+    ],
+)
 def test_evidence_prior_refusals_are_clear(blobs, make, kwargs, fit_kw, match):
     X, y = blobs
     params = {"prior_sigma": "evidence", **kwargs}
@@ -204,13 +211,15 @@ def test_large_layers_use_the_diagonal_of_their_block(blobs, monkeypatch):
     np.testing.assert_allclose(diag[1], exact[1], rtol=1e-10, atol=1e-12)
     # the exact block's diagonal, recomputed from the Jacobian of the layer-0 columns
     from pymc_bnn.inference.evidence import _jacobian
+
     logits, J = _jacobian(shapes, "tanh", 90, _mode())(theta, X)
     J = np.asarray(J).reshape(90, 3, 31)[:, :, :16]
     z = np.asarray(logits) - np.asarray(logits).max(1, keepdims=True)
     p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
     lam = np.einsum("nk,nkp->p", p, J**2) - np.einsum("nk,nkp->np", p, J).__pow__(2).sum(0)
-    np.testing.assert_allclose(np.sort(diag[0]), np.sort(np.clip(lam, 0, None)), rtol=1e-8,
-                               atol=1e-10)
+    np.testing.assert_allclose(
+        np.sort(diag[0]), np.sort(np.clip(lam, 0, None)), rtol=1e-8, atol=1e-10
+    )
 
 
 def test_many_rows_use_a_subset_scaled_to_all(blobs, monkeypatch):
@@ -222,8 +231,7 @@ def test_many_rows_use_a_subset_scaled_to_all(blobs, monkeypatch):
     monkeypatch.setattr(evidence, "_row_subset", lambda n, size, rng: chosen[:size])
     sub = evidence_prior_scales(X, y, hidden_layer_sizes=(4,), max_rows=45, random_state=SEED)
     twice = np.repeat(chosen, 2)
-    full = evidence_prior_scales(X[twice], y[twice], hidden_layer_sizes=(4,),
-                                 random_state=SEED)
+    full = evidence_prior_scales(X[twice], y[twice], hidden_layer_sizes=(4,), random_state=SEED)
     np.testing.assert_allclose(sub.sigmas, full.sigmas, rtol=1e-3)
     np.testing.assert_allclose(sub.log_evidence, full.log_evidence, rtol=1e-3)
     with pytest.raises(ValueError, match="max_rows"):
@@ -244,8 +252,13 @@ def test_scales_stay_in_range_when_the_data_determine_nothing():
     y = np.repeat([0, 1], 20)
     ev = evidence_prior_scales(X, y, hidden_layer_sizes=(3,), random_state=SEED)
     assert all(lo <= s <= hi for s in ev.sigmas)
-    proba = BayesianMLPClassifier((3,), n_iter=500, n_draws=20, posterior_temperature=1.0,
-                                  random_state=SEED).fit(X, y).predict_proba(X)
+    proba = (
+        BayesianMLPClassifier(
+            (3,), n_iter=500, n_draws=20, posterior_temperature=1.0, random_state=SEED
+        )
+        .fit(X, y)
+        .predict_proba(X)
+    )
     assert np.all(np.isfinite(proba))
 
 
@@ -257,7 +270,10 @@ def test_jacobian_chunks_are_bounded_and_sum_to_the_whole(blobs, monkeypatch):
     assert rows & (rows - 1) == 0
     assert rows * 353 * 8 <= evidence.CHUNK_BYTES < 2 * rows * 353 * 8
     assert evidence.jacobian_chunk_rows(7, shapes) == 8  # padded to a power of two
-    assert evidence.jacobian_chunk_rows(8, shapes) == 8 and evidence.jacobian_chunk_rows(1, shapes) == 1
+    assert (
+        evidence.jacobian_chunk_rows(8, shapes) == 8
+        and evidence.jacobian_chunk_rows(1, shapes) == 1
+    )
     X, y = blobs
     shapes = ((3, 4), (4, 3))
     theta = np.random.default_rng(5).normal(size=31)
@@ -316,8 +332,7 @@ def test_row_by_row_jacobian_equals_the_jacobian_of_all_logits(shapes):
     want_logits, want_J = obvious(theta, X)
     k = shapes[-1][1]
     np.testing.assert_allclose(np.asarray(logits), want_logits, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(np.asarray(J), want_J.reshape(7, k, -1), rtol=1e-10,
-                               atol=1e-12)
+    np.testing.assert_allclose(np.asarray(J), want_J.reshape(7, k, -1), rtol=1e-10, atol=1e-12)
 
 
 def test_map_fits_stop_at_map_ftol(blobs, monkeypatch):

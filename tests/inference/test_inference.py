@@ -7,18 +7,19 @@ import pymc as pm
 import pytest
 
 import pymc_bnn.inference as I
+from pymc_bnn import build_model, fit, posterior_predictive
+from pymc_bnn.inference import NUTS_SAMPLERS, NUTS_SAMPLERS_HIERARCHICAL, default_nuts_sampler
 from pymc_bnn.inference import _concurrency as concurrency
 from pymc_bnn.inference import _nuts as nuts
 from pymc_bnn.inference import _vi as vi
-from pymc_bnn import build_model, fit, posterior_predictive
-from pymc_bnn.inference import NUTS_SAMPLERS, NUTS_SAMPLERS_HIERARCHICAL, default_nuts_sampler
 
 
 @pytest.fixture(scope="module")
 def tiny_post(tiny):
     X, y = tiny
-    return fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=2000,
-               random_seed=3)
+    return fit(
+        build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=2000, random_seed=3
+    )
 
 
 def test_result_is_immutable_and_documented(tiny_post):
@@ -32,10 +33,12 @@ def test_result_is_immutable_and_documented(tiny_post):
 
 def test_same_seed_same_fit_different_seed_different_fit(tiny, tiny_post):
     X, y = tiny
-    again = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=2000,
-                random_seed=3)
-    other = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=2000,
-                random_seed=4)
+    again = fit(
+        build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=2000, random_seed=3
+    )
+    other = fit(
+        build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=2000, random_seed=4
+    )
     np.testing.assert_array_equal(again.loss, tiny_post.loss)
     assert not np.array_equal(other.loss, tiny_post.loss)
 
@@ -45,15 +48,24 @@ def test_same_seed_same_fit_different_seed_different_fit(tiny, tiny_post):
 def test_initial_spread_is_applied(tiny):
     """ADVI starts every factor at sigma=init_sigma, not PyMC's softplus(0)=0.69."""
     X, y = tiny
-    post = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=1,
-               learning_rate=1e-9, init_sigma=0.05, random_seed=0)
+    post = fit(
+        build_model(X, y, hidden_layer_sizes=(3,), random_state=0),
+        n_iter=1,
+        learning_rate=1e-9,
+        init_sigma=0.05,
+        random_seed=0,
+    )
     np.testing.assert_allclose(post.approx.std.eval(), 0.05, rtol=1e-6)
 
 
 def test_convergence_stop_ends_early(tiny):
     X, y = tiny
-    post = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=5000,
-               tol=1e3, random_seed=0)
+    post = fit(
+        build_model(X, y, hidden_layer_sizes=(3,), random_state=0),
+        n_iter=5000,
+        tol=1e3,
+        random_seed=0,
+    )
     assert 0 < post.loss.size < 5000
 
 
@@ -78,23 +90,31 @@ def test_nan_elbo_recovers_with_smaller_learning_rate(tiny):
             raise FloatingPointError("NaN occurred in optimization.")
 
     with pytest.warns(RuntimeWarning, match="restarting"):
-        post = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=100,
-                   learning_rate=0.01, callbacks=[blow_up_once], random_seed=0)
+        post = fit(
+            build_model(X, y, hidden_layer_sizes=(3,), random_state=0),
+            n_iter=100,
+            learning_rate=0.01,
+            callbacks=[blow_up_once],
+            random_seed=0,
+        )
     assert post.learning_rate == pytest.approx(0.001)
     assert post.loss.shape == (100,) and np.all(np.isfinite(post.loss))
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"method": "svgd"}, "method must be one of"),
-    ({"n_iter": 0}, "n_iter"),
-    ({"learning_rate": -1.0}, "learning_rate"),
-    ({"nuts_sampler": "stan", "method": "nuts"}, "nuts_sampler must be one of"),
-    # int() truncated 1.5; -1, 2**70 and a Generator failed deep in NumPy
-    ({"random_seed": 1.5}, "random_seed must be None or a whole number in 0 .. 2\\*\\*32 - 1"),
-    ({"random_seed": -1}, "random_seed must be None"),
-    ({"random_seed": 2**70}, "random_seed must be None"),
-    ({"random_seed": np.random.default_rng(0)}, "random_seed must be None"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"method": "svgd"}, "method must be one of"),
+        ({"n_iter": 0}, "n_iter"),
+        ({"learning_rate": -1.0}, "learning_rate"),
+        ({"nuts_sampler": "stan", "method": "nuts"}, "nuts_sampler must be one of"),
+        # int() truncated 1.5; -1, 2**70 and a Generator failed deep in NumPy
+        ({"random_seed": 1.5}, "random_seed must be None or a whole number in 0 .. 2\\*\\*32 - 1"),
+        ({"random_seed": -1}, "random_seed must be None"),
+        ({"random_seed": 2**70}, "random_seed must be None"),
+        ({"random_seed": np.random.default_rng(0)}, "random_seed must be None"),
+    ],
+)
 def test_bad_options_raise(tiny, kwargs, match):
     X, y = tiny
     with pytest.raises(ValueError, match=match):
@@ -107,17 +127,28 @@ def test_nuts_refuses_a_minibatch_model(tiny, nuts_sampler):
     sampled a random minibatch's log density."""
     X, y = tiny
     model = build_model(X, y, hidden_layer_sizes=(2,), batch_size=10, random_state=0)
-    with pytest.raises(ValueError, match="method='nuts' needs a full-batch model; this one "
-                                         "was built with batch_size=10. Build it without"):
-        fit(model, method="nuts", nuts_sampler=nuts_sampler, draws=5, tune=5, chains=1,
-            random_seed=0)
+    with pytest.raises(
+        ValueError,
+        match="method='nuts' needs a full-batch model; this one "
+        "was built with batch_size=10. Build it without",
+    ):
+        fit(
+            model,
+            method="nuts",
+            nuts_sampler=nuts_sampler,
+            draws=5,
+            tune=5,
+            chains=1,
+            random_seed=0,
+        )
 
 
 @pytest.mark.parametrize("seed", [-1, 1.5, 2**70, True, [3, -1], np.random.default_rng(0)])
 def test_posterior_predictive_checks_its_seed_as_fit_does(tiny_post, seed):
     """-1 failed deep in NumPy, 1.5 was taken silently."""
-    with pytest.raises(ValueError, match="random_seed must be None or a whole number in "
-                                         "0 .. 2\\*\\*32 - 1"):
+    with pytest.raises(
+        ValueError, match="random_seed must be None or a whole number in 0 .. 2\\*\\*32 - 1"
+    ):
         posterior_predictive(tiny_post, n_draws=5, random_seed=seed)
     with pytest.raises(ValueError, match="random_seed must be None"):
         I.sample_more(tiny_post, 5, random_seed=seed)
@@ -133,8 +164,7 @@ def test_default_nuts_sampler_is_the_fastest_installed():
     import importlib.util
 
     for hierarchical, order in ((False, NUTS_SAMPLERS), (True, NUTS_SAMPLERS_HIERARCHICAL)):
-        expected = next(n for n in order
-                        if n == "pymc" or importlib.util.find_spec(n) is not None)
+        expected = next(n for n in order if n == "pymc" or importlib.util.find_spec(n) is not None)
         assert default_nuts_sampler(hierarchical=hierarchical) == expected
     assert set(NUTS_SAMPLERS_HIERARCHICAL) == set(NUTS_SAMPLERS)
 
@@ -143,8 +173,11 @@ def test_missing_nuts_backend_names_the_extra_that_installs_it(monkeypatch):
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name in ("nutpie", "numpyro") else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name in ("nutpie", "numpyro") else real(name, *a),
+    )
     for name, extra in (("nutpie", "pymc_bnn[nutpie]"), ("numpyro", "pymc_bnn[jax]")):
         with pytest.raises(ImportError, match=re.escape(extra)):
             nuts.check_nuts_sampler(name)
@@ -154,8 +187,15 @@ def test_missing_nuts_backend_names_the_extra_that_installs_it(monkeypatch):
 @pytest.mark.filterwarnings("ignore::pymc_bnn.exceptions.SamplingWarning")
 def test_nuts_with_pymc_sampler_gives_usable_draws(tiny):
     X, y = tiny
-    post = fit(build_model(X, y, hidden_layer_sizes=(2,), random_state=0), method="nuts",
-               draws=30, tune=30, chains=1, nuts_sampler="pymc", random_seed=1)
+    post = fit(
+        build_model(X, y, hidden_layer_sizes=(2,), random_state=0),
+        method="nuts",
+        draws=30,
+        tune=30,
+        chains=1,
+        nuts_sampler="pymc",
+        random_seed=1,
+    )
     assert post.nuts_sampler == "pymc" and post.approx is None
     assert post.n_stored_draws == 30
     proba = posterior_predictive(post, n_draws=None).sample_proba(X)
@@ -188,8 +228,10 @@ def test_minibatch_run_really_minibatches(minibatch_clf):
     assert spec.batch_size == 50
     model = minibatch_clf.approx_.model
     value = model.rvs_to_values[model["y_obs"]]
-    assert any(v.owner is not None and type(v.owner.op).__name__ == "MinibatchOp"
-               for v in ancestors([value]))
+    assert any(
+        v.owner is not None and type(v.owner.op).__name__ == "MinibatchOp"
+        for v in ancestors([value])
+    )
 
 
 @pytest.mark.slow
@@ -203,8 +245,9 @@ def test_fullrank_advi_reaches_accuracy(moons):
     X_train, X_test, y_train, y_test = moons
     # one fit (no cross-fitted temperature, which notebook 02 runs with full-rank ADVI):
     # the test is about the full-rank fit (measured: 0.962 at T = 1, 0.96 with "auto")
-    clf = BayesianMLPClassifier(inference="fullrank_advi", posterior_temperature=1.0,
-                                random_state=0).fit(X_train, y_train)
+    clf = BayesianMLPClassifier(
+        inference="fullrank_advi", posterior_temperature=1.0, random_state=0
+    ).fit(X_train, y_train)
     assert clf.score(X_test, y_test) >= 0.93
 
 
@@ -234,8 +277,10 @@ def test_scan_engine_reaches_pm_fit_optimum(moons, batch_size):
         model = build_model(X_train, y_train, batch_size=batch_size, random_state=0)
         post = fit(model, engine=engine, random_seed=1)
         assert post.engine == engine
-        results[engine] = (post.loss[-2000:].mean(),
-                           posterior_predictive(post, random_seed=0).mean_proba(X_test))
+        results[engine] = (
+            post.loss[-2000:].mean(),
+            posterior_predictive(post, random_seed=0).mean_proba(X_test),
+        )
     (l_pm, p_pm), (l_jx, p_jx) = results["pymc"], results["jax"]
     assert abs(l_jx - l_pm) / l_pm < 0.05
     assert np.abs(p_jx - p_pm).mean() < 0.05
@@ -254,8 +299,11 @@ def test_scan_engine_is_really_taken_in_chunks(tiny, monkeypatch):
 
     monkeypatch.setattr(compiled_vi.ScanADVI, "run", spy)
     X, y = tiny
-    post = fit(build_model(X, y, hidden_layer_sizes=(3,), batch_size=8, random_state=0),
-               n_iter=2500, random_seed=0)
+    post = fit(
+        build_model(X, y, hidden_layer_sizes=(3,), batch_size=8, random_state=0),
+        n_iter=2500,
+        random_seed=0,
+    )
     assert post.engine == "jax" and post.loss.shape == (2500,)
     assert calls == [(1000, (8, 40)), (1000, (8, 40)), (500, (8, 40))]
     # the approximation holds plain NumPy arrays again, usable by other backends
@@ -288,14 +336,20 @@ def test_minibatch_step_size_is_set_per_compiled_call(tiny, monkeypatch):
 
     monkeypatch.setattr(compiled_vi.ScanADVI, "run", spy)
     X, y = tiny
-    fit(build_model(X, y, hidden_layer_sizes=(3,), batch_size=8, random_state=0),
-        n_iter=4000, random_seed=0)
-    assert seen == pytest.approx([I.minibatch_learning_rate(
-        I.MINIBATCH_ADVI_LEARNING_RATE, s, 4000) for s in (500, 1500, 2500, 3500)])
+    fit(
+        build_model(X, y, hidden_layer_sizes=(3,), batch_size=8, random_state=0),
+        n_iter=4000,
+        random_seed=0,
+    )
+    assert seen == pytest.approx(
+        [
+            I.minibatch_learning_rate(I.MINIBATCH_ADVI_LEARNING_RATE, s, 4000)
+            for s in (500, 1500, 2500, 3500)
+        ]
+    )
     assert seen[0] == seen[1] == 0.03 and seen[3] == pytest.approx(0.003)
     seen.clear()
-    fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=2000,
-        random_seed=0)
+    fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=2000, random_seed=0)
     assert seen == [0.01, 0.01]
 
 
@@ -304,11 +358,17 @@ def test_minibatch_step_size_is_scheduled_on_the_pymc_engine_too(tiny, monkeypat
     step size of its Adam)."""
     steps = []
     real = vi.minibatch_learning_rate
-    monkeypatch.setattr(vi, "minibatch_learning_rate",
-                        lambda lr, s, n: steps.append((lr, s, n)) or real(lr, s, n))
+    monkeypatch.setattr(
+        vi, "minibatch_learning_rate", lambda lr, s, n: steps.append((lr, s, n)) or real(lr, s, n)
+    )
     X, y = tiny
-    post = fit(build_model(X, y, hidden_layer_sizes=(3,), batch_size=8, random_state=0),
-               n_iter=300, engine="pymc", random_seed=0, warn=False)
+    post = fit(
+        build_model(X, y, hidden_layer_sizes=(3,), batch_size=8, random_state=0),
+        n_iter=300,
+        engine="pymc",
+        random_seed=0,
+        warn=False,
+    )
     assert post.engine == "pymc"
     assert [s for _, s, _ in steps] == list(range(1, 301))
     assert {(lr, n) for lr, _, n in steps} == {(I.MINIBATCH_ADVI_LEARNING_RATE, 300)}
@@ -321,8 +381,12 @@ def test_scan_engine_seeded_and_fullrank(tiny):
     X, y = tiny
 
     def run(seed, method="advi"):
-        return fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0),
-                   method=method, n_iter=300, random_seed=seed)
+        return fit(
+            build_model(X, y, hidden_layer_sizes=(3,), random_state=0),
+            method=method,
+            n_iter=300,
+            random_seed=seed,
+        )
 
     np.testing.assert_array_equal(run(1).loss, run(1).loss)
     assert not np.array_equal(run(1).loss, run(2).loss)
@@ -351,8 +415,7 @@ def test_scan_engine_takes_minibatch_rows_not_the_data(tiny):
     The rows are the data's rows at the indices drawn after the noise, the same rows
     of X and y. Full-batch models still read the data containers themselves."""
     X, y = tiny
-    runner = _scan_runner(build_model(X, y, hidden_layer_sizes=(3,), batch_size=8,
-                                      random_state=0))
+    runner = _scan_runner(build_model(X, y, hidden_layer_sizes=(3,), batch_size=8, random_state=0))
     fn_inputs = {v.name for v in runner.fn.maker.fgraph.inputs}
     assert runner.data == [] and not fn_inputs & {"X", "y"}
     assert {"X_rows", "y_rows"} <= fn_inputs
@@ -378,8 +441,9 @@ def test_scan_engine_draws_ahead_without_changing_the_draws(tiny):
     X, y = tiny
 
     def losses(draw_ahead, sizes=(300, 300, 300)):
-        runner = _scan_runner(build_model(X, y, hidden_layer_sizes=(3,), batch_size=8,
-                                          random_state=0))
+        runner = _scan_runner(
+            build_model(X, y, hidden_layer_sizes=(3,), batch_size=8, random_state=0)
+        )
         runner.draw_ahead = draw_ahead
         rng = np.random.default_rng(7)
         return np.concatenate([runner.run(k, rng) for k in sizes])
@@ -410,16 +474,20 @@ def test_device_gather_equals_the_host_gather_and_is_taken(tiny, monkeypatch):
     host = _scan_runner(model())
     for runner in (device, host):
         runner.draw_ahead = False
-    losses = [np.concatenate([r.run(k, rng) for k in (300, 200)])
-              for r, rng in ((device, np.random.default_rng(4)),
-                             (host, np.random.default_rng(4)))]
+    losses = [
+        np.concatenate([r.run(k, rng) for k in (300, 200)])
+        for r, rng in ((device, np.random.default_rng(4)), (host, np.random.default_rng(4)))
+    ]
     np.testing.assert_array_equal(*losses)
 
     # through fit(), as the setting chooses it
     taken = []
     original = V.ScanADVI.run
-    monkeypatch.setattr(V.ScanADVI, "run", lambda r, k, rng: (
-        taken.append(r.gather_on_device), original(r, k, rng))[1])
+    monkeypatch.setattr(
+        V.ScanADVI,
+        "run",
+        lambda r, k, rng: (taken.append(r.gather_on_device), original(r, k, rng))[1],
+    )
     fits = {}
     for gather in (False, True):
         monkeypatch.setattr(V, "DEVICE_GATHER", gather)
@@ -521,15 +589,14 @@ def test_wide_inputs_take_fewer_steps_per_call_and_give_the_same_fit(tiny, monke
 
     X, y = tiny
     default_bytes = vi.SCAN_CALL_BYTES
-    mb = _scan_runner(build_model(X, y, hidden_layer_sizes=(3,), batch_size=8,
-                                  random_state=0))
+    mb = _scan_runner(build_model(X, y, hidden_layer_sizes=(3,), batch_size=8, random_state=0))
     rows = [c.get_value()[:1].nbytes for c in mb._containers]  # X's 2 floats, y's code
     per_step = mb.ddim * 8 + 8 * sum(rows)
     assert len(rows) == 2 and rows[0] == 16
     assert mb.input_bytes_per_step() == per_step
     assert vi._steps_per_call(mb) == vi.SCAN_CHUNK
     monkeypatch.setattr(vi, "SCAN_CALL_BYTES", 130 * per_step)
-    assert vi._steps_per_call(mb) == 125          # largest divisor of 1000 below 130
+    assert vi._steps_per_call(mb) == 125  # largest divisor of 1000 below 130
     monkeypatch.setattr(vi, "SCAN_CALL_BYTES", per_step // 2)
     assert vi._steps_per_call(mb) == 1
 
@@ -575,10 +642,22 @@ def _params(post):
 @jax_only
 @pytest.mark.parametrize(
     "change",
-    [{"rows": 31}, {"prior_sigma": 2.5}, {"lr": 0.003}, {"seed": 7},
-     {"rows": 31, "batch_size": 8}, {"batch_size": 8, "total_size": 500}],
-    ids=["new-data", "prior-scale", "learning-rate", "seed", "minibatch-new-data",
-         "minibatch-total-size"],
+    [
+        {"rows": 31},
+        {"prior_sigma": 2.5},
+        {"lr": 0.003},
+        {"seed": 7},
+        {"rows": 31, "batch_size": 8},
+        {"batch_size": 8, "total_size": 500},
+    ],
+    ids=[
+        "new-data",
+        "prior-scale",
+        "learning-rate",
+        "seed",
+        "minibatch-new-data",
+        "minibatch-total-size",
+    ],
 )
 def test_runner_is_reused_and_equals_a_fresh_compile(tiny, change):
     """A second fit of the same structure reuses the compiled runner (a cache hit, no
@@ -614,8 +693,14 @@ def test_runner_is_reused_and_equals_a_fresh_compile(tiny, change):
 @jax_only
 @pytest.mark.parametrize(
     "other",
-    [{"hidden_layer_sizes": (4,)}, {"batch_size": 8}, {"activation": "relu"},
-     {"prior": "gamma_precision"}, {"n_classes": 3}, {"likelihood": "normal"}],
+    [
+        {"hidden_layer_sizes": (4,)},
+        {"batch_size": 8},
+        {"activation": "relu"},
+        {"prior": "gamma_precision"},
+        {"n_classes": 3},
+        {"likelihood": "normal"},
+    ],
     ids=["width", "minibatch", "activation", "prior-family", "classes", "likelihood"],
 )
 def test_runner_is_not_reused_across_structures(tiny, other):
@@ -649,7 +734,8 @@ def test_runner_cache_is_bounded_holds_no_data_and_never_shares_a_runner(tiny):
         with cache.runner(inference(2), learning_rate=0.01, mode="JAX") as b:
             assert a is not b and a.fn is not b.fn
             assert not {id(v) for v in (*a.state, *a.inputs)} & {
-                id(v) for v in (*b.state, *b.inputs)}
+                id(v) for v in (*b.state, *b.inputs)
+            }
     assert (cache.hits, cache.misses, cache.clones, len(cache)) == (0, 1, 1, 2)
     with cache.runner(inference(2), learning_rate=0.01, mode="JAX") as c:
         assert c in (a, b)
@@ -672,7 +758,7 @@ def test_two_hundred_fits_keep_memory_flat(tiny):
 
     def rss_mb():
         with open("/proc/self/status") as f:
-            line = next(l for l in f if l.startswith("VmRSS"))
+            line = next(row for row in f if row.startswith("VmRSS"))
         return int(line.split()[1]) / 1024
 
     X, y = tiny
@@ -792,8 +878,9 @@ def test_fit_concurrently_runs_tasks_at_the_same_time_in_order():
     assert I.fit_concurrently([lambda i=i: task(i) for i in range(4)], n_threads=2) == [0, 1, 2, 3]
     assert len(set(threads)) == 2 and threads.count(threading.get_ident()) >= 1
     calls = []
-    assert I.fit_concurrently([lambda i=i: calls.append(threading.get_ident()) or i
-                               for i in range(3)], n_threads=1) == [0, 1, 2]
+    assert I.fit_concurrently(
+        [lambda i=i: calls.append(threading.get_ident()) or i for i in range(3)], n_threads=1
+    ) == [0, 1, 2]
     assert set(calls) == {threading.get_ident()}
 
 
@@ -811,11 +898,17 @@ def test_fit_concurrently_raises_the_first_failure_and_starts_nothing_after_it()
     assert len(started) < 8
 
 
-@pytest.mark.parametrize("env, value, expected", [
-    ("PYMC_BNN_NUM_THREADS", "1", 1), ("OMP_NUM_THREADS", "1", 1),
-    ("PYMC_BNN_NUM_THREADS", "3", 3), ("OMP_NUM_THREADS", "1000", None),
-    ("PYMC_BNN_NUM_THREADS", "0", ValueError),
-    ("OMP_NUM_THREADS", "two", ValueError)])
+@pytest.mark.parametrize(
+    "env, value, expected",
+    [
+        ("PYMC_BNN_NUM_THREADS", "1", 1),
+        ("OMP_NUM_THREADS", "1", 1),
+        ("PYMC_BNN_NUM_THREADS", "3", 3),
+        ("OMP_NUM_THREADS", "1000", None),
+        ("PYMC_BNN_NUM_THREADS", "0", ValueError),
+        ("OMP_NUM_THREADS", "two", ValueError),
+    ],
+)
 def test_default_threads_honours_the_environment(monkeypatch, env, value, expected):
     import os
 

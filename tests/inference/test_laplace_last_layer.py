@@ -4,17 +4,26 @@ the output layer; the hidden layers are a point estimate under the scales given.
 
 import numpy as np
 import pytest
+from reference import numpy_logits
 from sklearn.datasets import make_blobs
 
 import pymc_bnn.estimators._classifier as C
 import pymc_bnn.predictive._predictive as P
 from pymc_bnn import BayesianMLPClassifier
-from pymc_bnn.policy._settings import MIXTURE
+from pymc_bnn.inference.laplace import (
+    LINEARIZATION_GROUP,
+    _class_curvature,
+    _gram,
+    _jacobian_rows,
+    _value_grad,
+    fit_laplace,
+    laplace_draws,
+    laplace_idata,
+    last_layer_curvature,
+    linearised_outputs,
+)
 from pymc_bnn.network._flat import compile_mode, n_params
-from pymc_bnn.inference.laplace import (LINEARIZATION_GROUP, _class_curvature, _gram, _jacobian_rows,
-                              last_layer_curvature, _value_grad, fit_laplace, laplace_draws,
-                              laplace_idata, linearised_outputs)
-from reference import numpy_logits
+from pymc_bnn.policy._settings import MIXTURE
 
 SHAPES = ((3, 5), (5, 4), (4, 3))
 
@@ -41,11 +50,9 @@ def test_the_output_layer_s_curvature_is_the_whole_network_s_block(k, classify):
         Y = rng.normal(size=41)
         f, J = _jacobian_rows(shapes, "tanh", compile_mode(), theta, X)
         G, g = _gram(J), -(J.T @ (Y - f))
-    G_last, g_last = last_layer_curvature(shapes, "tanh", compile_mode(), theta, X, Y,
-                                           classify)
+    G_last, g_last = last_layer_curvature(shapes, "tanh", compile_mode(), theta, X, Y, classify)
     first = P_all - (4 * k + k)
-    np.testing.assert_allclose(np.tril(G_last), np.tril(G[first:, first:]), rtol=1e-10,
-                               atol=1e-12)
+    np.testing.assert_allclose(np.tril(G_last), np.tril(G[first:, first:]), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(G_last, G_last.T, atol=1e-12)
     np.testing.assert_allclose(g_last, g[first:], rtol=1e-10, atol=1e-12)
 
@@ -59,8 +66,14 @@ def blobs():
 @pytest.fixture(scope="module")
 def last(blobs):
     X, y = blobs
-    return fit_laplace(X, y, layer_shapes=SHAPES, likelihood="categorical", random_state=0,
-                       hidden_prior_sigmas=(0.7, 1.3))
+    return fit_laplace(
+        X,
+        y,
+        layer_shapes=SHAPES,
+        likelihood="categorical",
+        random_state=0,
+        hidden_prior_sigmas=(0.7, 1.3),
+    )
 
 
 def test_a_last_layer_fit_is_the_exact_posterior_of_its_output_layer_at_a_mode(blobs, last):
@@ -80,18 +93,23 @@ def test_a_last_layer_fit_is_the_exact_posterior_of_its_output_layer_at_a_mode(b
     assert np.isnan(gaussian.effective_parameters[:2]).all()
     assert 0 < gaussian.effective_parameters[2] < 15
     assert info["gradient_norm"] < 1e-5
-    delta = np.concatenate([np.full(n_params(SHAPES[i:i + 1]), s ** -2)
-                            for i, s in enumerate(gaussian.prior_sigmas)])
+    delta = np.concatenate(
+        [np.full(n_params(SHAPES[i : i + 1]), s**-2) for i, s in enumerate(gaussian.prior_sigmas)]
+    )
     value_grad = _value_grad(SHAPES, "tanh", compile_mode(), True)
 
     def grad(t):
         return np.asarray(value_grad(t, X, np.eye(3)[y], 1.0, delta)[1])[first:]
 
     eps = 1e-6
-    hessian = np.stack([(grad(gaussian.theta + eps * e) - grad(gaussian.theta - eps * e))
-                        / (2 * eps) for e in np.eye(P_all)[first:]], axis=1)
-    np.testing.assert_allclose(gaussian.chol @ gaussian.chol.T, hessian, rtol=1e-5,
-                               atol=1e-6)
+    hessian = np.stack(
+        [
+            (grad(gaussian.theta + eps * e) - grad(gaussian.theta - eps * e)) / (2 * eps)
+            for e in np.eye(P_all)[first:]
+        ],
+        axis=1,
+    )
+    np.testing.assert_allclose(gaussian.chol @ gaussian.chol.T, hessian, rtol=1e-5, atol=1e-6)
 
 
 def test_last_layer_draws_move_the_output_layer_only_and_need_no_linearisation(blobs, last):
@@ -102,14 +120,24 @@ def test_last_layer_draws_move_the_output_layer_only_and_need_no_linearisation(b
     X, _ = blobs
     gaussian, _ = last
     draws = laplace_draws(gaussian, SHAPES, 30, random_seed=4)
-    flat = np.concatenate([np.concatenate([draws[f"w{i}"].reshape(30, -1), draws[f"b{i}"]],
-                                          axis=1) for i in range(3)], axis=1)
+    flat = np.concatenate(
+        [
+            np.concatenate([draws[f"w{i}"].reshape(30, -1), draws[f"b{i}"]], axis=1)
+            for i in range(3)
+        ],
+        axis=1,
+    )
     first = gaussian.first_random
-    np.testing.assert_array_equal(flat[:, :first], np.broadcast_to(gaussian.theta[:first],
-                                                                   (30, first)))
+    np.testing.assert_array_equal(
+        flat[:, :first], np.broadcast_to(gaussian.theta[:first], (30, first))
+    )
     z = np.random.default_rng(4).standard_normal((15, 30))
-    np.testing.assert_allclose(flat[:, first:] - gaussian.theta[first:],
-                               np.linalg.solve(gaussian.chol.T, z).T, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        flat[:, first:] - gaussian.theta[first:],
+        np.linalg.solve(gaussian.chol.T, z).T,
+        rtol=1e-10,
+        atol=1e-12,
+    )
     idata = laplace_idata(gaussian, SHAPES, 30, random_seed=4)
     assert LINEARIZATION_GROUP not in idata.children
     linear = linearised_outputs(SHAPES, "tanh", gaussian.theta, X, flat - gaussian.theta)
@@ -120,21 +148,20 @@ def test_last_layer_draws_move_the_output_layer_only_and_need_no_linearisation(b
 def test_a_fold_fit_from_a_last_layer_start_is_last_layer_and_keeps_its_scales(blobs, last):
     X, y = blobs
     gaussian, _ = last
-    fold, info = fit_laplace(X[:80], y[:80], layer_shapes=SHAPES, likelihood="categorical",
-                             start=gaussian)
+    fold, info = fit_laplace(
+        X[:80], y[:80], layer_shapes=SHAPES, likelihood="categorical", start=gaussian
+    )
     assert fold.last_layer
     assert fold.prior_sigmas == pytest.approx(gaussian.prior_sigmas, rel=1e-12)
     assert info["rounds"] == 1 and info["gradient_norm"] < 1e-5
-    assert not np.allclose(fold.theta[: fold.first_random],
-                           gaussian.theta[: gaussian.first_random])
+    assert not np.allclose(fold.theta[: fold.first_random], gaussian.theta[: gaussian.first_random])
 
 
 @pytest.mark.parametrize("bad", [(1.0,), (1.0, -1.0), (1.0, np.nan)])
 def test_bad_hidden_scales_get_a_clear_error(blobs, bad):
     X, y = blobs
     with pytest.raises(ValueError, match="hidden_prior_sigmas must be 2 positive"):
-        fit_laplace(X, y, layer_shapes=SHAPES, likelihood="categorical",
-                    hidden_prior_sigmas=bad)
+        fit_laplace(X, y, layer_shapes=SHAPES, likelihood="categorical", hidden_prior_sigmas=bad)
 
 
 def test_the_laplace_half_covers_the_whole_network_where_affordable_else_its_output_layer():
@@ -166,8 +193,7 @@ def test_the_mixture_fits_a_last_layer_laplace_half_beyond_the_bound(blobs, monk
     np.testing.assert_array_equal(again.predict_proba(X), clf.predict_proba(X))
 
 
-def test_a_saved_last_layer_mixture_loads_with_the_same_predictions(blobs, monkeypatch,
-                                                                    tmp_path):
+def test_a_saved_last_layer_mixture_loads_with_the_same_predictions(blobs, monkeypatch, tmp_path):
     X, y = blobs
     monkeypatch.setattr(C, "AUTO_MIXTURE_MAX_FLOPS", 1e5)
     clf = BayesianMLPClassifier((4,), inference=MIXTURE, n_draws=20, random_state=2).fit(X, y)

@@ -10,12 +10,18 @@ import scipy.linalg as sla
 from sklearn.datasets import make_blobs, make_moons
 
 from pymc_bnn import BayesianMLPClassifier
-from pymc_bnn.policy._describe import describe
+from pymc_bnn.inference._map_ensemble import (
+    _evidence_precision,
+    fit_map_ensemble,
+    holdout_masks,
+    initial_theta,
+    last_layer_laplace,
+    member_logit_draws,
+    member_seeds,
+)
 from pymc_bnn.network._flat import unflatten
+from pymc_bnn.policy._describe import describe
 from pymc_bnn.policy._ensemble import one_standard_error_choice
-from pymc_bnn.inference._map_ensemble import (_evidence_precision, fit_map_ensemble,
-                                             holdout_masks, initial_theta, last_layer_laplace,
-                                             member_logit_draws, member_seeds)
 
 SHAPES = ((2, 6), (6, 3))
 
@@ -43,11 +49,14 @@ def test_the_vectorised_members_are_the_networks_fit_one_at_a_time(blobs):
     starts = np.stack([initial_theta(SHAPES, s) for s in member_seeds(4, 3)])
     kw = dict(layer_shapes=SHAPES, seed=4, dtype="float64", learning_rate=0.02)
     together = fit_map_ensemble(X, y, n_members=3, holdout=holdout, **kw)
-    np.testing.assert_array_equal(together.thetas, fit_map_ensemble(
-        X, y, n_members=3, holdout=holdout, starts=starts, **kw).thetas)
+    np.testing.assert_array_equal(
+        together.thetas,
+        fit_map_ensemble(X, y, n_members=3, holdout=holdout, starts=starts, **kw).thetas,
+    )
     for k in range(3):
-        alone = fit_map_ensemble(X, y, n_members=1, holdout=holdout[k : k + 1],
-                                 starts=starts[k : k + 1], **kw)
+        alone = fit_map_ensemble(
+            X, y, n_members=1, holdout=holdout[k : k + 1], starts=starts[k : k + 1], **kw
+        )
         np.testing.assert_allclose(together.thetas[k], alone.thetas[0], rtol=1e-7, atol=1e-9)
         assert together.n_epochs[k] == alone.n_epochs[0]
     assert together.converged.all()
@@ -59,16 +68,21 @@ def test_the_map_fits_minimise_the_objective_they_report(blobs):
     rows), and the fits end near a minimum of it: the gradient of the NumPy objective
     is small at the weights reached."""
     X, y = blobs
-    fit = fit_map_ensemble(X, y, layer_shapes=SHAPES, n_members=2, seed=0, dtype="float64",
-                           learning_rate=0.01)
+    fit = fit_map_ensemble(
+        X, y, layer_shapes=SHAPES, n_members=2, seed=0, dtype="float64", learning_rate=0.01
+    )
     assert fit.converged.all()
     for k, theta in enumerate(fit.thetas):
         f0 = _numpy_objective(theta, X, y, SHAPES)
         last = fit.loss_curve[np.isfinite(fit.loss_curve[:, k]), k][-1]
         assert abs(f0 - last) < 0.02  # the epoch's average, the weights moving under it
         eps = 1e-6
-        grad = np.array([(_numpy_objective(theta + eps * e, X, y, SHAPES) - f0) / eps
-                         for e in np.eye(theta.size)])
+        grad = np.array(
+            [
+                (_numpy_objective(theta + eps * e, X, y, SHAPES) - f0) / eps
+                for e in np.eye(theta.size)
+            ]
+        )
         assert np.linalg.norm(grad) < 0.05
 
 
@@ -88,11 +102,13 @@ def test_the_output_layer_s_gaussian_is_the_laplace_approximation(blobs):
     phi A^-1 phi^T (A the GGN plus the evidence's precision), and the evidence's
     precision maximises the Laplace evidence over the output layer's prior precision."""
     X, y = blobs
-    fit = fit_map_ensemble(X, y, layer_shapes=SHAPES, n_members=1, seed=1, dtype="float64",
-                           learning_rate=0.01)
+    fit = fit_map_ensemble(
+        X, y, layer_shapes=SHAPES, n_members=1, seed=1, dtype="float64", learning_rate=0.01
+    )
     g = last_layer_laplace(X, y, fit.thetas[0], layer_shapes=SHAPES)
-    mean, noise = member_logit_draws(g, X[:4], layer_shapes=SHAPES, activation="tanh",
-                                     n_draws=40_000, random_seed=0)
+    mean, noise = member_logit_draws(
+        g, X[:4], layer_shapes=SHAPES, activation="tanh", n_draws=40_000, random_seed=0
+    )
     (W0, b0), (W1, b1) = unflatten(fit.thetas[0], SHAPES)
     h = np.tanh(X[:4] @ W0 + b0)
     np.testing.assert_allclose(mean, h @ W1 + b1, rtol=1e-10)
@@ -106,11 +122,12 @@ def test_the_output_layer_s_gaussian_is_the_laplace_approximation(blobs):
     delta = 1.0 / g.prior_sigmas[-1] ** 2
     G = A - delta * np.eye(len(A))
     eig = np.clip(np.linalg.eigvalsh(G), 0, None)
-    tail = fit.thetas[0][g.first_random:]
+    tail = fit.thetas[0][g.first_random :]
 
     def log_ev(d):  # the terms that depend on the precision
-        return -0.5 * d * tail @ tail + 0.5 * tail.size * math.log(d) - 0.5 * np.sum(
-            np.log(eig + d))
+        return (
+            -0.5 * d * tail @ tail + 0.5 * tail.size * math.log(d) - 0.5 * np.sum(np.log(eig + d))
+        )
 
     assert math.isclose(delta, _evidence_precision(eig, tail @ tail, tail.size), rel_tol=1e-6)
     assert log_ev(delta) >= max(log_ev(delta * 1.3), log_ev(delta / 1.3))
@@ -159,14 +176,14 @@ def test_the_default_s_predictions_are_the_mean_over_its_members_draws(default_c
             if i < 2:
                 h = np.tanh(h)
         p.append(1 / (1 + np.exp(-h[:, 0])))
-    np.testing.assert_allclose(clf.predict_proba(X)[:, 1], np.mean(p, 0), rtol=1e-5,
-                               atol=1e-6)
+    np.testing.assert_allclose(clf.predict_proba(X)[:, 1], np.mean(p, 0), rtol=1e-5, atol=1e-6)
 
 
 def test_a_fixed_temperature_fits_on_all_rows_and_draws_the_gaussians(default_clf):
     X, y, _ = default_clf
-    clf = BayesianMLPClassifier(random_state=0, inference="laplace_ensemble",
-                                posterior_temperature=0.5, n_draws=50).fit(X, y)
+    clf = BayesianMLPClassifier(
+        random_state=0, inference="laplace_ensemble", posterior_temperature=0.5, n_draws=50
+    ).fit(X, y)
     assert clf.posterior_temperature_ == 0.5 and clf.temperature_selection_ is None
     assert clf.ensemble_["heldout_rows"] == [0] * 5
     assert clf.idata_.posterior.sizes["draw"] == 50
@@ -183,17 +200,23 @@ def test_the_default_saves_and_loads(default_clf, tmp_path):
     np.testing.assert_array_equal(back.predict_proba(X), clf.predict_proba(X))
 
 
-@pytest.mark.parametrize("kwargs", [{"n_iter": 100}, {"learning_rate": 0.1}, {"n_init": 2},
-                                    {"prior": "gamma_precision"}])
+@pytest.mark.parametrize(
+    "kwargs", [{"n_iter": 100}, {"learning_rate": 0.1}, {"n_init": 2}, {"prior": "gamma_precision"}]
+)
 def test_the_explicit_method_refuses_settings_it_does_not_use(kwargs):
     X, y = make_moons(60, random_state=0)
     with pytest.raises(ValueError, match="does not apply to inference='laplace_ensemble'"):
         BayesianMLPClassifier(inference="laplace_ensemble", **kwargs).fit(X, y)
 
 
-@pytest.mark.parametrize("kwargs, expected", [({"n_iter": 200}, "advi"),
-                                              ({"prior_sigma": 0.5}, "advi"),
-                                              ({"prior": "gamma_precision"}, "advi")])
+@pytest.mark.parametrize(
+    "kwargs, expected",
+    [
+        ({"n_iter": 200}, "advi"),
+        ({"prior_sigma": 0.5}, "advi"),
+        ({"prior": "gamma_precision"}, "advi"),
+    ],
+)
 def test_auto_takes_the_ensemble_only_where_it_applies(kwargs, expected, monkeypatch):
     """A setting only variational inference uses, a fixed prior scale or Neal's prior
     keep ADVI (checked before any fit: the fit itself is cut short)."""
@@ -215,12 +238,19 @@ def _runs_predictive(distinct: bool):
     """A wide network's predictive (a fan-in above the unrolled path's) whose 12 draws
     share 3 first layers in runs of 4 (a mixture of last-layer Laplace
     approximations), or whose draws all differ."""
-    from pymc_bnn.predictive._predictive import PosteriorPredictive
     from pymc_bnn.network.spec import NetworkSpec
+    from pymc_bnn.predictive._predictive import PosteriorPredictive
 
     rng = np.random.default_rng(0)
-    spec = NetworkSpec(n_features=20, hidden_layer_sizes=(7,), n_classes=3, activation="tanh",
-                       prior_sigma=1.0, n_rows=100, batch_size=None)
+    spec = NetworkSpec(
+        n_features=20,
+        hidden_layer_sizes=(7,),
+        n_classes=3,
+        activation="tanh",
+        prior_sigma=1.0,
+        n_rows=100,
+        batch_size=None,
+    )
     n, K = 12, 3
     W0 = np.repeat(rng.normal(0, 0.4, (K, 20, 7)), n // K, axis=0)
     b0 = np.repeat(rng.normal(0, 0.1, (K, 7)), n // K, axis=0)
@@ -245,8 +275,10 @@ def test_the_wide_predictive_computes_shared_first_layers_once(distinct):
     if shared:
         assert np.asarray(inputs[0]).shape == (20, 3 * 7)  # three layers, not twelve
         np.testing.assert_array_equal(np.asarray(inputs[2]), np.repeat([0, 1, 2], 4))
-    z = np.einsum("dnh,dhk->dnk", np.tanh(np.einsum("nf,dfh->dnh", X, W0) + b0[:, None]),
-                  W1) + b1[:, None]
+    z = (
+        np.einsum("dnh,dhk->dnk", np.tanh(np.einsum("nf,dfh->dnh", X, W0) + b0[:, None]), W1)
+        + b1[:, None]
+    )
     p = np.exp(z - z.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     np.testing.assert_allclose(pred.sample_proba(X), p, rtol=2e-5, atol=1e-6)
@@ -261,10 +293,13 @@ def test_describe_after_loading_says_what_the_ensemble_is(default_clf, tmp_path)
     assert describe(back) == describe(clf)
 
 
-@pytest.mark.parametrize("kwargs, expected", [
-    ({"prior_sigma": 0.5, "n_iter": 300}, "a fixed prior_sigma"),
-    ({"n_iter": 300}, "settings only ADVI uses"),
-])
+@pytest.mark.parametrize(
+    "kwargs, expected",
+    [
+        ({"prior_sigma": 0.5, "n_iter": 300}, "a fixed prior_sigma"),
+        ({"n_iter": 300}, "settings only ADVI uses"),
+    ],
+)
 @pytest.mark.filterwarnings("ignore:ADVI stopped before")  # short fits serve here
 def test_describe_says_why_auto_did_not_fit_the_ensemble(kwargs, expected):
     X, y = make_moons(80, noise=0.2, random_state=0)
@@ -272,6 +307,7 @@ def test_describe_says_why_auto_did_not_fit_the_ensemble(kwargs, expected):
     assert clf.inference_ == "advi"
     line = describe(clf)[0]
     assert line.startswith("fit: mean-field ADVI, not the default mixture") and expected in line
-    explicit = BayesianMLPClassifier((3,), inference="advi", n_iter=300, n_draws=20,
-                                     random_state=0).fit(X, y)
+    explicit = BayesianMLPClassifier(
+        (3,), inference="advi", n_iter=300, n_draws=20, random_state=0
+    ).fit(X, y)
     assert not describe(explicit)[0].startswith("fit: mean-field ADVI, not")

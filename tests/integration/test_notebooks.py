@@ -49,14 +49,25 @@ def jupyter_path(tmp_path_factory):
     # empty folder would be left in the system's temporary directory on every run
     staging = tmp_path_factory.mktemp("ipykernel-staging")
     subprocess.run(
-        [sys.executable, "-m", "ipykernel", "install", "--prefix", str(prefix),
-         "--name", KERNEL_NAME, "--display-name", "pymc_bnn tests"],
-        check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "ipykernel",
+            "install",
+            "--prefix",
+            str(prefix),
+            "--name",
+            KERNEL_NAME,
+            "--display-name",
+            "pymc_bnn tests",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
         env={**os.environ, "TMPDIR": str(staging)},
     )
     data_dir = prefix / "share" / "jupyter"
-    spec = KernelSpecManager(kernel_dirs=[str(data_dir / "kernels")]).get_kernel_spec(
-        KERNEL_NAME)
+    spec = KernelSpecManager(kernel_dirs=[str(data_dir / "kernels")]).get_kernel_spec(KERNEL_NAME)
     assert spec.argv[0] == sys.executable
     return data_dir
 
@@ -93,8 +104,9 @@ def _run_marks(path: Path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", [pytest.param(p, marks=_run_marks(p), id=p.stem)
-                                  for p in NOTEBOOKS])
+@pytest.mark.parametrize(
+    "path", [pytest.param(p, marks=_run_marks(p), id=p.stem) for p in NOTEBOOKS]
+)
 def test_notebook_executes_in_quick_mode(path, jupyter_path, monkeypatch):
     monkeypatch.setenv("PYMC_BNN_QUICK", "1")  # inherited by the kernel process
     monkeypatch.setenv("JUPYTER_PATH", str(jupyter_path))  # finds KERNEL_NAME first
@@ -106,7 +118,10 @@ def test_notebook_executes_in_quick_mode(path, jupyter_path, monkeypatch):
         return max(1, int(deadline - time.monotonic()))
 
     client = nbclient.NotebookClient(
-        nb, kernel_name=KERNEL_NAME, timeout_func=remaining, allow_errors=False,
+        nb,
+        kernel_name=KERNEL_NAME,
+        timeout_func=remaining,
+        allow_errors=False,
         resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
     )
     client.execute()

@@ -23,7 +23,7 @@ def _blocks(section: str) -> list[str]:
     text = README.read_text(encoding="utf-8")
     start = text.index(f"\n## {section}\n")
     end = text.find("\n## ", start + 1)
-    return re.findall(r"```python\n(.*?)```", text[start:end if end > 0 else None], re.S)
+    return re.findall(r"```python\n(.*?)```", text[start : end if end > 0 else None], re.S)
 
 
 def _run(code: str) -> tuple[dict, str]:
@@ -86,8 +86,7 @@ def test_the_pymc_model_block_runs(moons):
     the quick start's kind of data in its names."""
     (code,) = [b for b in _blocks("Quick start") if "default_initial_values" in b]
     X_train, X_test, y_train, _ = moons
-    namespace = {"__name__": "readme", "X_train": X_train, "y_train": y_train,
-                 "X_test": X_test}
+    namespace = {"__name__": "readme", "X_train": X_train, "y_train": y_train, "X_test": X_test}
     exec(compile(code, str(README), "exec"), namespace)  # noqa: S102 - our own README
     assert namespace["u"]["mean"].shape == (len(X_test), 2)
     assert namespace["post"].method == "nuts"

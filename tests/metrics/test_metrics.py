@@ -36,22 +36,37 @@ from pymc_bnn.metrics import (
 
 #: 4 points, 3 classes; with 2 bins [0, .5) and [.5, 1] (confidences in the comments).
 Y4 = np.array([0, 2, 1, 1])
-P4 = np.array([
-    [0.40, 0.30, 0.30],  # top 0 (0.40, bin 0), right
-    [0.20, 0.45, 0.35],  # top 1 (0.45, bin 0), wrong (y = 2)
-    [0.10, 0.80, 0.10],  # top 1 (0.80, bin 1), right
-    [0.60, 0.20, 0.20],  # top 0 (0.60, bin 1), wrong (y = 1)
-])
+P4 = np.array(
+    [
+        [0.40, 0.30, 0.30],  # top 0 (0.40, bin 0), right
+        [0.20, 0.45, 0.35],  # top 1 (0.45, bin 0), wrong (y = 2)
+        [0.10, 0.80, 0.10],  # top 1 (0.80, bin 1), right
+        [0.60, 0.20, 0.20],  # top 0 (0.60, bin 1), wrong (y = 1)
+    ]
+)
 
 
 # ------------------------------------------------------------------ module surface
 def test_metrics_is_a_public_submodule_not_in_the_top_level_all():
     assert pymc_bnn.metrics is metrics
     assert sorted(metrics.__all__) == [
-        "binned_coverage", "brier_score", "classification_summary", "crps_ensemble", "crps_gaussian",
-        "ece_consistency", "expected_calibration_error", "gaussian_nll", "interval_coverage",
-        "multiclass_brier", "mutual_information", "negative_log_likelihood", "ood_auroc",
-        "predictive_entropy", "regression_summary", "reliability_curve", "risk_coverage_curve",
+        "binned_coverage",
+        "brier_score",
+        "classification_summary",
+        "crps_ensemble",
+        "crps_gaussian",
+        "ece_consistency",
+        "expected_calibration_error",
+        "gaussian_nll",
+        "interval_coverage",
+        "multiclass_brier",
+        "mutual_information",
+        "negative_log_likelihood",
+        "ood_auroc",
+        "predictive_entropy",
+        "regression_summary",
+        "reliability_curve",
+        "risk_coverage_curve",
     ]
     assert not set(metrics.__all__) & set(pymc_bnn.__all__)
     for name in metrics.__all__:
@@ -111,7 +126,8 @@ def test_ece_is_the_ece_of_the_reliability_curve():
         pos = reliability_curve(y, p1, n_bins=n_bins, confidence="positive")
         assert expected_calibration_error(y, p1, n_bins=n_bins) == pytest.approx(top["ece"])
         assert expected_calibration_error(y, p1, n_bins=n_bins, method="classwise") == (
-            pytest.approx(pos["ece"]))
+            pytest.approx(pos["ece"])
+        )
 
 
 def test_binary_top_label_and_classwise_agree_when_the_top_class_is_always_the_second():
@@ -126,10 +142,12 @@ def test_binary_top_label_and_classwise_agree_when_the_top_class_is_always_the_s
     # otherwise they differ: y = (1, 1), p1 = (.2, .8), 2 bins.
     # top-label: confidences .8 .8 in bin 1, one right: |1/2 - .8| = .3
     assert expected_calibration_error([1, 1], [0.2, 0.8], n_bins=2, classes=[0, 1]) == (
-        pytest.approx(0.3))
+        pytest.approx(0.3)
+    )
     # class 1: (|1 - .2| + |1 - .8|) / 2 = .5; class 0: (|0 - .8| + |0 - .2|) / 2 = .5
-    assert expected_calibration_error([1, 1], [0.2, 0.8], n_bins=2, classes=[0, 1],
-                                      method="classwise") == pytest.approx(0.5)
+    assert expected_calibration_error(
+        [1, 1], [0.2, 0.8], n_bins=2, classes=[0, 1], method="classwise"
+    ) == pytest.approx(0.5)
 
 
 def test_ece_bins_are_half_open_with_the_last_closed():
@@ -146,8 +164,9 @@ def test_a_probability_equal_to_an_edge_i_over_n_falls_in_bin_i(n_bins):
     probability of exactly 0.7 into bin 6."""
     k = np.arange(n_bins + 1)
     p = k / n_bins  # every edge, 0 and 1 included
-    t = reliability_curve(np.ones(p.size, dtype=int), p, n_bins=n_bins, classes=[0, 1],
-                          confidence="positive")
+    t = reliability_curve(
+        np.ones(p.size, dtype=int), p, n_bins=n_bins, classes=[0, 1], confidence="positive"
+    )
     np.testing.assert_array_equal(t["edges"], p)
     np.testing.assert_array_equal(t["count"], [1] * (n_bins - 1) + [2])  # 1.0: last bin
     # decimal literals that are edges of this binning land in the bin they start
@@ -169,8 +188,9 @@ def test_ece_on_edges_agrees_across_every_caller_of_the_binning():
     assert t["count"][6:8].tolist() == [3, 10] and t["ece"] == pytest.approx(ece)
     assert expected_calibration_error(y, p, n_bins=10) == pytest.approx(ece)
     assert classification_summary(y, p, n_bins=10)["ece"] == pytest.approx(ece)
-    assert metrics.ece_consistency(y, p, n_bins=10, n_resamples=5,
-                                   random_state=0)["ece"] == pytest.approx(ece)
+    assert metrics.ece_consistency(y, p, n_bins=10, n_resamples=5, random_state=0)[
+        "ece"
+    ] == pytest.approx(ece)
     # the diagram's table: P(y = 1) against the frequency of y = 1 (the same here)
     assert plotting.calibration_table(y, p)["ece"] == pytest.approx(ece)
 
@@ -263,7 +283,8 @@ def test_binary_brier_score_is_sklearns_brier_score_loss_and_multiclass_brier_tw
     # classes in another order: the columns follow it, the positive class is classes[1]
     assert brier_score(y_str, 1 - p1, classes=["yes", "no"]) == pytest.approx(expected)
     assert brier_score(y_str, p1, classes=["no", "yes"]) == pytest.approx(
-        brier_score_loss(y_str, np.column_stack([1 - p1, p1]), labels=["no", "yes"]))
+        brier_score_loss(y_str, np.column_stack([1 - p1, p1]), labels=["no", "yes"])
+    )
 
 
 def test_multiclass_brier_scores_follow_sklearn():
@@ -274,16 +295,20 @@ def test_multiclass_brier_scores_follow_sklearn():
     proba = rng.dirichlet(np.ones(4), size=30)
     y = labels[rng.integers(0, 4, size=30)]
     assert brier_score(y, proba, classes=labels) == pytest.approx(
-        brier_score_loss(y, proba, labels=labels), rel=1e-12)
+        brier_score_loss(y, proba, labels=labels), rel=1e-12
+    )
     assert multiclass_brier(y, proba, classes=labels) == pytest.approx(
-        brier_score_loss(y, proba, labels=labels, scale_by_half=False), rel=1e-12)
+        brier_score_loss(y, proba, labels=labels, scale_by_half=False), rel=1e-12
+    )
     # binary 2-column input, against sklearn's two conventions
     y2 = labels[rng.integers(0, 2, size=30)]
     p2 = rng.dirichlet(np.ones(2), size=30)
     assert brier_score(y2, p2, classes=labels[:2]) == pytest.approx(
-        brier_score_loss(y2, p2, labels=labels[:2]), rel=1e-12)
+        brier_score_loss(y2, p2, labels=labels[:2]), rel=1e-12
+    )
     assert multiclass_brier(y2, p2, classes=labels[:2]) == pytest.approx(
-        brier_score_loss(y2, p2, labels=labels[:2], scale_by_half=False), rel=1e-12)
+        brier_score_loss(y2, p2, labels=labels[:2], scale_by_half=False), rel=1e-12
+    )
 
 
 def test_negative_log_likelihood_by_hand_and_against_sklearn():
@@ -293,12 +318,14 @@ def test_negative_log_likelihood_by_hand_and_against_sklearn():
     assert got == pytest.approx(-(np.log(0.7) + np.log(0.5)) / 2)
     # 1-D binary: -(log(1 - .2) + log .6) / 2
     assert negative_log_likelihood([0, 1], [0.2, 0.6]) == pytest.approx(
-        -(np.log(0.8) + np.log(0.6)) / 2)
+        -(np.log(0.8) + np.log(0.6)) / 2
+    )
     rng = np.random.default_rng(4)
     p = rng.dirichlet(np.ones(4), size=30)
     y = rng.integers(0, 4, size=30)
     assert negative_log_likelihood(y, p, classes=np.arange(4)) == pytest.approx(
-        log_loss(y, p, labels=np.arange(4)))
+        log_loss(y, p, labels=np.arange(4))
+    )
     # a zero probability for the true class is clipped (as in sklearn), not infinite
     assert np.isfinite(negative_log_likelihood([0, 1], [[1.0, 0.0], [1.0, 0.0]]))
 
@@ -349,8 +376,7 @@ def test_predictive_entropy_by_hand():
     # a certain row has entropy +0.0, not the -0.0 of -(1 log 1 + 0 log 0)
     assert not np.signbit(predictive_entropy([[1.0, 0.0], [0.0, 1.0]])).any()
     # 1-D binary: p = .2 -> -(.2 log .2 + .8 log .8)
-    assert predictive_entropy([0.2])[0] == pytest.approx(-(0.2 * np.log(0.2) +
-                                                           0.8 * np.log(0.8)))
+    assert predictive_entropy([0.2])[0] == pytest.approx(-(0.2 * np.log(0.2) + 0.8 * np.log(0.8)))
 
 
 def test_mutual_information_by_hand_and_same_as_summarize_proba():
@@ -358,8 +384,9 @@ def test_mutual_information_by_hand_and_same_as_summarize_proba():
     h_draw = -(0.9 * np.log(0.9) + 0.1 * np.log(0.1))
     np.testing.assert_allclose(mutual_information(draws), [np.log(2) - h_draw])
     # draws that agree carry no epistemic uncertainty
-    np.testing.assert_allclose(mutual_information(np.repeat(draws[:1], 5, axis=0)), [0.0],
-                               atol=1e-15)
+    np.testing.assert_allclose(
+        mutual_information(np.repeat(draws[:1], 5, axis=0)), [0.0], atol=1e-15
+    )
     rng = np.random.default_rng(5)
     many = rng.dirichlet(np.ones(3), size=(20, 7))
     summary = summarize_proba(many)
@@ -389,13 +416,16 @@ def test_gaussian_nll_against_scipy():
 def test_crps_gaussian_by_hand_and_against_the_crps_integral():
     # y = mean: std * (2 phi(0) - 1 / sqrt(pi)) = std (sqrt 2 - 1) / sqrt(pi)
     assert crps_gaussian([1.0], [1.0], [2.0]) == pytest.approx(
-        2 * (np.sqrt(2) - 1) / np.sqrt(np.pi))
+        2 * (np.sqrt(2) - 1) / np.sqrt(np.pi)
+    )
     # definition: integral of (F(x) - 1[x >= y])^2 dx
     for y, mu, sd in [(0.3, -0.2, 0.7), (4.0, 1.0, 1.5)]:
-        below = integrate.quad(lambda x, m, s: stats.norm.cdf(x, m, s) ** 2, -np.inf, y,
-                               args=(mu, sd))[0]
-        above = integrate.quad(lambda x, m, s: stats.norm.sf(x, m, s) ** 2, y, np.inf,
-                               args=(mu, sd))[0]
+        below = integrate.quad(
+            lambda x, m, s: stats.norm.cdf(x, m, s) ** 2, -np.inf, y, args=(mu, sd)
+        )[0]
+        above = integrate.quad(
+            lambda x, m, s: stats.norm.sf(x, m, s) ** 2, y, np.inf, args=(mu, sd)
+        )[0]
         assert crps_gaussian([y], [mu], [sd]) == pytest.approx(below + above, rel=1e-7)
 
 
@@ -433,47 +463,71 @@ def test_crps_ensemble_of_normal_draws_approaches_crps_gaussian():
     [
         (lambda: expected_calibration_error(Y4, P4, n_bins=0), r"n_bins must be.*got 0"),
         (lambda: expected_calibration_error(Y4, P4, n_bins=2.5), r"n_bins must be.*2\.5"),
-        (lambda: expected_calibration_error(Y4, P4, method="mce"),
-         r"method must be one of.*'classwise'.*'mce'"),
+        (
+            lambda: expected_calibration_error(Y4, P4, method="mce"),
+            r"method must be one of.*'classwise'.*'mce'",
+        ),
         (lambda: reliability_curve(Y4, P4, confidence="max"), "confidence must be one of"),
-        (lambda: reliability_curve(Y4, P4, confidence="positive"),
-         "confidence='positive' needs 2 classes"),
-        (lambda: expected_calibration_error(Y4[:3], P4),
-         r"proba must have shape.*\(4, 3\) and \(3,\)"),
+        (
+            lambda: reliability_curve(Y4, P4, confidence="positive"),
+            "confidence='positive' needs 2 classes",
+        ),
+        (
+            lambda: expected_calibration_error(Y4[:3], P4),
+            r"proba must have shape.*\(4, 3\) and \(3,\)",
+        ),
         (lambda: expected_calibration_error(Y4, P4[None]), r"proba must have shape.*\(1, 4, 3\)"),
         (lambda: expected_calibration_error([], []), "empty"),
         (lambda: expected_calibration_error(Y4, P4 * 2), r"proba must hold.*\[0, 1\].*1\.6"),
-        (lambda: expected_calibration_error(Y4, np.where(P4 == 0.1, np.nan, P4)),
-         r"proba must hold finite"),
-        (lambda: expected_calibration_error(Y4, P4 + [0.01, 0, 0]),
-         r"rows? .*proba.*sum to 1.*row \(0,\)"),
-        (lambda: expected_calibration_error(Y4, np.full((4, 2), 0.5)),
-         r"proba has 2 columns but there are 3 classes \[0, 1, 2\]"),
+        (
+            lambda: expected_calibration_error(Y4, np.where(P4 == 0.1, np.nan, P4)),
+            r"proba must hold finite",
+        ),
+        (
+            lambda: expected_calibration_error(Y4, P4 + [0.01, 0, 0]),
+            r"rows? .*proba.*sum to 1.*row \(0,\)",
+        ),
+        (
+            lambda: expected_calibration_error(Y4, np.full((4, 2), 0.5)),
+            r"proba has 2 columns but there are 3 classes \[0, 1, 2\]",
+        ),
         (lambda: expected_calibration_error(Y4, P4[:, :1]), r"at least 2.*\(4, 1\)"),
         (lambda: expected_calibration_error(Y4, P4, classes=[0, 1, 1]), "distinct labels"),
         (lambda: brier_score(Y4, P4, classes=[0, 1, 7]), r"labels not in classes \[0, 1, 7\]"),
-        (lambda: multiclass_brier(Y4, np.full((4, 2), 0.5)),
-         r"proba has 2 columns but there are 3"),
+        (
+            lambda: multiclass_brier(Y4, np.full((4, 2), 0.5)),
+            r"proba has 2 columns but there are 3",
+        ),
         (lambda: negative_log_likelihood([0, 1], [0.5, 1.5]), r"\[0, 1\]"),
-        (lambda: risk_coverage_curve(Y4, P4, uncertainty=[0.1, 0.2]),
-         r"uncertainty must have shape \(4,\).*\(2,\)"),
-        (lambda: risk_coverage_curve(Y4, P4, uncertainty=[0.1, np.inf, 0, 0]),
-         "uncertainty contains NaN or infinity"),
+        (
+            lambda: risk_coverage_curve(Y4, P4, uncertainty=[0.1, 0.2]),
+            r"uncertainty must have shape \(4,\).*\(2,\)",
+        ),
+        (
+            lambda: risk_coverage_curve(Y4, P4, uncertainty=[0.1, np.inf, 0, 0]),
+            "uncertainty contains NaN or infinity",
+        ),
         (lambda: ood_auroc([], [0.3]), r"uncertainty_in must have shape.*\(0,\)"),
         (lambda: ood_auroc([0.1], [[0.3]]), r"uncertainty_out must have shape.*\(1, 1\)"),
         (lambda: predictive_entropy([[0.5, 0.6]]), "sum to 1"),
         (lambda: mutual_information(P4), r"proba_draws must have shape.*\(4, 3\)"),
         (lambda: mutual_information(-P4[None]), r"proba_draws must hold.*\[0, 1\]"),
-        (lambda: interval_coverage([1.0, 2.0], [0.0], [3.0, 3.0]),
-         r"lower must have shape \(2,\).*\(1,\)"),
+        (
+            lambda: interval_coverage([1.0, 2.0], [0.0], [3.0, 3.0]),
+            r"lower must have shape \(2,\).*\(1,\)",
+        ),
         (lambda: interval_coverage([[1.0, 2.0]], 0.0, 3.0), r"y_true must be.*\(1, 2\)"),
         (lambda: interval_coverage([1.0, np.nan], 0.0, 3.0), "y_true contains NaN"),
-        (lambda: gaussian_nll([1.0, 2.0], [0.0, 0.0], [1.0, 0.0]),
-         r"std must be > 0.*1 value.*0\.0"),
+        (
+            lambda: gaussian_nll([1.0, 2.0], [0.0, 0.0], [1.0, 0.0]),
+            r"std must be > 0.*1 value.*0\.0",
+        ),
         (lambda: crps_gaussian([1.0, 2.0], [0.0, 0.0], -1.0), r"std must be > 0"),
         (lambda: crps_gaussian([1.0, 2.0], ["a", "b"], 1.0), "mean must be an array of numbers"),
-        (lambda: crps_ensemble([1.0, 2.0], np.zeros((3, 5))),
-         r"samples must have shape .*\(2, m\).*\(3, 5\)"),
+        (
+            lambda: crps_ensemble([1.0, 2.0], np.zeros((3, 5))),
+            r"samples must have shape .*\(2, m\).*\(3, 5\)",
+        ),
         (lambda: crps_ensemble([1.0, 2.0], np.zeros(2)), r"samples must have shape.*\(2,\)"),
         (lambda: crps_ensemble([1.0], [[np.nan, 1.0]]), "samples contains NaN"),
     ],
@@ -492,17 +546,27 @@ def test_a_nan_probability_is_named_with_its_row_not_hidden_in_a_range():
         mutual_information([[[0.5, 0.5], [np.nan, 0.5]]])
 
 
-@pytest.mark.parametrize("y", [
-    pytest.param(["a", None, "b"], id="None-among-strings"),
-    pytest.param(np.array([1, None, 0], dtype=object), id="None-among-ints"),
-    pytest.param([1.0, np.nan, 0.0], id="NaN"),
-])
+@pytest.mark.parametrize(
+    "y",
+    [
+        pytest.param(["a", None, "b"], id="None-among-strings"),
+        pytest.param(np.array([1, None, 0], dtype=object), id="None-among-ints"),
+        pytest.param([1.0, np.nan, 0.0], id="NaN"),
+    ],
+)
 @pytest.mark.parametrize("with_classes", [False, True])
-@pytest.mark.parametrize("metric", [negative_log_likelihood, brier_score,
-                                    expected_calibration_error, reliability_curve,
-                                    risk_coverage_curve, classification_summary])
-def test_missing_labels_are_refused_naming_y_true_and_their_position(y, with_classes,
-                                                                     metric):
+@pytest.mark.parametrize(
+    "metric",
+    [
+        negative_log_likelihood,
+        brier_score,
+        expected_calibration_error,
+        reliability_curve,
+        risk_coverage_curve,
+        classification_summary,
+    ],
+)
+def test_missing_labels_are_refused_naming_y_true_and_their_position(y, with_classes, metric):
     import pandas as pd
 
     classes = None
@@ -519,8 +583,7 @@ def test_labels_that_cannot_be_compared_are_refused_clearly():
     with pytest.raises(ValueError, match="y_true must hold labels of one kind"):
         negative_log_likelihood(np.array([0, "a"], dtype=object), [0.5, 0.5])
     with pytest.raises(ValueError, match="cannot be compared with classes"):
-        negative_log_likelihood(np.array([0, 1], dtype=object), [0.5, 0.5],
-                                classes=["a", "b"])
+        negative_log_likelihood(np.array([0, 1], dtype=object), [0.5, 0.5], classes=["a", "b"])
 
 
 def test_rows_summing_to_one_within_1e_6_are_accepted():
@@ -535,8 +598,12 @@ def test_inputs_are_not_modified():
     proba = rng.dirichlet(np.ones(3), size=20)
     draws = rng.dirichlet(np.ones(3), size=(4, 20))
     u = rng.random(20)
-    yr, mu, sd, samples = rng.normal(size=20), rng.normal(size=20), rng.random(20) + 0.1, \
-        rng.normal(size=(20, 6))
+    yr, mu, sd, samples = (
+        rng.normal(size=20),
+        rng.normal(size=20),
+        rng.random(20) + 0.1,
+        rng.normal(size=(20, 6)),
+    )
     lo, hi = mu - sd, mu + sd
     arrays = [y, proba, draws, u, yr, mu, sd, samples, lo, hi]
     copies = [a.copy() for a in arrays]
@@ -618,14 +685,20 @@ def test_regression_summary_by_hand():
         (lambda: classification_summary(Y4, P4, n_bins=0), r"n_bins must be.*got 0"),
         (lambda: classification_summary(Y4[:3], P4), r"proba must have shape"),
         (lambda: classification_summary(Y4, P4, classes=[0, 1, 7]), "labels not in classes"),
-        (lambda: regression_summary([1.0, 2.0], [1.0, 2.0], 1.0, lower=[0.0, 0.0]),
-         "lower and upper must be given together; got lower without upper"),
-        (lambda: regression_summary([1.0, 2.0], [1.0, 2.0], 1.0, upper=[3.0, 3.0]),
-         "got upper without lower"),
+        (
+            lambda: regression_summary([1.0, 2.0], [1.0, 2.0], 1.0, lower=[0.0, 0.0]),
+            "lower and upper must be given together; got lower without upper",
+        ),
+        (
+            lambda: regression_summary([1.0, 2.0], [1.0, 2.0], 1.0, upper=[3.0, 3.0]),
+            "got upper without lower",
+        ),
         (lambda: regression_summary([1.0, 2.0], [1.0], 1.0), r"mean must have shape \(2,\)"),
         (lambda: regression_summary([1.0, 2.0], [1.0, 2.0], 0.0), "std must be > 0"),
-        (lambda: regression_summary([1.0, 2.0], [1.0, 2.0], 1.0, lower=3.0, upper=0.0),
-         "lower must be <= upper"),
+        (
+            lambda: regression_summary([1.0, 2.0], [1.0, 2.0], 1.0, lower=3.0, upper=0.0),
+            "lower must be <= upper",
+        ),
     ],
 )
 def test_summaries_reject_bad_input(call, match):
@@ -634,8 +707,15 @@ def test_summaries_reject_bad_input(call, match):
 
 
 def test_summaries_do_not_modify_their_inputs():
-    arrays = [Y4.copy(), P4.copy(), np.array([0.0, 1.0]), np.array([0.5, 0.5]),
-              np.array([1.0, 1.0]), np.array([-1.0, 0.0]), np.array([1.0, 2.0])]
+    arrays = [
+        Y4.copy(),
+        P4.copy(),
+        np.array([0.0, 1.0]),
+        np.array([0.5, 0.5]),
+        np.array([1.0, 1.0]),
+        np.array([-1.0, 0.0]),
+        np.array([1.0, 2.0]),
+    ]
     copies = [a.copy() for a in arrays]
     for a in arrays:
         a.flags.writeable = False
@@ -658,11 +738,15 @@ def test_ece_consistency_floor_is_the_binomial_expectation(n, p):
     """Every point at confidence p: the draws' mean ECE is E|k/n - p| (within 5
     standard errors of 20,000 draws)."""
     y = np.r_[np.ones(n - 1, int), 0]
-    r = metrics.ece_consistency(y, np.full(n, p), n_bins=15, n_resamples=20_000,
-                                random_state=1)
+    r = metrics.ece_consistency(y, np.full(n, p), n_bins=15, n_resamples=20_000, random_state=1)
     exact = _binomial_ece_floor(n, p)
-    se = np.sqrt(np.sum(stats.binom.pmf(np.arange(n + 1), n, p)
-                        * (np.abs(np.arange(n + 1) / n - p) - exact) ** 2) / 20_000)
+    se = np.sqrt(
+        np.sum(
+            stats.binom.pmf(np.arange(n + 1), n, p)
+            * (np.abs(np.arange(n + 1) / n - p) - exact) ** 2
+        )
+        / 20_000
+    )
     assert abs(r["expected_if_calibrated"] - exact) < 5 * se
     assert r["ece"] == expected_calibration_error(y, np.full(n, p), n_bins=15)
     assert r["excess"] == pytest.approx(r["ece"] - r["expected_if_calibrated"])
@@ -672,14 +756,17 @@ def test_ece_consistency_draws_each_label_from_its_row():
     """Three classes at [0.5, 0.3, 0.2]: the top class (0) is drawn with probability 0.5,
     so two points' floor is E|k/2 - 0.5| = 0.25 (0.34 if class 0 came with 0.2)."""
     proba = np.array([[0.5, 0.3, 0.2], [0.5, 0.3, 0.2]])
-    r = metrics.ece_consistency([0, 1], proba, classes=[0, 1, 2], n_resamples=20_000,
-                                random_state=0)
+    r = metrics.ece_consistency(
+        [0, 1], proba, classes=[0, 1, 2], n_resamples=20_000, random_state=0
+    )
     assert r["expected_if_calibrated"] == pytest.approx(0.25, abs=0.01)
     # classwise: the same draws scored per class
-    c = metrics.ece_consistency([0, 1], proba, classes=[0, 1, 2], method="classwise",
-                                n_resamples=2000, random_state=0)
-    assert c["ece"] == expected_calibration_error([0, 1], proba, classes=[0, 1, 2],
-                                                  method="classwise")
+    c = metrics.ece_consistency(
+        [0, 1], proba, classes=[0, 1, 2], method="classwise", n_resamples=2000, random_state=0
+    )
+    assert c["ece"] == expected_calibration_error(
+        [0, 1], proba, classes=[0, 1, 2], method="classwise"
+    )
 
 
 def test_ece_consistency_tells_calibrated_from_miscalibrated():
@@ -698,9 +785,14 @@ def test_ece_consistency_tells_calibrated_from_miscalibrated():
     assert np.array_equal(p, np.random.default_rng(3).uniform(0.05, 0.95, 400))
 
 
-@pytest.mark.parametrize("kwargs, match", [({"n_resamples": 0}, "n_resamples"),
-                                           ({"method": "adaptive"}, "method"),
-                                           ({"n_bins": -1}, "n_bins")])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"n_resamples": 0}, "n_resamples"),
+        ({"method": "adaptive"}, "method"),
+        ({"n_bins": -1}, "n_bins"),
+    ],
+)
 def test_ece_consistency_rejects_bad_settings(kwargs, match):
     with pytest.raises(ValueError, match=match):
         metrics.ece_consistency([0, 1], [0.2, 0.7], **kwargs)

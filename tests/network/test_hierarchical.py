@@ -4,16 +4,22 @@ import arviz as az
 import numpy as np
 import pandas as pd
 import pytest
+from reference import numpy_forward_proba
 
-import pymc_bnn.predictive._forward as FG
 import pymc_bnn.inference as I
+import pymc_bnn.predictive._forward as FG
+import pymc_bnn.predictive._predictive as P
+from pymc_bnn import (
+    BayesianMLPClassifier,
+    BayesianMLPRegressor,
+    NetworkSpec,
+    build_model,
+    fit,
+    network_spec,
+)
+from pymc_bnn.datasets import make_rotated_moons
 from pymc_bnn.inference import _fitting as fitting
 from pymc_bnn.inference import _nuts as nuts
-import pymc_bnn.predictive._predictive as P
-from pymc_bnn import (BayesianMLPClassifier, BayesianMLPRegressor, NetworkSpec, build_model,
-                      fit, network_spec)
-from pymc_bnn.datasets import make_rotated_moons
-from reference import numpy_forward_proba
 
 ATOL = 2e-6 if FG.backend()[1] == "float32" else 1e-12
 
@@ -35,8 +41,13 @@ def hier_clf(tasks):
 
 # ------------------------------------------------------------------ model building
 def test_hierarchical_model_structure(tasks):
-    model = build_model(tasks["X_train"], tasks["y_train"], groups=tasks["groups_train"],
-                        hidden_layer_sizes=(3,), random_state=0)
+    model = build_model(
+        tasks["X_train"],
+        tasks["y_train"],
+        groups=tasks["groups_train"],
+        hidden_layer_sizes=(3,),
+        random_state=0,
+    )
     spec = network_spec(model)
     assert spec.n_groups == 4 and spec.hierarchical
     names = {rv.name for rv in model.free_RVs}
@@ -44,16 +55,24 @@ def test_hierarchical_model_structure(tasks):
     point = model.initial_point()
     assert point["w0_eps"].shape == (4, 2, 3)
     # the per-group weights are mu + sd * eps (non-centred)
-    w0 = model["w0"].eval({model["w0_mu"]: np.ones((2, 3)), model["w0_sd"]: 2.0,
-                           model["w0_eps"]: np.arange(24.0).reshape(4, 2, 3)})
+    w0 = model["w0"].eval(
+        {
+            model["w0_mu"]: np.ones((2, 3)),
+            model["w0_sd"]: 2.0,
+            model["w0_eps"]: np.arange(24.0).reshape(4, 2, 3),
+        }
+    )
     np.testing.assert_allclose(w0, 1 + 2 * np.arange(24.0).reshape(4, 2, 3))
 
 
-@pytest.mark.parametrize("groups, match", [
-    (np.zeros(5, dtype=int), "one entry per row"),
-    ("float", "integer group codes"),
-    ("negative", "0 .. n_groups - 1"),
-])
+@pytest.mark.parametrize(
+    "groups, match",
+    [
+        (np.zeros(5, dtype=int), "one entry per row"),
+        ("float", "integer group codes"),
+        ("negative", "0 .. n_groups - 1"),
+    ],
+)
 def test_build_model_rejects_bad_groups(tiny, groups, match):
     X, y = tiny
     if isinstance(groups, str):
@@ -65,8 +84,16 @@ def test_build_model_rejects_bad_groups(tiny, groups, match):
 def test_grouped_forward_equals_numpy_loop_per_point():
     """The compiled predictive gathers each point's group weights (no loop over groups):
     it equals a NumPy loop over draws and points with that point's group's weights."""
-    spec = NetworkSpec(n_features=2, hidden_layer_sizes=(4,), n_classes=3, activation="tanh",
-                       prior_sigma=1.0, n_rows=10, batch_size=None, n_groups=3)
+    spec = NetworkSpec(
+        n_features=2,
+        hidden_layer_sizes=(4,),
+        n_classes=3,
+        activation="tanh",
+        prior_sigma=1.0,
+        n_rows=10,
+        batch_size=None,
+        n_groups=3,
+    )
     rng = np.random.default_rng(0)
     post = {}
     for (w, b), (fi, fo) in zip(spec.weight_names, spec.layer_shapes):
@@ -119,26 +146,37 @@ def test_multiclass_hierarchical_fits_through_pm_fit():
     # group 1 swaps classes 0 and 2: only per-group weights fit both
     y = np.digitize(X[:, 0], [-0.5, 0.5])
     y = np.where(groups == 1, 2 - y, y)
-    clf = BayesianMLPClassifier((5,), inference="advi", posterior_temperature=1.0,
-                                random_state=0).fit(X, y, groups=groups)
+    clf = BayesianMLPClassifier(
+        (5,), inference="advi", posterior_temperature=1.0, random_state=0
+    ).fit(X, y, groups=groups)
     assert clf.posterior_.engine == "pymc"
     assert clf.predict_proba(X, groups=groups).shape == (240, 3)
     assert clf.score(X, y, groups=groups) > 0.8
 
 
-@pytest.mark.parametrize("params, grouped, expected", [
-    ({}, True, "nuts"), ({}, False, "advi"),
-    ({"posterior_temperature": 1.0}, True, "nuts"),
-    # a setting only variational inference uses asks for it
-    ({"n_iter": 100}, True, "advi"), ({"learning_rate": 0.1}, True, "advi"),
-    ({"batch_size": 8}, True, "advi"), ({"posterior_temperature": 0.5}, True, "advi"),
-    # batch_size "auto" (the default) or None (full batches) ask for nothing
-    ({"batch_size": "auto"}, True, "nuts"), ({"batch_size": None}, True, "nuts"),
-    ({"n_init": 2}, True, "advi"), ({"n_init": 1}, True, "nuts"),
-    # an explicit method is kept
-    ({"inference": "advi"}, True, "advi"), ({"inference": "nuts"}, False, "nuts"),
-    ({"inference": "fullrank_advi"}, True, "fullrank_advi"),
-], ids=lambda v: repr(v) if isinstance(v, dict) else str(v))
+@pytest.mark.parametrize(
+    "params, grouped, expected",
+    [
+        ({}, True, "nuts"),
+        ({}, False, "advi"),
+        ({"posterior_temperature": 1.0}, True, "nuts"),
+        # a setting only variational inference uses asks for it
+        ({"n_iter": 100}, True, "advi"),
+        ({"learning_rate": 0.1}, True, "advi"),
+        ({"batch_size": 8}, True, "advi"),
+        ({"posterior_temperature": 0.5}, True, "advi"),
+        # batch_size "auto" (the default) or None (full batches) ask for nothing
+        ({"batch_size": "auto"}, True, "nuts"),
+        ({"batch_size": None}, True, "nuts"),
+        ({"n_init": 2}, True, "advi"),
+        ({"n_init": 1}, True, "nuts"),
+        # an explicit method is kept
+        ({"inference": "advi"}, True, "advi"),
+        ({"inference": "nuts"}, False, "nuts"),
+        ({"inference": "fullrank_advi"}, True, "fullrank_advi"),
+    ],
+    ids=lambda v: repr(v) if isinstance(v, dict) else str(v),
+)
 def test_auto_inference_rule(params, grouped, expected):
     assert BayesianMLPClassifier(**params)._resolve_inference(grouped=grouped) == expected
     # the regressor's "auto" is ADVI with groups too (not measured for regression)
@@ -178,11 +216,13 @@ def test_default_fit_with_groups_samples_with_nuts(tasks, tmp_path):
     proba = clf.predict_proba(tasks["X_test"], groups=tasks["groups_test"])
     np.testing.assert_array_equal(
         make().fit(X, y, groups=g).predict_proba(tasks["X_test"], groups=tasks["groups_test"]),
-        proba)
+        proba,
+    )
     loaded = BayesianMLPClassifier.load(clf.save(tmp_path / "auto.nc"))
     assert loaded.inference_ == "nuts"
     np.testing.assert_array_equal(
-        loaded.predict_proba(tasks["X_test"], groups=tasks["groups_test"]), proba)
+        loaded.predict_proba(tasks["X_test"], groups=tasks["groups_test"]), proba
+    )
 
 
 def test_unseen_group_uses_population_weights(hier_clf, tasks):
@@ -193,8 +233,10 @@ def test_unseen_group_uses_population_weights(hier_clf, tasks):
     np.testing.assert_array_equal(unseen, no_groups)
     # ... which are the population-level (mu) weights, by a NumPy loop
     post = clf.idata_.posterior
-    mu = [(post[f"{w}_mu"].values[0], post[f"{b}_mu"].values[0])
-          for w, b in clf.posterior_.spec.weight_names]
+    mu = [
+        (post[f"{w}_mu"].values[0], post[f"{b}_mu"].values[0])
+        for w, b in clf.posterior_.spec.weight_names
+    ]
     expected = numpy_forward_proba(X, mu).mean(0)
     np.testing.assert_allclose(unseen, expected, rtol=0, atol=ATOL)
     # a seen group differs from the population
@@ -218,8 +260,11 @@ def test_groups_are_validated(hier_clf, tasks, advi_clf, moons):
         BayesianMLPClassifier(n_iter=10).fit(tasks["X_train"], tasks["y_train"], groups=[0, 1])
     # labels of another type would all be unseen groups, silently (searchsorted compares
     # 1 with "north" without an error)
-    with pytest.raises(ValueError, match="groups holds number labels, but the estimator was "
-                       "fit with text groups .'east', 'north', 'south', ...."):
+    with pytest.raises(
+        ValueError,
+        match="groups holds number labels, but the estimator was "
+        "fit with text groups .'east', 'north', 'south', ....",
+    ):
         clf.predict(X, groups=np.arange(6))
     # a text column with gaps: named, not np.unique's float-vs-str TypeError
     gappy = pd.Series(["north"] * 5 + [pd.NA], dtype="string")
@@ -227,18 +272,21 @@ def test_groups_are_validated(hier_clf, tasks, advi_clf, moons):
         clf.predict(X, groups=gappy)
     n = len(tasks["y_train"])
     with pytest.raises(ValueError, match="missing label .nan. at position 1"):
-        BayesianMLPClassifier(n_iter=10).fit(tasks["X_train"], tasks["y_train"],
-                                             groups=np.array(["a", np.nan] * (n // 2), object))
+        BayesianMLPClassifier(n_iter=10).fit(
+            tasks["X_train"], tasks["y_train"], groups=np.array(["a", np.nan] * (n // 2), object)
+        )
     with pytest.raises(ValueError, match="groups mixes number and text labels"):
-        BayesianMLPClassifier(n_iter=10).fit(tasks["X_train"], tasks["y_train"],
-                                             groups=np.array(["a", 1] * (n // 2), object))
+        BayesianMLPClassifier(n_iter=10).fit(
+            tasks["X_train"], tasks["y_train"], groups=np.array(["a", 1] * (n // 2), object)
+        )
 
 
 def test_groups_input_not_mutated_and_refit_without_groups_forgets_them(tasks):
     g = tasks["groups_train"].copy()
     # one fit each (no cross-fitted temperature): the test is about the groups input
-    clf = BayesianMLPClassifier(hidden_layer_sizes=(2,), n_iter=3000, random_state=0,
-                                posterior_temperature=1.0)
+    clf = BayesianMLPClassifier(
+        hidden_layer_sizes=(2,), n_iter=3000, random_state=0, posterior_temperature=1.0
+    )
     clf.fit(tasks["X_train"], tasks["y_train"], groups=g)
     np.testing.assert_array_equal(g, tasks["groups_train"])
     assert hasattr(clf, "groups_")
@@ -254,8 +302,10 @@ def test_hierarchical_save_load_roundtrip(hier_clf, tasks, tmp_path):
     loaded = BayesianMLPClassifier.load(path)
     g = np.array(["south", "atlantis"] * 5)
     np.testing.assert_array_equal(loaded.groups_, clf.groups_)
-    np.testing.assert_array_equal(loaded.predict_proba(tasks["X_test"][:10], groups=g),
-                                  clf.predict_proba(tasks["X_test"][:10], groups=g))
+    np.testing.assert_array_equal(
+        loaded.predict_proba(tasks["X_test"][:10], groups=g),
+        clf.predict_proba(tasks["X_test"][:10], groups=g),
+    )
 
 
 # ------------------------------------------------------------------------ Neal prior
@@ -269,13 +319,18 @@ def _linear_data(weight_scale, seed=0):
 
 def test_gamma_precision_prior_structure(tiny):
     X, y = tiny
-    model = build_model(X, y, hidden_layer_sizes=(3,), prior="gamma_precision",
-                        precision_shape=2.0, precision_rate=0.5)
+    model = build_model(
+        X,
+        y,
+        hidden_layer_sizes=(3,),
+        prior="gamma_precision",
+        precision_shape=2.0,
+        precision_rate=0.5,
+    )
     names = {rv.name for rv in model.free_RVs}
     assert {"w0_precision", "b0_precision", "w1_precision", "b1_precision", "w0_raw"} <= names
     # w = raw / sqrt(precision)
-    w0 = model["w0"].eval({model["w0_raw"]: np.ones((2, 3)),
-                           model["w0_precision"]: 4.0})
+    w0 = model["w0"].eval({model["w0_raw"]: np.ones((2, 3)), model["w0_precision"]: 4.0})
     np.testing.assert_allclose(w0, 0.5)
     with pytest.raises(ValueError, match="prior must be one of"):
         build_model(X, y, prior="laplace")
@@ -291,8 +346,7 @@ def test_gamma_precision_prior_learns_larger_precision_for_small_weights():
     precisions = {}
     for scale in (0.1, 3.0):
         X, y = _linear_data(scale)
-        model = build_model(X, y, hidden_layer_sizes=(), prior="gamma_precision",
-                            random_state=0)
+        model = build_model(X, y, hidden_layer_sizes=(), prior="gamma_precision", random_state=0)
         post = fit(model, n_iter=4000, random_seed=0)
         draws = post.approx.sample(500, random_seed=1).posterior
         precisions[scale] = float(draws["w0_precision"].mean())
@@ -302,8 +356,9 @@ def test_gamma_precision_prior_learns_larger_precision_for_small_weights():
 def test_estimator_with_gamma_precision_prior(moons):
     X_train, X_test, y_train, y_test = moons
     # one fit (no cross-fitted temperature): the test is about the prior
-    clf = BayesianMLPClassifier(prior="gamma_precision", n_iter=10_000, random_state=0,
-                                posterior_temperature=1.0)
+    clf = BayesianMLPClassifier(
+        prior="gamma_precision", n_iter=10_000, random_state=0, posterior_temperature=1.0
+    )
     clf.fit(X_train, y_train)
     assert clf.score(X_test, y_test) >= 0.93
     assert "w0_precision" in clf.idata_.posterior
@@ -326,8 +381,16 @@ def test_nuts_warm_start_from_advi_draws(tiny, monkeypatch):
 
     monkeypatch.setattr(fitting, "sample_nuts", spy)  # the name fit() calls
     model = build_model(X, y, hidden_layer_sizes=(2,), random_state=0)
-    post = fit(model, method="nuts", draws=100, tune=200, chains=2, nuts_init="advi",
-               init_n_iter=500, random_seed=0)
+    post = fit(
+        model,
+        method="nuts",
+        draws=100,
+        tune=200,
+        chains=2,
+        nuts_init="advi",
+        init_n_iter=500,
+        random_seed=0,
+    )
     starts = seen["initvals"]
     assert len(starts) == 2 and set(starts[0]) == {"w0", "b0", "w1", "b1"}
     assert not np.allclose(starts[0]["w0"], starts[1]["w0"])  # one draw per chain
@@ -347,22 +410,27 @@ def test_sample_more_continues_the_chains(tiny, sampler):
     pytest.importorskip("numpyro") if sampler == "numpyro" else None
     X, y = tiny
     model = build_model(X, y, hidden_layer_sizes=(2,), random_state=0)
-    post = fit(model, method="nuts", draws=100, tune=300, chains=2, nuts_sampler=sampler,
-               random_seed=0)
+    post = fit(
+        model, method="nuts", draws=100, tune=300, chains=2, nuts_sampler=sampler, random_seed=0
+    )
     plan = nuts._resume_plan(post)
     old = post.idata
     more = I.sample_more(post, 60, random_seed=1)
     new = more.idata
     assert new.posterior.sizes["draw"] == 160 and new.posterior.sizes["chain"] == 2
     for name in ("w0", "b1"):  # the old draws are kept as they were
-        np.testing.assert_array_equal(new.posterior[name].values[:, :100],
-                                      old.posterior[name].values)
+        np.testing.assert_array_equal(
+            new.posterior[name].values[:, :100], old.posterior[name].values
+        )
     for c in range(2):
         # each chain restarts from its own last draw ...
         np.testing.assert_array_equal(plan[c]["start"]["w0"], old.posterior["w0"].values[c, -1])
         # ... with its adapted step size, not re-tuned during the new draws
-        np.testing.assert_allclose(new.sample_stats["step_size"].values[c, 100:],
-                                   old.sample_stats["step_size"].values[c, -1], rtol=1e-6)
+        np.testing.assert_allclose(
+            new.sample_stats["step_size"].values[c, 100:],
+            old.sample_stats["step_size"].values[c, -1],
+            rtol=1e-6,
+        )
     assert np.all(np.isfinite(new.posterior["w0"].values))
     # the original posterior is untouched (results are immutable)
     assert post.idata.posterior.sizes["draw"] == 100
@@ -376,8 +444,9 @@ def test_sample_more_continues_the_chains(tiny, sampler):
 @pytest.mark.filterwarnings("ignore::pymc_bnn.exceptions.SamplingWarning")
 def test_estimator_sample_more_and_errors(tiny, advi_clf, tmp_path):
     X, y = tiny
-    clf = BayesianMLPClassifier(hidden_layer_sizes=(2,), inference="nuts", n_draws=50,
-                                tune=200, random_state=0).fit(X, y)
+    clf = BayesianMLPClassifier(
+        hidden_layer_sizes=(2,), inference="nuts", n_draws=50, tune=200, random_state=0
+    ).fit(X, y)
     assert clf.predictive_.n_draws == 100
     before = clf.idata_.posterior["w0"].values.copy()
     clf.sample_more(25)

@@ -1,12 +1,11 @@
 import numpy as np
 import pymc as pm
-import pytensor
 import pytensor.tensor as pt
 import pytest
 from pytensor.compile.sharedvalue import SharedVariable
+from reference import numpy_forward_proba
 
 from pymc_bnn import build_model, default_initial_values, forward, network_spec
-from reference import numpy_forward_proba
 
 
 def test_variables_shapes_and_likelihood(tiny):
@@ -44,20 +43,27 @@ def test_initial_values_are_seeded_distinct_and_unsaturated(tiny):
     assert np.mean(np.abs(np.tanh(pre)) > 0.99) < 0.2
 
 
-@pytest.mark.parametrize("layout", [{}, {"feature_major": True},
-                                    {"feature_major": True, "unroll": 3}])
+@pytest.mark.parametrize(
+    "layout", [{}, {"feature_major": True}, {"feature_major": True, "unroll": 3}]
+)
 def test_forward_batched_equals_per_draw_numpy(layout):
     """Every way of writing the layers (row-major matmuls, feature-major matmuls, and
     those mixed with unrolled layers: with unroll=3 the middle layer, fan-in 5, is a
     matmul between two unrolled ones) gives the NumPy loop's values."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(7, 3))
-    weights = [(rng.normal(size=(4, 3, 5)), rng.normal(size=(4, 5))),
-               (rng.normal(size=(4, 5, 2)), rng.normal(size=(4, 2))),
-               (rng.normal(size=(4, 2, 2)), rng.normal(size=(4, 2)))]
+    weights = [
+        (rng.normal(size=(4, 3, 5)), rng.normal(size=(4, 5))),
+        (rng.normal(size=(4, 5, 2)), rng.normal(size=(4, 2))),
+        (rng.normal(size=(4, 2, 2)), rng.normal(size=(4, 2))),
+    ]
     for activation in ("tanh", "relu", "logistic"):
-        logits = forward(pt.as_tensor(X), [(pt.as_tensor(W), pt.as_tensor(b)) for W, b in weights],
-                         activation=activation, **layout).eval()
+        logits = forward(
+            pt.as_tensor(X),
+            [(pt.as_tensor(W), pt.as_tensor(b)) for W, b in weights],
+            activation=activation,
+            **layout,
+        ).eval()
         assert logits.shape == (4, 7, 2)
         expected = numpy_forward_proba(X, weights, activation)
         e = np.exp(logits - logits.max(-1, keepdims=True))
@@ -70,20 +76,24 @@ def _transposes_data(model) -> bool:
     from pytensor.tensor.elemwise import DimShuffle
 
     return any(
-        v.owner is not None and isinstance(v.owner.op, DimShuffle)
-        and v.owner.op.new_order == (1, 0) and v.owner.inputs[0] is model["X"]
+        v.owner is not None
+        and isinstance(v.owner.op, DimShuffle)
+        and v.owner.op.new_order == (1, 0)
+        and v.owner.inputs[0] is model["X"]
         for v in ancestors([model.logp()])
     )
 
 
-@pytest.mark.parametrize("hidden, n_features, expected", [
-    ((5, 5), 2, True),  # the moons default
-    ((16,), 16, True),  # every fan-in at the bound
-    ((17,), 2, False),  # the output layer's fan-in above it
-    ((5, 5), 17, False),  # the input layer's
-])
-def test_small_networks_are_computed_feature_major(hidden, n_features, expected,
-                                                   monkeypatch):
+@pytest.mark.parametrize(
+    "hidden, n_features, expected",
+    [
+        ((5, 5), 2, True),  # the moons default
+        ((16,), 16, True),  # every fan-in at the bound
+        ((17,), 2, False),  # the output layer's fan-in above it
+        ((5, 5), 17, False),  # the input layer's
+    ],
+)
+def test_small_networks_are_computed_feature_major(hidden, n_features, expected, monkeypatch):
     """build_model takes the feature-major layout for networks whose every fan-in is
     at most FEATURE_MAJOR_MAX_FAN_IN, and its log density and gradient equal the
     row-major model's at the same point."""
@@ -113,8 +123,11 @@ def test_minibatch_slices_x_and_y_together_with_total_size():
     from pytensor.graph.traversal import ancestors
 
     value = model.rvs_to_values[model["y_obs"]]
-    mb_nodes = {v.owner for v in ancestors([value])
-                if v.owner is not None and type(v.owner.op).__name__ == "MinibatchOp"}
+    mb_nodes = {
+        v.owner
+        for v in ancestors([value])
+        if v.owner is not None and type(v.owner.op).__name__ == "MinibatchOp"
+    }
     assert len(mb_nodes) == 1, "the likelihood must see a pm.Minibatch slice"
     (node,) = mb_nodes
     # the rows that reach the likelihood: a batch of 16, X and y from the same rows
@@ -186,17 +199,29 @@ def test_bad_data_raise_clear_errors(X, y, match):
     "kwargs, match",
     [
         # silently ignored: each parameter belongs to the other prior
-        ({"prior": "gamma_precision", "prior_sigma": 2.0},
-         r"prior_sigma=2\.0 is the scale of prior='normal'.*prior='gamma_precision'"),
-        ({"prior": "gamma_precision", "prior_sigma": (1.0, 0.5, 1.0)},
-         r"prior_sigma=\(1\.0, 0\.5, 1\.0\) is"),
-        ({"precision_shape": 2.0}, r"precision_shape=2\.0 sets the Gamma precision of "
-                                   r"prior='gamma_precision'; prior='normal'"),
-        ({"precision_shape": 2.0, "precision_rate": 0.5},
-         r"precision_shape=2\.0, precision_rate=0\.5 set the Gamma precision"),
+        (
+            {"prior": "gamma_precision", "prior_sigma": 2.0},
+            r"prior_sigma=2\.0 is the scale of prior='normal'.*prior='gamma_precision'",
+        ),
+        (
+            {"prior": "gamma_precision", "prior_sigma": (1.0, 0.5, 1.0)},
+            r"prior_sigma=\(1\.0, 0\.5, 1\.0\) is",
+        ),
+        (
+            {"precision_shape": 2.0},
+            r"precision_shape=2\.0 sets the Gamma precision of "
+            r"prior='gamma_precision'; prior='normal'",
+        ),
+        (
+            {"precision_shape": 2.0, "precision_rate": 0.5},
+            r"precision_shape=2\.0, precision_rate=0\.5 set the Gamma precision",
+        ),
         # NumPy's TypeError ("a"), or deep in NumPy (-1); 1.5 was accepted
-        ({"random_state": "a"}, "random_state must be None, an integer >= 0, a numpy "
-                                "Generator, SeedSequence or BitGenerator; got 'a'"),
+        (
+            {"random_state": "a"},
+            "random_state must be None, an integer >= 0, a numpy "
+            "Generator, SeedSequence or BitGenerator; got 'a'",
+        ),
         ({"random_state": -1}, "random_state must be None"),
         ({"random_state": 1.5}, "random_state must be None"),
         ({"random_state": True}, "random_state must be None"),
@@ -208,24 +233,42 @@ def test_parameters_of_the_other_prior_and_bad_seeds_are_refused(tiny, kwargs, m
         build_model(X, y, **kwargs)
 
 
-@pytest.mark.parametrize("seed", [np.random.SeedSequence(4), np.random.PCG64(4), [4],
-                                  np.random.default_rng(4)])
+@pytest.mark.parametrize(
+    "seed", [np.random.SeedSequence(4), np.random.PCG64(4), [4], np.random.default_rng(4)]
+)
 def test_random_state_takes_what_numpy_seeds_a_generator_with(tiny, seed):
     X, y = tiny
     start = build_model(X, y, random_state=seed).initial_point()
-    same = build_model(X, y, random_state=np.random.default_rng(
-        np.random.SeedSequence(4) if not isinstance(seed, list) else [4])).initial_point()
+    same = build_model(
+        X,
+        y,
+        random_state=np.random.default_rng(
+            np.random.SeedSequence(4) if not isinstance(seed, list) else [4]
+        ),
+    ).initial_point()
     assert all(np.array_equal(start[k], same[k]) for k in start)
 
 
 def test_the_default_values_of_the_other_priors_parameters_are_accepted(tiny):
     """What the estimators pass: both priors' parameters, the unused at their defaults."""
     X, y = tiny
-    neal = build_model(X, y, prior="gamma_precision", prior_sigma=1.0, precision_shape=2.0,
-                       random_state=np.random.default_rng(0))
+    neal = build_model(
+        X,
+        y,
+        prior="gamma_precision",
+        prior_sigma=1.0,
+        precision_shape=2.0,
+        random_state=np.random.default_rng(0),
+    )
     assert network_spec(neal).precision_shape == 2.0 and "prior_sigma" not in neal.named_vars
-    normal = build_model(X, y, prior_sigma=(2.0, 0.5, 1.0), precision_shape=1.0,
-                         precision_rate=1.0, random_state=np.int64(3))
+    normal = build_model(
+        X,
+        y,
+        prior_sigma=(2.0, 0.5, 1.0),
+        precision_shape=1.0,
+        precision_rate=1.0,
+        random_state=np.int64(3),
+    )
     assert network_spec(normal).prior_sigma == (2.0, 0.5, 1.0)
 
 
@@ -274,8 +317,7 @@ def test_network_spec_rejects_foreign_models():
 def test_every_accepted_activation_has_a_function():
     """The input checks accept the names of pymc_bnn.network.spec (which imports no PyTensor);
     the forward pass needs a function for each, and for nothing else."""
-    from pymc_bnn.network import model
-    from pymc_bnn.network import spec
+    from pymc_bnn.network import model, spec
 
     assert tuple(model.ACTIVATIONS) == spec.ACTIVATION_NAMES
     assert model.NetworkSpec is spec.NetworkSpec
@@ -296,8 +338,10 @@ def test_full_batch_total_size_weights_the_likelihood_only(likelihood):
     point = plain.initial_point()
 
     def parts(model):
-        return (model.compile_logp(vars=model.observed_RVs)(point),
-                model.compile_logp(vars=model.free_RVs)(point))
+        return (
+            model.compile_logp(vars=model.observed_RVs)(point),
+            model.compile_logp(vars=model.free_RVs)(point),
+        )
 
     (lik, prior), (lik4, prior4) = parts(plain), parts(weighted)
     assert lik4 == pytest.approx(4 * lik, rel=1e-12) and prior4 == pytest.approx(prior)
@@ -352,8 +396,7 @@ def test_pymc_model_transforms_run_inside_default_initial_values(tiny):
 
 def test_default_initial_values_restores_them_after_an_error(tiny):
     X, y = tiny
-    model = build_model(X, y, hidden_layer_sizes=(3,), groups=np.arange(len(y)) % 2,
-                        random_state=0)
+    model = build_model(X, y, hidden_layer_sizes=(3,), groups=np.arange(len(y)) % 2, random_state=0)
     start, saved = model.initial_point(), dict(model.rvs_to_initial_values)
     with pytest.raises(RuntimeError, match="inside"):
         with default_initial_values(model):

@@ -16,11 +16,9 @@ from matplotlib.contour import ContourSet
 from matplotlib.figure import Figure
 from sklearn.linear_model import LogisticRegression
 
-from pymc_bnn import BayesianMLPClassifier
-from pymc_bnn import plotting
+from pymc_bnn import BayesianMLPClassifier, plotting
 from pymc_bnn.datasets import make_rotated_moons
 from pymc_bnn.metrics import expected_calibration_error, risk_coverage_curve
-from pymc_bnn.plotting._common import closing_new_figures
 from pymc_bnn.plotting import (
     KINDS,
     calibration_table,
@@ -35,6 +33,7 @@ from pymc_bnn.plotting import (
     uncertainty_histogram,
     uncertainty_map,
 )
+from pymc_bnn.plotting._common import closing_new_figures
 
 RES = 25  # grid points per axis: enough to draw, fast to evaluate
 
@@ -42,15 +41,17 @@ RES = 25  # grid points per axis: enough to draw, fast to evaluate
 @pytest.fixture(scope="module")
 def small_clf(moons):
     X_train, _, y_train, _ = moons
-    return BayesianMLPClassifier(hidden_layer_sizes=(5,), n_iter=5000, n_draws=100,
-                                 posterior_temperature=1.0, random_state=0).fit(X_train, y_train)
+    return BayesianMLPClassifier(
+        hidden_layer_sizes=(5,), n_iter=5000, n_draws=100, posterior_temperature=1.0, random_state=0
+    ).fit(X_train, y_train)
 
 
 @pytest.fixture(scope="module")
 def small_clf3(blobs3):
     X_train, _, y_train, _ = blobs3
-    return BayesianMLPClassifier(hidden_layer_sizes=(5,), n_iter=5000, n_draws=100,
-                                 posterior_temperature=1.0, random_state=0).fit(X_train, y_train)
+    return BayesianMLPClassifier(
+        hidden_layer_sizes=(5,), n_iter=5000, n_draws=100, posterior_temperature=1.0, random_state=0
+    ).fit(X_train, y_train)
 
 
 @pytest.fixture(scope="module")
@@ -70,10 +71,9 @@ def tasks3():
 def hier_clf(tasks3):
     """A small hierarchical (multi-task) network, fit with string group labels."""
     groups = np.array(["a", "b", "c"])[tasks3["groups_train"]]
-    return BayesianMLPClassifier(hidden_layer_sizes=(3,), n_iter=3000, n_draws=30,
-                                 posterior_temperature=1.0,
-                                 random_state=0).fit(tasks3["X_train"], tasks3["y_train"],
-                                                     groups=groups)
+    return BayesianMLPClassifier(
+        hidden_layer_sizes=(3,), n_iter=3000, n_draws=30, posterior_temperature=1.0, random_state=0
+    ).fit(tasks3["X_train"], tasks3["y_train"], groups=groups)
 
 
 @pytest.fixture(autouse=True)
@@ -92,11 +92,22 @@ def _contour(ax) -> ContourSet:
 
 
 def test_all_is_explicit_and_documented():
-    assert sorted(plotting.__all__) == sorted([
-        "KINDS", "calibration_table", "compare_maps", "grid_2d", "loss_curve",
-        "posterior_intervals", "predicted_vs_actual", "reliability_diagram",
-        "risk_coverage_plot", "task_maps", "uncertainty_histogram", "uncertainty_map",
-    ])
+    assert sorted(plotting.__all__) == sorted(
+        [
+            "KINDS",
+            "calibration_table",
+            "compare_maps",
+            "grid_2d",
+            "loss_curve",
+            "posterior_intervals",
+            "predicted_vs_actual",
+            "reliability_diagram",
+            "risk_coverage_plot",
+            "task_maps",
+            "uncertainty_histogram",
+            "uncertainty_map",
+        ]
+    )
     for name in plotting.__all__:
         if callable(getattr(plotting, name)):
             assert "Returns" in getattr(plotting, name).__doc__, name
@@ -108,8 +119,10 @@ def test_grid_2d_shapes_and_order():
     np.testing.assert_array_equal(points[:, 0].reshape(4, 4), xx)
     assert points.min() == -1.0 and points.max() == 2.0
     for bad in (0, 1, 2.5, True):
-        with pytest.raises(ValueError, match="resolution must be a whole number of grid "
-                           "points per axis, at least 2"):
+        with pytest.raises(
+            ValueError,
+            match="resolution must be a whole number of grid points per axis, at least 2",
+        ):
             grid_2d((-1.0, 2.0), bad)
 
 
@@ -143,8 +156,16 @@ def test_uncertainty_map_every_kind(small_clf, moons, kind):
 
 def test_uncertainty_map_draws_on_given_ax_and_honours_options(small_clf):
     fig, (a, b) = plt.subplots(1, 2)
-    out = uncertainty_map(small_clf, kind="std", ax=b, resolution=RES, colorbar=False,
-                          title="custom", vmax=0.5, lims=(-2.0, 2.0))
+    out = uncertainty_map(
+        small_clf,
+        kind="std",
+        ax=b,
+        resolution=RES,
+        colorbar=False,
+        title="custom",
+        vmax=0.5,
+        lims=(-2.0, 2.0),
+    )
     assert out is b and len(fig.axes) == 2  # no new figure, no colour bar
     assert b.get_title() == "custom" and b.get_xlim() == (-2.0, 2.0)
     assert _contour(b).levels[-1] == 0.5
@@ -192,8 +213,14 @@ def test_bayesian_kinds_need_predict_uncertainty(point_clf):
 
 def test_compare_maps_shares_one_colour_scale(small_clf, point_clf, moons):
     _, X_test, _, y_test = moons
-    fig = compare_maps({"BNN": small_clf, "logistic": point_clf}, kind="entropy",
-                       X=X_test[:50], y=y_test[:50], resolution=RES, suptitle="entropy")
+    fig = compare_maps(
+        {"BNN": small_clf, "logistic": point_clf},
+        kind="entropy",
+        X=X_test[:50],
+        y=y_test[:50],
+        resolution=RES,
+        suptitle="entropy",
+    )
     assert isinstance(fig, Figure)
     maps = [a for a in fig.axes if any(isinstance(c, ContourSet) for c in a.collections)]
     assert [a.get_title() for a in maps] == ["BNN", "logistic"]
@@ -208,8 +235,13 @@ def test_compare_maps_shares_one_colour_scale(small_clf, point_clf, moons):
 
 def test_compare_maps_separate_scales_and_given_axes(small_clf, small_clf3):
     fig, axes = plt.subplots(1, 2)
-    out = compare_maps({"two": small_clf, "three": small_clf3}, kind="std", ax=axes,
-                       share_scale=False, resolution=RES)
+    out = compare_maps(
+        {"two": small_clf, "three": small_clf3},
+        kind="std",
+        ax=axes,
+        share_scale=False,
+        resolution=RES,
+    )
     assert out is fig
     assert all(_contour(a).colorbar is not None for a in axes)
     assert len(fig.axes) == 4
@@ -230,12 +262,15 @@ def test_loss_curve(small_clf):
     assert ax.get_ylim()[1] >= np.percentile(small_clf.loss_curve_ * 2, 99)
 
 
-@pytest.mark.parametrize("args, kwargs, match", [
-    ((np.ones((3, 3)),), {}, r"loss must be a 1-D array.*\(3, 3\)"),
-    ((["a", "b"],), {}, "loss must be a 1-D array of numbers"),
-    ((np.arange(10.0),), {"window": 2.5}, r"window must be an integer >= 0; got 2\.5"),
-    ((np.arange(10.0),), {"window": -3}, "window must be an integer >= 0"),
-])
+@pytest.mark.parametrize(
+    "args, kwargs, match",
+    [
+        ((np.ones((3, 3)),), {}, r"loss must be a 1-D array.*\(3, 3\)"),
+        ((["a", "b"],), {}, "loss must be a 1-D array of numbers"),
+        ((np.arange(10.0),), {"window": 2.5}, r"window must be an integer >= 0; got 2\.5"),
+        ((np.arange(10.0),), {"window": -3}, "window must be an integer >= 0"),
+    ],
+)
 def test_loss_curve_rejects_bad_input(args, kwargs, match):
     with pytest.raises(ValueError, match=match):
         loss_curve(*args, **kwargs)
@@ -251,8 +286,7 @@ def test_calibration_table_matches_hand_computation_binary():
     np.testing.assert_array_equal(t["edges"], [0, 0.25, 0.5, 0.75, 1])
     np.testing.assert_array_equal(t["count"], [2, 1, 3, 2])
     np.testing.assert_allclose(t["frequency"], [0 / 2, 1 / 1, 2 / 3, 1 / 2])
-    np.testing.assert_allclose(t["mean_confidence"],
-                               [0.10, 0.45, (0.55 + 0.62 + 0.68) / 3, 0.94])
+    np.testing.assert_allclose(t["mean_confidence"], [0.10, 0.45, (0.55 + 0.62 + 0.68) / 3, 0.94])
     ece = (2 * 0.10 + 1 * 0.55 + 3 * abs(2 / 3 - 1.85 / 3) + 2 * 0.44) / 8
     assert t["ece"] == pytest.approx(ece)
     assert t["confidence"] == "positive" and t["positive_class"] == 1
@@ -264,13 +298,15 @@ def test_calibration_table_matches_hand_computation_binary():
 def test_calibration_table_matches_hand_computation_multiclass_top_class():
     labels = np.array(["a", "b", "c"])
     y = np.array(["a", "b", "c", "c", "a"])
-    proba = np.array([
-        [0.90, 0.05, 0.05],  # top a (0.90), right
-        [0.41, 0.34, 0.25],  # top a (0.41), wrong
-        [0.19, 0.19, 0.62],  # top c (0.62), right
-        [0.10, 0.70, 0.20],  # top b (0.70), wrong
-        [0.45, 0.30, 0.25],  # top a (0.45), right
-    ])
+    proba = np.array(
+        [
+            [0.90, 0.05, 0.05],  # top a (0.90), right
+            [0.41, 0.34, 0.25],  # top a (0.41), wrong
+            [0.19, 0.19, 0.62],  # top c (0.62), right
+            [0.10, 0.70, 0.20],  # top b (0.70), wrong
+            [0.45, 0.30, 0.25],  # top a (0.45), right
+        ]
+    )
     t = calibration_table(y, proba, n_bins=5, classes=labels)
     # bins [0,.2) [.2,.4) [.4,.6) [.6,.8) [.8,1]: 0.41, 0.45 | 0.62, 0.70 | 0.90
     np.testing.assert_array_equal(t["count"], [0, 0, 2, 2, 1])
@@ -302,12 +338,18 @@ def test_reliability_diagram_plots_the_table(moons, small_clf):
 def test_reliability_diagram_multiclass_and_overlay(blobs3, small_clf3):
     _, X_test, _, y_test = blobs3
     fig, ax = plt.subplots()
-    out = reliability_diagram(y_test, small_clf3.predict_proba(X_test), ax=ax,
-                              classes=small_clf3.classes_, show_counts=False)
+    out = reliability_diagram(
+        y_test,
+        small_clf3.predict_proba(X_test),
+        ax=ax,
+        classes=small_clf3.classes_,
+        show_counts=False,
+    )
     assert out is ax and len(fig.axes) == 1
     assert "confidence" in ax.get_xlabel() and "accuracy" in ax.get_ylabel()
-    reliability_diagram(y_test, np.full((len(y_test), 3), 1 / 3), ax=ax, show_counts=False,
-                        label="uniform")
+    reliability_diagram(
+        y_test, np.full((len(y_test), 3), 1 / 3), ax=ax, show_counts=False, label="uniform"
+    )
     assert len(ax.lines) == 3  # one diagonal, two curves
 
 
@@ -346,8 +388,9 @@ def test_reliability_diagram_panels_sharing_x_keep_their_own_count_axes():
     counts = [a for a in fig.axes if a not in (left, right)]
     assert len(counts) == 2 and all(len(a.patches) == 10 for a in counts)
     for panel in (left, right):
-        (own,) = [a for a in counts
-                  if np.allclose(a.get_position().bounds, panel.get_position().bounds)]
+        (own,) = [
+            a for a in counts if np.allclose(a.get_position().bounds, panel.get_position().bounds)
+        ]
         assert own.patches
 
 
@@ -363,8 +406,9 @@ def test_reliability_diagram_legend_says_which_ece_it_is(proba3):
     assert f"{expected_calibration_error(y2, p1):.3f}" != f"{ece:.3f}"
     ax = reliability_diagram(y, proba, n_bins=15, label="BNN")  # 3 classes: top label
     text = ax.get_legend().get_texts()[1].get_text()
-    assert text == (f"BNN (ECE {expected_calibration_error(y, proba):.3f}: 15 bins of "
-                    f"top-label confidence)")
+    assert text == (
+        f"BNN (ECE {expected_calibration_error(y, proba):.3f}: 15 bins of top-label confidence)"
+    )
 
 
 def test_reliability_diagram_rejects_bad_input():
@@ -396,18 +440,18 @@ def _lr3():
 
 # each call fails; the figure it would have drawn on must not stay open
 FAILING_CALLS = {
-    "class_index out of range": lambda: uncertainty_map(_lr3(), class_index=3,
-                                                        resolution=RES),
-    "unfitted, compare_maps": lambda: compare_maps({"a": _unfitted()}, kind="mean",
-                                                   resolution=RES),
+    "class_index out of range": lambda: uncertainty_map(_lr3(), class_index=3, resolution=RES),
+    "unfitted, compare_maps": lambda: compare_maps({"a": _unfitted()}, kind="mean", resolution=RES),
     "unfitted, task_maps": lambda: task_maps({0: _unfitted()}, resolution=RES),
     "unfitted, uncertainty_map": lambda: uncertainty_map(_unfitted(), resolution=RES),
     "missing variable": lambda: posterior_intervals({"a": {"x": [1.0]}}, ["zz"]),
-    "log of negative draws": lambda: posterior_intervals({"a": {"x": [-1.0, 1.0]}}, ["x"],
-                                                         log=True),
+    "log of negative draws": lambda: posterior_intervals(
+        {"a": {"x": [-1.0, 1.0]}}, ["x"], log=True
+    ),
     "2-D loss": lambda: loss_curve(np.ones((3, 3))),
-    "lower > upper": lambda: predicted_vs_actual([1.0, 2.0], [1.0, 2.0], lower=[3, 3],
-                                                 upper=[0, 0]),
+    "lower > upper": lambda: predicted_vs_actual(
+        [1.0, 2.0], [1.0, 2.0], lower=[3, 3], upper=[0, 0]
+    ),
     "missing label": lambda: reliability_diagram([0, None, 1], [0.2, 0.5, 0.7]),
 }
 
@@ -433,22 +477,24 @@ def test_closing_new_figures_closes_only_what_the_block_opened():
     assert len(plt.get_fignums()) == 2
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"class_index": 1.5}, r"class_index must be None or a whole number >= 0.*1\.5"),
-    ({"class_index": -1}, r"class_index must be None or a whole number >= 0.*-1"),
-    ({"class_index": True}, "class_index must be"),
-    ({"class_index": 3}, r"class_index must be in \[0, 2\].*got 3"),
-    ({"X": np.zeros((6, 2)), "y": np.zeros(5)}, r"y must have shape \(6,\).*\(5,\)"),
-    ({"X": np.zeros((6, 3))}, r"X to overlay must have shape \(n_points, 2\)"),
-    ({"y": np.zeros(5)}, "needs X"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"class_index": 1.5}, r"class_index must be None or a whole number >= 0.*1\.5"),
+        ({"class_index": -1}, r"class_index must be None or a whole number >= 0.*-1"),
+        ({"class_index": True}, "class_index must be"),
+        ({"class_index": 3}, r"class_index must be in \[0, 2\].*got 3"),
+        ({"X": np.zeros((6, 2)), "y": np.zeros(5)}, r"y must have shape \(6,\).*\(5,\)"),
+        ({"X": np.zeros((6, 3))}, r"X to overlay must have shape \(n_points, 2\)"),
+        ({"y": np.zeros(5)}, "needs X"),
+    ],
+)
 def test_uncertainty_map_rejects_bad_class_index_and_overlay(kwargs, match):
     with pytest.raises(ValueError, match=match):
         uncertainty_map(_lr3(), resolution=RES, **kwargs)
     # the rule and its message agree: every column in [0, 2] is drawn
     for k in range(3):
-        assert f"P(y = {k})" in uncertainty_map(_lr3(), class_index=k, resolution=RES
-                                                ).get_title()
+        assert f"P(y = {k})" in uncertainty_map(_lr3(), class_index=k, resolution=RES).get_title()
 
 
 def test_map_overlays_of_the_wrong_length_name_the_argument(point_clf):
@@ -466,8 +512,7 @@ def _maps(fig):
     return [a for a in fig.axes if any(isinstance(c, ContourSet) for c in a.collections)]
 
 
-def test_task_maps_of_a_hierarchical_network_predict_with_each_group(hier_clf, tasks3,
-                                                                     monkeypatch):
+def test_task_maps_of_a_hierarchical_network_predict_with_each_group(hier_clf, tasks3, monkeypatch):
     seen = []
     original = hier_clf.predict_uncertainty
 
@@ -477,8 +522,14 @@ def test_task_maps_of_a_hierarchical_network_predict_with_each_group(hier_clf, t
 
     monkeypatch.setattr(hier_clf, "predict_uncertainty", spy)
     groups = np.array(["a", "b", "c"])[tasks3["groups_train"]]
-    fig = task_maps(hier_clf, X=tasks3["X_train"], y=tasks3["y_train"], groups=groups,
-                    resolution=RES, suptitle="tasks")
+    fig = task_maps(
+        hier_clf,
+        X=tasks3["X_train"],
+        y=tasks3["y_train"],
+        groups=groups,
+        resolution=RES,
+        suptitle="tasks",
+    )
     assert isinstance(fig, Figure) and fig.get_suptitle() == "tasks"
     assert seen == [{"a"}, {"b"}, {"c"}]  # one panel per group, with its own weights
     maps = _maps(fig)
@@ -493,8 +544,10 @@ def test_task_maps_of_a_hierarchical_network_predict_with_each_group(hier_clf, t
         (points,) = [c for c in a.collections if not isinstance(c, ContourSet)]
         assert len(points.get_offsets()) == np.sum(groups == g)
     # the panels differ: each group has its own decision surface
-    z = [np.asarray(original(grid_2d(resolution=RES)[2], groups=np.full(RES**2, g))["mean"])
-         for g in "ab"]
+    z = [
+        np.asarray(original(grid_2d(resolution=RES)[2], groups=np.full(RES**2, g))["mean"])
+        for g in "ab"
+    ]
     assert not np.allclose(z[0], z[1])
 
 
@@ -502,8 +555,18 @@ def test_task_maps_of_separate_networks_subset_titles_and_given_axes(tasks3):
     X, y, g = tasks3["X_train"], tasks3["y_train"], tasks3["groups_train"]
     separate = {t: LogisticRegression().fit(X[g == t], y[g == t]) for t in range(3)}
     fig, axes = plt.subplots(2, 2)
-    out = task_maps(separate, kind="entropy", tasks=[2, 0], titles={2: "two"}, ax=axes,
-                    X=X, y=y, groups=g, resolution=RES, vmax=0.8)
+    out = task_maps(
+        separate,
+        kind="entropy",
+        tasks=[2, 0],
+        titles={2: "two"},
+        ax=axes,
+        X=X,
+        y=y,
+        groups=g,
+        resolution=RES,
+        vmax=0.8,
+    )
     assert out is fig
     maps = _maps(fig)
     assert [a.get_title() for a in maps] == ["two", "task 0"]
@@ -517,8 +580,9 @@ def test_task_maps_of_separate_networks_subset_titles_and_given_axes(tasks3):
 def test_task_maps_colour_each_class_the_same_on_every_panel(tasks3, point_clf):
     X, g = tasks3["X_train"], tasks3["groups_train"]
     y = np.where(g == 1, 1, tasks3["y_train"])  # task 1: only class 1
-    fig = task_maps({t: point_clf for t in range(3)}, X=X, y=y, groups=g, resolution=RES,
-                    colorbar=False)
+    fig = task_maps(
+        {t: point_clf for t in range(3)}, X=X, y=y, groups=g, resolution=RES, colorbar=False
+    )
     assert len(fig.axes) == 3  # no colour bar
     class1 = np.array([*sns.color_palette("colorblind", n_colors=2)[1], 1.0])
     for a, t in zip(_maps(fig), range(3)):
@@ -548,15 +612,17 @@ def test_posterior_intervals_draw_mean_and_central_interval():
     rng = np.random.default_rng(0)
     draws = {"a_sd": rng.gamma(2.0, 0.5, 400), "b_sd": rng.gamma(5.0, 0.1, 400)}
     other = {"a_sd": draws["a_sd"] * 2, "b_sd": draws["b_sd"] * 3}
-    ax = posterior_intervals({"one": draws, "two": other}, ["a_sd", "b_sd"], prob=0.9,
-                             title="spreads")
+    ax = posterior_intervals(
+        {"one": draws, "two": other}, ["a_sd", "b_sd"], prob=0.9, title="spreads"
+    )
     assert isinstance(ax, Axes) and ax.get_title() == "spreads"
     assert [t.get_text() for t in ax.get_yticklabels()] == ["a_sd", "b_sd"]
     assert "90% interval" in ax.get_xlabel()
     lines = ax.lines  # per fit, per variable: an interval line then a mean marker
     assert len(lines) == 8
-    for k, (source, var) in enumerate([(draws, "a_sd"), (draws, "b_sd"),
-                                       (other, "a_sd"), (other, "b_sd")]):
+    for k, (source, var) in enumerate(
+        [(draws, "a_sd"), (draws, "b_sd"), (other, "a_sd"), (other, "b_sd")]
+    ):
         interval, mean = lines[2 * k], lines[2 * k + 1]
         np.testing.assert_allclose(interval.get_xdata(), np.quantile(source[var], [0.05, 0.95]))
         assert mean.get_xdata()[0] == pytest.approx(source[var].mean())
@@ -596,8 +662,11 @@ def test_posterior_intervals_reject_bad_input(hier_clf):
     with pytest.raises(ValueError, match="'a' of 'x' has no draws"):
         posterior_intervals({"x": {"a": []}}, ["a"])
     # a NaN draw makes the interval NaN, which matplotlib would silently not draw
-    with pytest.raises(ValueError, match=r"'a' of 'y' has 1 NaN or infinite draws of 3 "
-                                         r"\(first at draw 1\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"'a' of 'y' has 1 NaN or infinite draws of 3 "
+        r"\(first at draw 1\)",
+    ):
         posterior_intervals({"x": {"a": [1.0, 2.0]}, "y": {"a": [1.0, np.nan, 2.0]}}, ["a"])
     with pytest.raises(ValueError, match="'a' of 'x' must be an array of numbers"):
         posterior_intervals({"x": {"a": ["p", "q"]}}, ["a"])
@@ -720,8 +789,11 @@ def test_predicted_vs_actual_colours_the_intervals_that_miss():
     np.testing.assert_allclose(points_out.get_offsets(), [[2.0, 2.5]])
     assert not np.allclose(points_in.get_facecolor(), points_out.get_facecolor())
     texts = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert texts == ["90% interval covers the truth (3)", "90% interval misses (1)",
-                     "y = x (perfect prediction)"]
+    assert texts == [
+        "90% interval covers the truth (3)",
+        "90% interval misses (1)",
+        "y = x (perfect prediction)",
+    ]
     lo, hi = ax.get_xlim()
     assert lo < -1 and hi > 4  # the intervals are in view
 

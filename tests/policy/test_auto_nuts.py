@@ -1,6 +1,7 @@
 """The regressor's ``inference="auto"`` samples small tables with a short NUTS run
 (:data:`pymc_bnn.estimators._regressor.AUTO_NUTS_MAX_WORK`): when it is taken, that it is
 ``inference="nuts"`` with the short run's settings draw for draw, and when it is not."""
+
 import warnings
 
 import numpy as np
@@ -42,7 +43,10 @@ def test_auto_samples_a_small_table_with_the_short_run(auto_fit, small):
     assert run["chosen"] == "auto" and run["limit"] == R.AUTO_NUTS_MAX_WORK
     # a small problem: its budget buys the most chains
     assert (run["chains"], run["tune"], run["draws"]) == (
-        R.AUTO_NUTS_MAX_CHAINS, R.AUTO_NUTS_TUNE, R.AUTO_NUTS_DRAWS)
+        R.AUTO_NUTS_MAX_CHAINS,
+        R.AUTO_NUTS_TUNE,
+        R.AUTO_NUTS_DRAWS,
+    )
     assert run["rows_x_parameters"] == 40 * (1 * 3 + 3 + 3 + 1)
     post = reg.posterior_.idata.posterior
     assert (post.sizes["chain"], post.sizes["draw"]) == (4, R.AUTO_NUTS_DRAWS)
@@ -53,8 +57,10 @@ def test_auto_samples_a_small_table_with_the_short_run(auto_fit, small):
     # a short run's R-hat and ESS are not a converged posterior's: kept, not warned
     assert reg.diagnostics_ is not None
     from pymc_bnn.exceptions import SamplingWarning
+
     assert not [w for w in caught if issubclass(w.category, SamplingWarning)]
     from pymc_bnn.policy._describe import describe
+
     assert any("NUTS" in line and "inference='auto'" in line for line in describe(reg))
     assert not any("not the default mixture" in line for line in describe(reg))
     X, y = small
@@ -68,16 +74,22 @@ def test_auto_run_equals_inference_nuts_with_its_settings(auto_fit, small):
     reg, _ = auto_fit
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        given = BayesianMLPRegressor((3,), inference="nuts", tune=R.AUTO_NUTS_TUNE,
-                                     n_draws=R.AUTO_NUTS_DRAWS, chains=R.AUTO_NUTS_MAX_CHAINS,
-                                     random_state=0).fit(X, y)
+        given = BayesianMLPRegressor(
+            (3,),
+            inference="nuts",
+            tune=R.AUTO_NUTS_TUNE,
+            n_draws=R.AUTO_NUTS_DRAWS,
+            chains=R.AUTO_NUTS_MAX_CHAINS,
+            random_state=0,
+        ).fit(X, y)
     assert given.nuts_run_["chosen"] == "given"
     a, b = reg.posterior_.idata.posterior, given.posterior_.idata.posterior
     for name in a.data_vars:
         np.testing.assert_array_equal(a[name].values, b[name].values)
     np.testing.assert_array_equal(reg.predict(X), given.predict(X))
-    np.testing.assert_array_equal(reg.log_predictive_density(X, y),
-                                  given.log_predictive_density(X, y))
+    np.testing.assert_array_equal(
+        reg.log_predictive_density(X, y), given.log_predictive_density(X, y)
+    )
 
 
 def test_same_random_state_same_predictions(auto_fit, small):
@@ -87,14 +99,17 @@ def test_same_random_state_same_predictions(auto_fit, small):
     np.testing.assert_array_equal(reg.predict(X), again.predict(X))
 
 
-@pytest.mark.parametrize("params", [
-    {"n_iter": 500},                 # a setting only ADVI uses
-    {"heteroscedastic": True},       # not measured
-    {"prior": "normal"},             # not measured
-    {"kl_weight": "auto"},           # a choice among ADVI fits
-    {"nuts_sampler": "nutpie"},      # the limit is numpyro's cost
-    {"posterior_temperature": 0.5},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"n_iter": 500},  # a setting only ADVI uses
+        {"heteroscedastic": True},  # not measured
+        {"prior": "normal"},  # not measured
+        {"kl_weight": "auto"},  # a choice among ADVI fits
+        {"nuts_sampler": "nutpie"},  # the limit is numpyro's cost
+        {"posterior_temperature": 0.5},
+    ],
+)
 def test_auto_keeps_its_other_fits_where_the_short_run_does_not_apply(params):
     reg = BayesianMLPRegressor((3,), **params)
     assert _decision(reg, (40, 1)) != "nuts" and reg.nuts_run_ is None
@@ -180,8 +195,9 @@ def test_info_of_a_run_asked_for_keeps_the_convergence_check(small, tmp_path, ca
     from pymc_bnn.cli import _main as cli
 
     X, y = small
-    reg = BayesianMLPRegressor((2,), inference="nuts", tune=20, n_draws=20, chains=1,
-                               random_state=0)
+    reg = BayesianMLPRegressor(
+        (2,), inference="nuts", tune=20, n_draws=20, chains=1, random_state=0
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # 20 draws do not converge: the point here
         reg.fit(X, y)
@@ -189,6 +205,5 @@ def test_info_of_a_run_asked_for_keeps_the_convergence_check(small, tmp_path, ca
     reg.save(tmp_path / "given.nc")
     assert cli.main(["info", str(tmp_path / "given.nc")]) == 0
     out = capsys.readouterr().out
-    assert ("sampling: NUTS on the whole model, 1 chain x (20 warm-up + 20 draws), as asked"
-            in out)
+    assert "sampling: NUTS on the whole model, 1 chain x (20 warm-up + 20 draws), as asked" in out
     assert "converged: False" in out and "not checked for convergence" not in out

@@ -11,8 +11,8 @@ from sklearn.datasets import make_moons
 import pymc_bnn.predictive._predictive as P
 from pymc_bnn import BayesianMLPClassifier
 from pymc_bnn.estimators._classifier import AUTO_MIXTURE_MAX_ROWS, mixture_affordable
-from pymc_bnn.policy._settings import MIXTURE
 from pymc_bnn.inference.laplace import FIRST_LINEARIZED, LINEARIZATION_GROUP
+from pymc_bnn.policy._settings import MIXTURE
 
 
 @pytest.fixture(scope="module")
@@ -40,23 +40,31 @@ def test_the_mixture_s_probabilities_are_the_mean_of_its_halves(data, mixture):
     assert mixture.inference_ == MIXTURE
     assert mixture.mixture_["methods"] == ["advi", "laplace"]
     assert mixture.mixture_["n_draws"] == [20, 20]
-    advi = fitted(X, y, inference="advi", n_draws=20,
-                  posterior_temperature=mixture.posterior_temperature_)
-    laplace = fitted(X, y, inference="laplace", n_draws=20,
-                     posterior_temperature=mixture.mixture_["laplace_temperature"])
+    advi = fitted(
+        X, y, inference="advi", n_draws=20, posterior_temperature=mixture.posterior_temperature_
+    )
+    laplace = fitted(
+        X,
+        y,
+        inference="laplace",
+        n_draws=20,
+        posterior_temperature=mixture.mixture_["laplace_temperature"],
+    )
     assert mixture.prior_sigma_ == advi.prior_sigma_
-    np.testing.assert_allclose(mixture.predict_proba(X),
-                               0.5 * (advi.predict_proba(X) + laplace.predict_proba(X)),
-                               rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(
+        mixture.predict_proba(X),
+        0.5 * (advi.predict_proba(X) + laplace.predict_proba(X)),
+        rtol=1e-6,
+        atol=1e-9,
+    )
     draws = mixture.predictive_.sample_proba(X)
-    np.testing.assert_allclose(draws[:20], advi.predictive_.sample_proba(X), rtol=1e-6,
-                               atol=1e-9)
-    np.testing.assert_allclose(draws[20:], laplace.predictive_.sample_proba(X), rtol=1e-6,
-                               atol=1e-9)
+    np.testing.assert_allclose(draws[:20], advi.predictive_.sample_proba(X), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(
+        draws[20:], laplace.predictive_.sample_proba(X), rtol=1e-6, atol=1e-9
+    )
 
 
-def test_the_mixture_path_is_taken_and_its_summaries_are_the_draws(data, mixture,
-                                                                  monkeypatch):
+def test_the_mixture_path_is_taken_and_its_summaries_are_the_draws(data, mixture, monkeypatch):
     X, _ = data
     calls = []
     original = P.PosteriorPredictive._mixture_chunks
@@ -92,8 +100,9 @@ def test_the_mixture_is_seeded_saved_and_loaded(data, mixture, tmp_path):
     assert loaded.inference_ == MIXTURE and loaded.mixture_ == mixture.mixture_
     assert loaded.predictive_.linearized_from == 20
     np.testing.assert_array_equal(loaded.predict_proba(X), mixture.predict_proba(X))
-    np.testing.assert_array_equal(loaded.predict_uncertainty(X)["mutual_info"],
-                                  mixture.predict_uncertainty(X)["mutual_info"])
+    np.testing.assert_array_equal(
+        loaded.predict_uncertainty(X)["mutual_info"], mixture.predict_uncertainty(X)["mutual_info"]
+    )
 
 
 def test_thinning_a_mixture_keeps_draws_of_both_halves(mixture):
@@ -121,9 +130,12 @@ def test_the_mixture_is_affordable_where_its_laplace_half_is():
     assert not mixture_affordable((100, 200), (32,), 2)  # 6,465 weights: too many
 
 
-@pytest.mark.parametrize("bad, match", [
-    ({"n_draws": 1}, "n_draws >= 2"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({"n_draws": 1}, "n_draws >= 2"),
+    ],
+)
 def test_the_explicit_mixture_refuses_what_it_cannot_fit(data, bad, match):
     X, y = data
     with pytest.raises(ValueError, match=match):
@@ -148,8 +160,9 @@ def test_a_laplace_fit_from_a_start_keeps_its_precisions_and_finds_the_fold_s_mo
     X, y = make_moons(120, noise=0.3, random_state=0)
     shapes = ((2, 4), (4, 1))
     full, _ = fit_laplace(X, y, layer_shapes=shapes, random_state=0, likelihood="categorical")
-    fold, info = fit_laplace(X[:80], y[:80], layer_shapes=shapes, likelihood="categorical",
-                             start=full)
+    fold, info = fit_laplace(
+        X[:80], y[:80], layer_shapes=shapes, likelihood="categorical", start=full
+    )
     assert fold.prior_sigmas == full.prior_sigmas
     assert info["map_iterations"] == 0 and info["rounds"] == 1
     assert info["gradient_norm"] < 1e-6
@@ -157,8 +170,7 @@ def test_a_laplace_fit_from_a_start_keeps_its_precisions_and_finds_the_fold_s_mo
     again, _ = fit_laplace(X, y, layer_shapes=shapes, likelihood="categorical", start=full)
     np.testing.assert_allclose(again.theta, full.theta, atol=1e-4)
     with pytest.raises(ValueError, match="weights"):
-        fit_laplace(X, y, layer_shapes=((2, 3), (3, 1)), likelihood="categorical",
-                    start=full)
+        fit_laplace(X, y, layer_shapes=((2, 3), (3, 1)), likelihood="categorical", start=full)
 
 
 def test_the_classifier_s_laplace_folds_start_on_their_own(data, monkeypatch):

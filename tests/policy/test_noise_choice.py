@@ -42,9 +42,11 @@ def test_log_scale_is_the_linear_model_of_log_y(log_pair):
     np.testing.assert_allclose(lo, np.exp(lin_lo), rtol=1e-10)
     np.testing.assert_allclose(hi, np.exp(lin_hi), rtol=1e-10)
     # the density of y = exp(z) is p(z) / y
-    np.testing.assert_allclose(log.log_predictive_density(X[:20], y[:20]),
-                               linear.log_predictive_density(X[:20], np.log(y[:20]))
-                               - np.log(y[:20]), rtol=1e-10)
+    np.testing.assert_allclose(
+        log.log_predictive_density(X[:20], y[:20]),
+        linear.log_predictive_density(X[:20], np.log(y[:20])) - np.log(y[:20]),
+        rtol=1e-10,
+    )
 
 
 def test_log_scale_mean_and_sd_are_the_densitys_moments(log_pair):
@@ -54,7 +56,7 @@ def test_log_scale_mean_and_sd_are_the_densitys_moments(log_pair):
     u = log.predict_uncertainty(X[:3])
     for i in range(3):
         grid = np.linspace(1e-3, u["mean"][i] + 12 * u["std"][i], 40_000)
-        density = np.exp(log.log_predictive_density(np.repeat(X[i:i + 1], grid.size, 0), grid))
+        density = np.exp(log.log_predictive_density(np.repeat(X[i : i + 1], grid.size, 0), grid))
         mass = trapezoid(density, grid)
         mean = trapezoid(grid * density, grid)
         sd = np.sqrt(trapezoid((grid - mean) ** 2 * density, grid))
@@ -78,7 +80,8 @@ def test_log_scale_refuses_a_non_positive_target():
     with pytest.raises(ValueError, match="needs a positive target, but 2 values"):
         BayesianMLPRegressor((3,), target_scale="log", **FAST).fit(X, y)
     fitted = BayesianMLPRegressor((3,), target_scale="log", random_state=0, **FAST).fit(
-        X[y > 0], y[y > 0])
+        X[y > 0], y[y > 0]
+    )
     with pytest.raises(ValueError, match="positive target"):
         fitted.log_predictive_density(X[:5], y[:5])
 
@@ -89,13 +92,17 @@ def test_log_scale_survives_save_and_load(log_pair, tmp_path):
     loaded = BayesianMLPRegressor.load(tmp_path / "log.nc")
     assert loaded.target_scale == "log"
     np.testing.assert_array_equal(loaded.predict(X[:10]), log.predict(X[:10]))
-    np.testing.assert_array_equal(loaded.predict_interval(X[:10], 0.9),
-                                  log.predict_interval(X[:10], 0.9))
+    np.testing.assert_array_equal(
+        loaded.predict_interval(X[:10], 0.9), log.predict_interval(X[:10], 0.9)
+    )
 
 
 def test_candidates_follow_the_target():
     assert noise_candidates(np.exp(np.random.default_rng(0).normal(size=300))) == (
-        "constant", "varying", "log")
+        "constant",
+        "varying",
+        "log",
+    )
     symmetric = np.random.default_rng(0).normal(10, 1, size=300)
     assert noise_candidates(symmetric) == ("constant", "varying")
     assert "log" not in noise_candidates(np.r_[0.0, np.exp(np.arange(50.0))])
@@ -137,8 +144,9 @@ def test_choice_finds_value_proportional_noise_and_keeps_constant_noise():
     assert plain.chosen == "constant" and plain.gain is None, plain
     assert list(plain.rounds[0]["models"]) == ["constant", "varying"]
     assert plain.n_held_out == 80
-    assert noise_line(plain) == ("noise: one sd for all rows (no other noise model clearly "
-                                 "better on held-out rows)")
+    assert noise_line(plain) == (
+        "noise: one sd for all rows (no other noise model clearly better on held-out rows)"
+    )
 
 
 def test_a_screens_preference_for_varying_noise_is_confirmed_as_fit(monkeypatch):
@@ -159,8 +167,13 @@ def test_a_screens_preference_for_varying_noise_is_confirmed_as_fit(monkeypatch)
 
     monkeypatch.setattr(noise_choice, "_held_out_density", density)
     choice = choose_noise(BayesianMLPRegressor(), X, y)
-    assert calls == [("constant", False), ("log", False), ("varying", False),
-                     ("log", True), ("varying", True)]
+    assert calls == [
+        ("constant", False),
+        ("log", False),
+        ("varying", False),
+        ("log", True),
+        ("varying", True),
+    ]
     assert [r["kept"] for r in choice.rounds] == ["varying", "log"]
     assert choice.chosen == "log"
     assert choice.gain == pytest.approx(0.5, abs=0.01)  # the screen's log vs constant
@@ -168,8 +181,10 @@ def test_a_screens_preference_for_varying_noise_is_confirmed_as_fit(monkeypatch)
     calls.clear()
     choice = choose_noise(BayesianMLPRegressor(), X, y)
     assert choice.chosen == "varying" and choice.gain == pytest.approx(0.3, abs=0.01)
-    assert noise_line(choice) == ("noise: its sd a function of the features (held-out "
-                                  f"log-likelihood {choice.gain:+.3f} per row)")
+    assert noise_line(choice) == (
+        "noise: its sd a function of the features (held-out "
+        f"log-likelihood {choice.gain:+.3f} per row)"
+    )
     calls.clear()
     choose_noise(BayesianMLPRegressor(), X, y, screen=None)  # as set from the start
     assert calls == [("constant", True), ("log", True), ("varying", True)]

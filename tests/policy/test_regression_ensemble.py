@@ -10,8 +10,6 @@ import pytest
 from scipy.stats import multivariate_normal
 
 from pymc_bnn import BayesianMLPRegressor
-from pymc_bnn.policy._ensemble import heldout_normal_calibration
-from pymc_bnn.policy._describe import describe
 from pymc_bnn.inference._map_ensemble import (
     _phi,
     fit_map_ensemble,
@@ -21,6 +19,8 @@ from pymc_bnn.inference._map_ensemble import (
     member_normal_moments,
     member_seeds,
 )
+from pymc_bnn.policy._describe import describe
+from pymc_bnn.policy._ensemble import heldout_normal_calibration
 
 SHAPES = ((3, 5), (5, 1))
 
@@ -46,15 +46,16 @@ def test_the_output_layer_s_posterior_is_bayesian_linear_regression(table):
     A = beta * phi.T @ phi + delta * np.eye(phi.shape[1])
     np.testing.assert_allclose(g.chol @ g.chol.T, A, rtol=1e-10)
     mean = np.linalg.solve(A, beta * phi.T @ y)
-    np.testing.assert_allclose(g.theta[g.first_random:], mean, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(g.theta[g.first_random :], mean, rtol=1e-8, atol=1e-10)
     np.testing.assert_array_equal(g.theta[: g.first_random], theta[: g.first_random])
     gamma = np.sum(1 - delta * np.diag(np.linalg.inv(A)))
     assert math.isclose(delta, gamma / (mean @ mean), rel_tol=1e-5)
     ssr = np.sum((y - phi @ mean) ** 2)
     assert math.isclose(beta, (len(y) - gamma) / ssr, rel_tol=1e-5)
     cov = phi @ phi.T / delta + np.eye(len(y)) / beta
-    assert math.isclose(g.log_evidence, multivariate_normal(np.zeros(len(y)), cov).logpdf(y),
-                        rel_tol=1e-8)
+    assert math.isclose(
+        g.log_evidence, multivariate_normal(np.zeros(len(y)), cov).logpdf(y), rel_tol=1e-8
+    )
 
 
 def test_the_members_moments_are_the_gaussian_s(table):
@@ -63,7 +64,7 @@ def test_the_members_moments_are_the_gaussian_s(table):
     mean, var = member_normal_moments(g, X[:7], layer_shapes=SHAPES, activation="tanh")
     phi = _phi(SHAPES, "tanh", None, g.theta, X[:7])
     cov = np.linalg.inv(g.chol @ g.chol.T)
-    np.testing.assert_allclose(mean, phi @ g.theta[g.first_random:], rtol=1e-10)
+    np.testing.assert_allclose(mean, phi @ g.theta[g.first_random :], rtol=1e-10)
     np.testing.assert_allclose(var, np.einsum("ij,jk,ik->i", phi, cov, phi), rtol=1e-8)
 
 
@@ -73,12 +74,19 @@ def test_vectorised_regression_members_are_the_networks_fit_one_at_a_time(table)
     X, y = table
     holdout = holdout_masks(y, 3, seed=2, fraction=0.2)
     starts = np.stack([initial_theta(SHAPES, s) for s in member_seeds(2, 3)])
-    kw = {"layer_shapes": SHAPES, "seed": 2, "dtype": "float64", "learning_rate": 0.01,
-              "regression": True, "validate": True}
+    kw = {
+        "layer_shapes": SHAPES,
+        "seed": 2,
+        "dtype": "float64",
+        "learning_rate": 0.01,
+        "regression": True,
+        "validate": True,
+    }
     together = fit_map_ensemble(X, y, n_members=3, holdout=holdout, starts=starts, **kw)
     for k in range(3):
-        alone = fit_map_ensemble(X, y, n_members=1, holdout=holdout[k : k + 1],
-                                 starts=starts[k : k + 1], **kw)
+        alone = fit_map_ensemble(
+            X, y, n_members=1, holdout=holdout[k : k + 1], starts=starts[k : k + 1], **kw
+        )
         np.testing.assert_allclose(together.thetas[k], alone.thetas[0], rtol=1e-7, atol=1e-9)
         np.testing.assert_allclose(together.noise_sd[k], alone.noise_sd[0], rtol=1e-7)
 
@@ -88,8 +96,9 @@ def test_the_noise_sd_is_fitted_with_the_weights():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(600, 3))
     y = X @ np.array([0.5, -0.3, 0.2]) + rng.normal(0, 0.3, 600)
-    fit = fit_map_ensemble(X, y, layer_shapes=SHAPES, n_members=2, seed=0, regression=True,
-                           dtype="float64")
+    fit = fit_map_ensemble(
+        X, y, layer_shapes=SHAPES, n_members=2, seed=0, regression=True, dtype="float64"
+    )
     assert fit.noise_sd.shape == (2,)
     np.testing.assert_allclose(fit.noise_sd, 0.3, rtol=0.1)
 
@@ -102,8 +111,16 @@ def test_early_stopping_on_held_out_rows_is_taken_and_keeps_the_best_weights():
     y = X[:, 0] + rng.normal(0, 1.0, 120)
     shapes = ((3, 40), (40, 1))
     holdout = holdout_masks(y, 2, seed=0, fraction=0.25)
-    kw = {"layer_shapes": shapes, "n_members": 2, "seed": 0, "holdout": holdout, "regression": True,
-              "dtype": "float64", "learning_rate": 0.01, "prior_sigma": 10.0}
+    kw = {
+        "layer_shapes": shapes,
+        "n_members": 2,
+        "seed": 0,
+        "holdout": holdout,
+        "regression": True,
+        "dtype": "float64",
+        "learning_rate": 0.01,
+        "prior_sigma": 10.0,
+    }
     plain = fit_map_ensemble(X, y, **kw)
     watched = fit_map_ensemble(X, y, validate=True, **kw)
     assert np.all(watched.n_epochs < plain.n_epochs)
@@ -123,14 +140,23 @@ def test_the_held_out_rows_choose_the_noise_the_members_miss(table):
     X, y = table
     shapes = ((3, 5), (5, 1))
     holdout = holdout_masks(y, 5, seed=0)
-    fits = fit_map_ensemble(X, y, layer_shapes=shapes, n_members=5, seed=0, holdout=holdout,
-                            regression=True, validate=True)
+    fits = fit_map_ensemble(
+        X,
+        y,
+        layer_shapes=shapes,
+        n_members=5,
+        seed=0,
+        holdout=holdout,
+        regression=True,
+        validate=True,
+    )
     gaussians = []
     for theta, noise, held in zip(fits.thetas, fits.noise_sd, holdout):
         g = last_layer_regression(X[~held], y[~held], theta, noise, layer_shapes=shapes)
         gaussians.append(type(g)(**{**g.__dict__, "noise_sd": g.noise_sd / 2}))
-    selection, scale = heldout_normal_calibration(X, y, gaussians, holdout,
-                                                  layer_shapes=shapes, temperatures=(0.0,))
+    selection, scale = heldout_normal_calibration(
+        X, y, gaussians, holdout, layer_shapes=shapes, temperatures=(0.0,)
+    )
     assert selection.temperature == 0.0
     assert 2.5 < scale < 6.0
 
@@ -152,8 +178,9 @@ def test_auto_above_the_nuts_limit_is_the_ensemble_and_reproducible(default_reg)
     assert rec["members"] == 5 and len(rec["noise_sd"]) == 5 and rec["noise_scale"] >= 1
     assert reg.score(X, y) > 0.8
     again = BayesianMLPRegressor(hidden_layer_sizes=(100,), random_state=1).fit(X, y)
-    np.testing.assert_array_equal(again.predict(X[:50], return_std=True),
-                                  reg.predict(X[:50], return_std=True))
+    np.testing.assert_array_equal(
+        again.predict(X[:50], return_std=True), reg.predict(X[:50], return_std=True)
+    )
     line = describe(reg)[0]
     assert line.startswith("predictions: 5 networks at their most probable")
     sds = np.asarray(rec["noise_sd"]) * reg.y_scale_
@@ -215,8 +242,10 @@ def test_small_tables_keep_the_short_nuts_run_and_heteroscedastic_keeps_advi(mon
 def test_describe_says_why_auto_did_not_fit_the_ensemble():
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(60, 2)), rng.normal(size=60)
-    reg = BayesianMLPRegressor((3,), heteroscedastic=True, n_iter=300, n_draws=20,
-                               random_state=0).fit(X, y)
+    reg = BayesianMLPRegressor(
+        (3,), heteroscedastic=True, n_iter=300, n_draws=20, random_state=0
+    ).fit(X, y)
     assert reg.inference_ == "advi"
-    assert describe(reg)[0] == ("fit: mean-field ADVI, as the noise sd varies with the "
-                                "features (heteroscedastic)")
+    assert describe(reg)[0] == (
+        "fit: mean-field ADVI, as the noise sd varies with the features (heteroscedastic)"
+    )

@@ -5,10 +5,15 @@ import pytest
 from sklearn.model_selection import StratifiedKFold
 
 from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor, build_model, fit
+from pymc_bnn.policy._tempering import (
+    SCORE_DRAWS,
+    TEMPERATURES,
+    cross_fit_temperature,
+    heldout_nll,
+    heldout_scores,
+)
 from pymc_bnn.predictive._draws import posterior_draws, tempered
 from pymc_bnn.predictive._predictive import posterior_predictive
-from pymc_bnn.policy._tempering import (SCORE_DRAWS, TEMPERATURES, cross_fit_temperature,
-                                 heldout_nll, heldout_scores)
 
 
 @pytest.fixture(scope="module")
@@ -55,12 +60,14 @@ def test_tempered_draws_use_common_random_numbers(vi_posterior):
     """Same seed: the tempered draws are mean + sqrt(T) * (untempered draw - mean)
     exactly (the weights are free variables here, with no transform)."""
     w = posterior_draws(vi_posterior, n_draws=50, random_seed=3).posterior["w0"].values
-    wt = posterior_draws(vi_posterior, n_draws=50, random_seed=3,
-                         temperature=0.25).posterior["w0"].values
+    wt = (
+        posterior_draws(vi_posterior, n_draws=50, random_seed=3, temperature=0.25)
+        .posterior["w0"]
+        .values
+    )
     # wt = mu + 0.5 (w - mu)  <=>  wt - 0.5 w = 0.5 mu, the same for every draw
     const = (wt - 0.5 * w)[0]
-    np.testing.assert_allclose(wt - 0.5 * w, np.broadcast_to(const, w.shape[1:])[None],
-                               atol=1e-6)
+    np.testing.assert_allclose(wt - 0.5 * w, np.broadcast_to(const, w.shape[1:])[None], atol=1e-6)
     assert w.std(axis=1).min() > 1e-2  # the draws do vary: the check is not vacuous
 
 
@@ -76,8 +83,11 @@ def _recording_fit_rows(X, y, *, n_iter):
     fits = {}
 
     def fit_rows(rows, seed):
-        fits[seed] = fit(build_model(X[rows], y[rows], hidden_layer_sizes=(), random_state=0),
-                         n_iter=n_iter, random_seed=seed)
+        fits[seed] = fit(
+            build_model(X[rows], y[rows], hidden_layer_sizes=(), random_state=0),
+            n_iter=n_iter,
+            random_seed=seed,
+        )
         return fits[seed]
 
     return fits, fit_rows
@@ -94,16 +104,16 @@ def test_cross_fit_equals_the_obvious_loop(logistic_data):
     expected = np.zeros(len(TEMPERATURES))
     for k, (_, test) in enumerate(folds):
         for i, t in enumerate(TEMPERATURES):
-            pred = posterior_predictive(fits[10 + k], n_draws=200, random_seed=10 + k,
-                                        temperature=t)
+            pred = posterior_predictive(
+                fits[10 + k], n_draws=200, random_seed=10 + k, temperature=t
+            )
             p = pred.sample_proba(X[test]).mean(0)[np.arange(len(test)), y[test]]
             expected[i] -= np.log(p).sum()
     np.testing.assert_allclose(sel.scores, expected / len(y), rtol=1e-10)
     assert sel.temperature == TEMPERATURES[int(np.argmin(expected))]
 
 
-def test_large_folds_are_scored_on_a_seeded_subset_scaled_to_the_fold(logistic_data,
-                                                                         monkeypatch):
+def test_large_folds_are_scored_on_a_seeded_subset_scaled_to_the_fold(logistic_data, monkeypatch):
     """Beyond MAX_SCORE_ROWS held-out rows a fold is scored on a seeded random subset
     of that many rows, its sum scaled by rows / subset; the subset is the same for
     the same seed, and equals the obvious computation on those rows."""
@@ -115,9 +125,11 @@ def test_large_folds_are_scored_on_a_seeded_subset_scaled_to_the_fold(logistic_d
     folds = list(StratifiedKFold(3, shuffle=True, random_state=0).split(X, y))
     scored = []
     real = tempering.heldout_nll_table
-    monkeypatch.setattr(tempering, "heldout_nll_table",
-                        lambda post, Xs, ys, **kw: scored.append(len(Xs)) or real(post, Xs, ys,
-                                                                                  **kw))
+    monkeypatch.setattr(
+        tempering,
+        "heldout_nll_table",
+        lambda post, Xs, ys, **kw: scored.append(len(Xs)) or real(post, Xs, ys, **kw),
+    )
     sel = cross_fit_temperature(fit_rows, X, y, folds=folds, seed=10)
     assert scored == [15, 15, 15]  # each fold held out 40 rows: a subset was taken
     expected = np.zeros(len(TEMPERATURES))
@@ -126,8 +138,9 @@ def test_large_folds_are_scored_on_a_seeded_subset_scaled_to_the_fold(logistic_d
         assert len(rows) == 15 and set(rows) <= set(test)
         np.testing.assert_array_equal(rows, tempering._scored_rows(test, 10 + k))
         for i, t in enumerate(TEMPERATURES):
-            pred = posterior_predictive(fits[10 + k], n_draws=200, random_seed=10 + k,
-                                        temperature=t)
+            pred = posterior_predictive(
+                fits[10 + k], n_draws=200, random_seed=10 + k, temperature=t
+            )
             p = pred.sample_proba(X[rows]).mean(0)[np.arange(15), y[rows]]
             expected[i] -= len(test) / 15 * np.log(p).sum()
     np.testing.assert_allclose(sel.scores, expected / len(y), rtol=1e-10)
@@ -138,8 +151,11 @@ def test_heldout_nll_regression_is_the_mixture_density():
 
     X = np.linspace(-1, 1, 40)[:, None]
     y = np.sin(3 * X[:, 0])
-    post = fit(build_model(X, y, hidden_layer_sizes=(4,), likelihood="normal", random_state=0),
-               n_iter=3000, random_seed=0)
+    post = fit(
+        build_model(X, y, hidden_layer_sizes=(4,), likelihood="normal", random_state=0),
+        n_iter=3000,
+        random_seed=0,
+    )
     pred = posterior_predictive(post, n_draws=30, random_seed=1)
     mean, sd = pred.sample_normal(X)
     expected = -np.log(norm.pdf(y[None], mean, sd).mean(0))
@@ -148,9 +164,16 @@ def test_heldout_nll_regression_is_the_mixture_density():
 
 def _scores_one_temperature_at_a_time(post, X, y, seed):
     """The obvious path: each temperature's own predictive, scored on its own."""
-    return np.array([heldout_nll(posterior_predictive(post, n_draws=SCORE_DRAWS,
-                                                      random_seed=seed, temperature=t),
-                                 X, y).sum() for t in TEMPERATURES])
+    return np.array(
+        [
+            heldout_nll(
+                posterior_predictive(post, n_draws=SCORE_DRAWS, random_seed=seed, temperature=t),
+                X,
+                y,
+            ).sum()
+            for t in TEMPERATURES
+        ]
+    )
 
 
 @pytest.mark.filterwarnings("ignore:ADVI stopped before")  # a short fit serves here
@@ -168,8 +191,9 @@ def test_heldout_scores_batch_temperatures_and_equal_the_obvious_loop(case, monk
     signal = X[:, 0] - X[:, 1] ** 2
     if case == "regression":
         y = signal + 0.3 * rng.normal(size=150)
-        model = build_model(X[:100], y[:100], hidden_layer_sizes=(4,), likelihood="normal",
-                            random_state=0)
+        model = build_model(
+            X[:100], y[:100], hidden_layer_sizes=(4,), likelihood="normal", random_state=0
+        )
     else:
         k = 3 if case == "three classes" else 2
         y = np.digitize(signal, np.quantile(signal, np.linspace(0, 1, k + 1)[1:-1]))
@@ -186,8 +210,7 @@ def test_heldout_scores_batch_temperatures_and_equal_the_obvious_loop(case, monk
         monkeypatch.setattr(PosteriorPredictive, name, spy)
     scores = heldout_scores(post, X[100:], y[100:], seed=4)
     batched = case != "wide input"
-    assert calls and set(calls) == {len(TEMPERATURES) * SCORE_DRAWS if batched
-                                    else SCORE_DRAWS}
+    assert calls and set(calls) == {len(TEMPERATURES) * SCORE_DRAWS if batched else SCORE_DRAWS}
     assert len(calls) == (1 if batched else len(TEMPERATURES))  # 50 rows: one chunk
     calls.clear()
     expected = _scores_one_temperature_at_a_time(post, X[100:], y[100:], 4)
@@ -206,21 +229,32 @@ def test_auto_temperature_is_chosen_and_used(advi_clf, moons):
     assert advi_clf.posterior_temperature_ == sel.temperature
     assert sel.temperature in TEMPERATURES and sel.scores.shape == (len(TEMPERATURES),)
     assert sel.scores[TEMPERATURES.index(sel.temperature)] == sel.scores.min()
-    again = posterior_draws(advi_clf.posterior_, n_draws=advi_clf.n_draws,
-                            random_seed=advi_clf._seeds()["predict"],
-                            temperature=sel.temperature)
-    np.testing.assert_array_equal(again.posterior["w0"].values,
-                                  advi_clf.idata_.posterior["w0"].values)
+    again = posterior_draws(
+        advi_clf.posterior_,
+        n_draws=advi_clf.n_draws,
+        random_seed=advi_clf._seeds()["predict"],
+        temperature=sel.temperature,
+    )
+    np.testing.assert_array_equal(
+        again.posterior["w0"].values, advi_clf.idata_.posterior["w0"].values
+    )
 
 
 def test_fixed_temperature_skips_the_selection(tiny):
     X, y = tiny
-    clf = BayesianMLPClassifier((3,), n_iter=3000, n_draws=40, posterior_temperature=0.3,
-                                random_state=0).fit(X, y)
+    clf = BayesianMLPClassifier(
+        (3,), n_iter=3000, n_draws=40, posterior_temperature=0.3, random_state=0
+    ).fit(X, y)
     assert clf.posterior_temperature_ == 0.3 and clf.temperature_selection_ is None
     cold = clf.predictive_.weights[0][0].std(0)
-    warm = BayesianMLPClassifier((3,), n_iter=3000, n_draws=40, posterior_temperature=1.0,
-                                 random_state=0).fit(X, y).predictive_.weights[0][0].std(0)
+    warm = (
+        BayesianMLPClassifier(
+            (3,), n_iter=3000, n_draws=40, posterior_temperature=1.0, random_state=0
+        )
+        .fit(X, y)
+        .predictive_.weights[0][0]
+        .std(0)
+    )
     # same fit and noise: the spread of every weight shrinks by sqrt(0.3)
     np.testing.assert_allclose(cold, np.sqrt(0.3) * warm, rtol=1e-4)
 
@@ -242,8 +276,9 @@ def test_nuts_rejects_a_temperature(tiny, monkeypatch):
     monkeypatch.setattr(B, "fit", no_fit)
     X, y = tiny
     with pytest.raises(ValueError, match="applies to variational inference only"):
-        BayesianMLPClassifier((), inference="nuts", posterior_temperature=0.5,
-                              random_state=0).fit(X, y)
+        BayesianMLPClassifier((), inference="nuts", posterior_temperature=0.5, random_state=0).fit(
+            X, y
+        )
 
 
 def test_regressor_chooses_a_temperature_too():
@@ -295,7 +330,8 @@ def test_cross_fitting_fits_run_concurrently_and_change_nothing(logistic_data, m
     threaded = BayesianMLPClassifier(**kw).fit(X, y)
     assert len(threads) == 4 and len(set(threads)) == 2
     assert threaded.posterior_temperature_ == serial.posterior_temperature_
-    np.testing.assert_array_equal(threaded.temperature_selection_.scores,
-                                  serial.temperature_selection_.scores)
+    np.testing.assert_array_equal(
+        threaded.temperature_selection_.scores, serial.temperature_selection_.scores
+    )
     np.testing.assert_array_equal(threaded.loss_curve_, serial.loss_curve_)
     np.testing.assert_array_equal(threaded.predict_proba(X), serial.predict_proba(X))

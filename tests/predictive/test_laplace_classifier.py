@@ -3,13 +3,13 @@ Bernoulli / softmax likelihood, and class probabilities through the linearised n
 
 import numpy as np
 import pytest
+from reference import numpy_logits
 from sklearn.datasets import make_blobs, make_moons
 
 import pymc_bnn.predictive._predictive as P
 from pymc_bnn import BayesianMLPClassifier
-from pymc_bnn.network._flat import compile_mode, flatten, n_params
 from pymc_bnn.inference.laplace import MAX_PARAMS, _class_curvature, _value_grad, fit_laplace
-from reference import numpy_logits
+from pymc_bnn.network._flat import compile_mode, flatten, n_params
 
 
 def numeric_jacobian(theta, X, shapes, eps=1e-6):
@@ -18,8 +18,10 @@ def numeric_jacobian(theta, X, shapes, eps=1e-6):
     for j in range(theta.size):
         step = np.zeros_like(theta)
         step[j] = eps
-        cols.append((numpy_logits(theta + step, X, shapes)
-                     - numpy_logits(theta - step, X, shapes)) / (2 * eps))
+        cols.append(
+            (numpy_logits(theta + step, X, shapes) - numpy_logits(theta - step, X, shapes))
+            / (2 * eps)
+        )
     return np.stack(cols, axis=-1)
 
 
@@ -60,8 +62,9 @@ def test_curvature_is_each_row_s_jacobian_hessian_jacobian(k):
     _, autodiff, nll = value_grad(theta, X, Y, 1.0, np.zeros(theta.size))
     np.testing.assert_allclose(g, autodiff, rtol=1e-10, atol=1e-12)
     p = (1 / (1 + np.exp(-z))) if k == 1 else softmax(z)
-    expected_nll = (-np.sum(Y * np.log(p) + (1 - Y) * np.log(1 - p)) if k == 1
-                    else -np.sum(Y * np.log(p)))
+    expected_nll = (
+        -np.sum(Y * np.log(p) + (1 - Y) * np.log(1 - p)) if k == 1 else -np.sum(Y * np.log(p))
+    )
     np.testing.assert_allclose(nll, expected_nll, rtol=1e-10)
 
 
@@ -73,8 +76,9 @@ def test_without_hidden_layers_the_posterior_precision_is_the_exact_hessian():
     X, codes = make_blobs(120, n_features=2, centers=3, cluster_std=2.0, random_state=0)
     X = (X - X.mean(0)) / X.std(0)
     shapes = ((2, 3),)
-    gaussian, info = fit_laplace(X, codes, layer_shapes=shapes, likelihood="categorical",
-                                 random_state=0)
+    gaussian, info = fit_laplace(
+        X, codes, layer_shapes=shapes, likelihood="categorical", random_state=0
+    )
     assert gaussian.noise_sd is None and info["gradient_norm"] < 1e-6
     delta = np.full(9, gaussian.prior_sigmas[0] ** -2)
     value_grad = _value_grad(shapes, "tanh", compile_mode(), True)
@@ -84,10 +88,14 @@ def test_without_hidden_layers_the_posterior_precision_is_the_exact_hessian():
         return np.asarray(value_grad(t, X, Y, 1.0, delta)[1])
 
     eps = 1e-6
-    hessian = np.stack([(grad(gaussian.theta + eps * e) - grad(gaussian.theta - eps * e))
-                        / (2 * eps) for e in np.eye(9)], axis=1)
-    np.testing.assert_allclose(gaussian.chol @ gaussian.chol.T, hessian, rtol=1e-5,
-                               atol=1e-6)
+    hessian = np.stack(
+        [
+            (grad(gaussian.theta + eps * e) - grad(gaussian.theta - eps * e)) / (2 * eps)
+            for e in np.eye(9)
+        ],
+        axis=1,
+    )
+    np.testing.assert_allclose(gaussian.chol @ gaussian.chol.T, hessian, rtol=1e-5, atol=1e-6)
 
 
 @pytest.fixture(scope="module")
@@ -98,12 +106,14 @@ def blobs():
 
 @pytest.fixture(scope="module")
 def lap3(blobs):
-    return BayesianMLPClassifier((4,), inference="laplace", posterior_temperature=1.0,
-                                 n_draws=200, random_state=0).fit(*blobs)
+    return BayesianMLPClassifier(
+        (4,), inference="laplace", posterior_temperature=1.0, n_draws=200, random_state=0
+    ).fit(*blobs)
 
 
-def test_class_probabilities_are_the_linearised_network_s_through_the_softmax(lap3, blobs,
-                                                                                monkeypatch):
+def test_class_probabilities_are_the_linearised_network_s_through_the_softmax(
+    lap3, blobs, monkeypatch
+):
     """Each draw's probabilities are softmax(f(x; theta) + J(x)(theta_s - theta)), the
     Jacobian by finite differences; predict_proba is their mean. The linearised path
     is the one taken (the draws pushed through the network itself differ)."""
@@ -115,10 +125,10 @@ def test_class_probabilities_are_the_linearised_network_s_through_the_softmax(la
     draws = pred.sample_proba(X)
     offsets = flatten(pred.weights) - theta
     logits = numpy_logits(theta, X, shapes)[None] + np.einsum(
-        "nkp,sp->snk", numeric_jacobian(theta, X, shapes), offsets)
+        "nkp,sp->snk", numeric_jacobian(theta, X, shapes), offsets
+    )
     np.testing.assert_allclose(draws, softmax(logits), rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(lap3.predict_proba(X), softmax(logits).mean(0), rtol=1e-6,
-                               atol=1e-8)
+    np.testing.assert_allclose(lap3.predict_proba(X), softmax(logits).mean(0), rtol=1e-6, atol=1e-8)
     plain = P.PosteriorPredictive(spec=pred.spec, weights=pred.weights)
     assert not np.allclose(plain.sample_proba(X), draws, atol=1e-3)
     calls = []
@@ -149,13 +159,15 @@ def test_binary_laplace_classifier_is_seeded_round_trips_and_leaves_inputs_alone
     np.testing.assert_array_equal(back.predict_proba(X), a.predict_proba(X))
 
 
-@pytest.mark.parametrize("kwargs, fit_kwargs, match", [
-    ({}, {"groups": np.arange(40) % 2}, "groups"),
-    ({"hidden_layer_sizes": (3000,)}, {}, f"at most {MAX_PARAMS}"),
-])
+@pytest.mark.parametrize(
+    "kwargs, fit_kwargs, match",
+    [
+        ({}, {"groups": np.arange(40) % 2}, "groups"),
+        ({"hidden_layer_sizes": (3000,)}, {}, f"at most {MAX_PARAMS}"),
+    ],
+)
 def test_laplace_classifier_refuses_what_it_does_not_model(kwargs, fit_kwargs, match):
     X, y = make_moons(40, noise=0.2, random_state=0)
-    clf = BayesianMLPClassifier(**{"hidden_layer_sizes": (3,), "inference": "laplace",
-                                   **kwargs})
+    clf = BayesianMLPClassifier(**{"hidden_layer_sizes": (3,), "inference": "laplace", **kwargs})
     with pytest.raises(ValueError, match=match):
         clf.fit(X, y, **fit_kwargs)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import pymc_bnn.predictive._linear as LP
-from pymc_bnn.predictive._predictive import PosteriorPredictive, summarize_proba
 from pymc_bnn.network.spec import NetworkSpec
+from pymc_bnn.predictive._predictive import PosteriorPredictive, summarize_proba
 
 
 def test_the_weight_is_the_brute_force_stacking_optimum():
@@ -20,8 +20,10 @@ def test_the_weight_is_the_brute_force_stacking_optimum():
     weight, scores = LP.choose_linear_weight(a, b, scales)
     by_hand = []
     for w in LP.LINEAR_WEIGHTS:
-        total = sum(s * -np.log((1 - w) * np.exp(-x) + w * np.exp(-y)).sum()
-                    for x, y, s in zip(a, b, scales))
+        total = sum(
+            s * -np.log((1 - w) * np.exp(-x) + w * np.exp(-y)).sum()
+            for x, y, s in zip(a, b, scales)
+        )
         by_hand.append(total / (40 + 2 * 30))
     np.testing.assert_allclose(scores, by_hand, rtol=1e-12)
     assert weight == LP.LINEAR_WEIGHTS[int(np.argmin(by_hand))]
@@ -36,14 +38,25 @@ def test_the_weight_is_the_brute_force_stacking_optimum():
 
 def _predictives(n_classes=3):
     rng = np.random.default_rng(1)
-    spec = NetworkSpec(n_features=2, hidden_layer_sizes=(4,), n_classes=n_classes,
-                       activation="tanh", prior_sigma=1.0, n_rows=10, batch_size=None)
+    spec = NetworkSpec(
+        n_features=2,
+        hidden_layer_sizes=(4,),
+        n_classes=n_classes,
+        activation="tanh",
+        prior_sigma=1.0,
+        n_rows=10,
+        batch_size=None,
+    )
     out = 1 if n_classes == 2 else n_classes
-    network = tuple((rng.normal(size=(6, i, o)), rng.normal(size=(6, o)))
-                    for i, o in spec.layer_shapes)
+    network = tuple(
+        (rng.normal(size=(6, i, o)), rng.normal(size=(6, o))) for i, o in spec.layer_shapes
+    )
     linear = ((rng.normal(size=(3, 2, out)), rng.normal(size=(3, out))),)
-    return spec, PosteriorPredictive(spec, network), PosteriorPredictive(
-        LP.linear_spec(spec), linear)
+    return (
+        spec,
+        PosteriorPredictive(spec, network),
+        PosteriorPredictive(LP.linear_spec(spec), linear),
+    )
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
@@ -69,7 +82,7 @@ def test_the_stacked_predictive_is_the_draws_of_both(n_classes, monkeypatch):
         np.testing.assert_allclose(stacked.summary(X)[key], value, rtol=1e-6, atol=1e-9)
     y = np.arange(7) % n_classes
     np.testing.assert_allclose(
-        stacked.log_density(X, y),
-        np.log(expected[:, np.arange(7), y].mean(axis=0)), rtol=1e-6)
+        stacked.log_density(X, y), np.log(expected[:, np.arange(7), y].mean(axis=0)), rtol=1e-6
+    )
     with pytest.raises(ValueError, match="no groups"):
         stacked.sample_proba(X, groups=np.zeros(7, dtype=int))

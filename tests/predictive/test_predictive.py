@@ -2,12 +2,12 @@ import arviz as az
 import numpy as np
 import pytensor
 import pytest
+from reference import numpy_forward_proba
 
-import pymc_bnn.predictive._forward as FG
 import pymc_bnn.predictive._draws as D
+import pymc_bnn.predictive._forward as FG
 import pymc_bnn.predictive._predictive as P
 from pymc_bnn import NetworkSpec, posterior_predictive, summarize_proba
-from reference import numpy_forward_proba
 
 #: The predictive runs in float32 on JAX when jax is installed (else float64 NUMBA):
 #: probabilities then carry ~1e-7 absolute rounding error.
@@ -15,8 +15,15 @@ ATOL = 2e-6 if FG.backend()[1] == "float32" else 1e-12
 
 
 def _spec(hidden=(4, 3), n_classes=2, n_features=2, activation="tanh"):
-    return NetworkSpec(n_features=n_features, hidden_layer_sizes=hidden, n_classes=n_classes,
-                       activation=activation, prior_sigma=1.0, n_rows=10, batch_size=None)
+    return NetworkSpec(
+        n_features=n_features,
+        hidden_layer_sizes=hidden,
+        n_classes=n_classes,
+        activation=activation,
+        prior_sigma=1.0,
+        n_rows=10,
+        batch_size=None,
+    )
 
 
 def _idata(spec, n_chains=2, n_draws=25, seed=0):
@@ -53,7 +60,6 @@ def test_vi_draws_match_pymc_sample_node(advi_clf, moons):
     estimate the same posterior predictive mean. Both average 2000 independent draws,
     so their difference has sd <= sqrt(2 * 0.25 / 2000) ~ 0.016 per point; we allow
     5 sd on the worst of 50 points and 0.01 on the mean absolute difference."""
-    import pymc as pm
     import pytensor.tensor as pt
 
     from pymc_bnn import forward
@@ -68,15 +74,20 @@ def test_vi_draws_match_pymc_sample_node(advi_clf, moons):
     n = pt.iscalar("n")
     f = pytensor.function([Xs, n], approx.sample_node(p, size=n))
     reference = f(X_test, 2000).mean(0)
-    ours = P.posterior_predictive(advi_clf.posterior_, n_draws=2000, random_seed=5).mean_proba(X_test)[:, 1]
+    ours = P.posterior_predictive(advi_clf.posterior_, n_draws=2000, random_seed=5).mean_proba(
+        X_test
+    )[:, 1]
     diff = np.abs(ours - reference)
     assert diff.max() < 5 * 0.016 and diff.mean() < 0.01
 
 
-@pytest.mark.parametrize("hidden, backend", [
-    ((4, 3), None),  # unrolled
-    ((FG.UNROLL_MAX + 1, 3), ("NUMBA", "float64")),  # matmuls (the wide path needs JAX)
-])
+@pytest.mark.parametrize(
+    "hidden, backend",
+    [
+        ((4, 3), None),  # unrolled
+        ((FG.UNROLL_MAX + 1, 3), ("NUMBA", "float64")),  # matmuls (the wide path needs JAX)
+    ],
+)
 def test_large_inputs_are_processed_in_chunks(monkeypatch, hidden, backend):
     """The chunked path is really taken, and gives the same answer as one pass."""
     if backend is not None:  # patched where PosteriorPredictive looks it up
@@ -118,8 +129,9 @@ def test_wide_inputs_are_counted_once_per_row_not_per_draw(monkeypatch, backend)
     per call, and a default fit's temperature scoring took 239 s instead of ~1 s.)"""
     monkeypatch.setattr(P, "backend", lambda: backend)
     narrow = P.from_idata(_spec(hidden=(32,), n_features=20), _idata(_spec((32,), 2, 20)))
-    wide = P.from_idata(_spec(hidden=(32,), n_features=3000),
-                        _idata(_spec((32,), 2, 3000), n_chains=1, n_draws=4))
+    wide = P.from_idata(
+        _spec(hidden=(32,), n_features=3000), _idata(_spec((32,), 2, 3000), n_chains=1, n_draws=4)
+    )
     if backend[0] == "NUMBA":
         per_draw, budget = 4 * 8 * 32, P.CHUNK_BYTES
     else:  # the wide predictive: three float32 activations per draw and row
@@ -164,8 +176,9 @@ def test_fast_backend_is_taken_and_fallback_equals_numpy(monkeypatch):
     # the NUMBA float64 fallback (no jax) agrees with NumPy to rounding
     monkeypatch.setattr(P, "backend", lambda: ("NUMBA", "float64"))
     fallback = P.from_idata(spec, _idata(spec))
-    np.testing.assert_allclose(fallback.sample_proba(X), numpy_forward_proba(X, pred.weights),
-                               rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(
+        fallback.sample_proba(X), numpy_forward_proba(X, pred.weights), rtol=1e-10, atol=1e-13
+    )
 
 
 def test_compiled_function_is_reused_across_posteriors():
@@ -187,24 +200,34 @@ def test_compiled_function_is_reused_across_posteriors():
     assert info.misses == 1 and info.hits >= 2
 
 
-@pytest.mark.parametrize("hidden, n_features, n_classes", [
-    ((5, 5), 2, 2),  # every layer unrolled
-    ((FG.UNROLL_MAX,), FG.UNROLL_MAX, 3),  # at the bound: unrolled
-    ((FG.UNROLL_MAX + 1, 3), 2, 2),  # one layer too wide: matmuls
-    ((4,), FG.UNROLL_MAX + 1, 3),
-])
+@pytest.mark.parametrize(
+    "hidden, n_features, n_classes",
+    [
+        ((5, 5), 2, 2),  # every layer unrolled
+        ((FG.UNROLL_MAX,), FG.UNROLL_MAX, 3),  # at the bound: unrolled
+        ((FG.UNROLL_MAX + 1, 3), 2, 2),  # one layer too wide: matmuls
+        ((4,), FG.UNROLL_MAX + 1, 3),
+    ],
+)
 def test_unrolled_predictive_is_taken_for_small_networks_and_equals_numpy(
-        hidden, n_features, n_classes):
+    hidden, n_features, n_classes
+):
     spec = _spec(hidden=hidden, n_features=n_features, n_classes=n_classes)
     pred = P.from_idata(spec, _idata(spec))
     unrolled = max(a for a, _ in spec.layer_shapes) <= FG.UNROLL_MAX
     assert (FG.static_shapes(spec) is not None) == unrolled
     X = np.random.default_rng(4).normal(size=(37, n_features))
-    np.testing.assert_allclose(pred.sample_proba(X), numpy_forward_proba(X, pred.weights),
-                               rtol=0, atol=ATOL)
-    f = FG.compiled_forward(len(hidden) + 1, "tanh",
-                            "bernoulli" if n_classes == 2 else "categorical",
-                            *FG.backend(), False, FG.static_shapes(spec))
+    np.testing.assert_allclose(
+        pred.sample_proba(X), numpy_forward_proba(X, pred.weights), rtol=0, atol=ATOL
+    )
+    f = FG.compiled_forward(
+        len(hidden) + 1,
+        "tanh",
+        "bernoulli" if n_classes == 2 else "categorical",
+        *FG.backend(),
+        False,
+        FG.static_shapes(spec),
+    )
     ops = {type(node.op).__name__ for node in f.maker.fgraph.toposort()}
     names = " ".join(sorted(ops)).lower()
     # the unrolled graph has no dot product left; the symbolic one has one per layer
@@ -294,15 +317,18 @@ DRAWS_RTOL, DRAWS_ATOL = 1e-12, 1e-14
 
 def _weights_close(a, b):
     """The same draws up to :data:`DRAWS_RTOL` (and not merely similar ones)."""
-    pairs = [(x, y) for pa, pb in zip(a.weights, b.weights, strict=True)
-             for x, y in zip(pa, pb, strict=True)]
-    return all(x.shape == y.shape and np.allclose(x, y, rtol=DRAWS_RTOL, atol=DRAWS_ATOL)
-               for x, y in pairs)
+    pairs = [
+        (x, y)
+        for pa, pb in zip(a.weights, b.weights, strict=True)
+        for x, y in zip(pa, pb, strict=True)
+    ]
+    return all(
+        x.shape == y.shape and np.allclose(x, y, rtol=DRAWS_RTOL, atol=DRAWS_ATOL) for x, y in pairs
+    )
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.3])
-def test_vi_draws_equal_approx_sample_and_the_fast_path_is_taken(tiny, temperature,
-                                                                   monkeypatch):
+def test_vi_draws_equal_approx_sample_and_the_fast_path_is_taken(tiny, temperature, monkeypatch):
     """``posterior_predictive`` draws a VI posterior's weights with a sampler compiled
     once per approximation structure: the same draws as PyMC's ``approx.sample`` with
     the same seed (the slow path), for a second fit too (the cached sampler gets that
@@ -310,8 +336,15 @@ def test_vi_draws_equal_approx_sample_and_the_fast_path_is_taken(tiny, temperatu
     from pymc_bnn import build_model, fit
 
     X, y = tiny
-    posts = [fit(build_model(X[:n], y[:n], hidden_layer_sizes=(3,), random_state=s),
-                 n_iter=300, random_seed=s, warn=False) for n, s in ((40, 0), (30, 1))]
+    posts = [
+        fit(
+            build_model(X[:n], y[:n], hidden_layer_sizes=(3,), random_state=s),
+            n_iter=300,
+            random_seed=s,
+            warn=False,
+        )
+        for n, s in ((40, 0), (30, 1))
+    ]
     slow = []
     for p in posts:
         with D.tempered(p.approx, temperature) as approx:
@@ -319,8 +352,9 @@ def test_vi_draws_equal_approx_sample_and_the_fast_path_is_taken(tiny, temperatu
 
     for p in posts:
         _refuse_approx_sample(monkeypatch, p)
-    fast = [posterior_predictive(p, n_draws=50, random_seed=5, temperature=temperature)
-            for p in posts]
+    fast = [
+        posterior_predictive(p, n_draws=50, random_seed=5, temperature=temperature) for p in posts
+    ]
     assert _weights_close(fast[0], slow[0]) and _weights_close(fast[1], slow[1])
     assert not _weights_close(fast[0], fast[1])
     # the sampler runs on PyTensor's Python VM: no Numba JIT (seconds on a cold
@@ -349,13 +383,15 @@ def _assert_same_datatree(fast, slow):
         a.attrs.pop("created_at"), b.attrs.pop("created_at")
         assert a.attrs == b.attrs
         assert {k: v.dtype for k, v in a.data_vars.items()} == {
-            k: v.dtype for k, v in b.data_vars.items()}
+            k: v.dtype for k, v in b.data_vars.items()
+        }
         xr.testing.assert_allclose(a, b, rtol=DRAWS_RTOL, atol=DRAWS_ATOL)
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.3])
 def test_vi_draws_of_transformed_and_deterministic_weights_take_the_fast_path(
-        tiny, temperature, monkeypatch):
+    tiny, temperature, monkeypatch
+):
     """Neal's prior makes the weights deterministics of log-transformed precisions: the
     fast path records them too (one function per structure, the deterministics
     vectorised over the draws), equal to ``approx.sample``'s trace (to rounding), for a second
@@ -363,9 +399,17 @@ def test_vi_draws_of_transformed_and_deterministic_weights_take_the_fast_path(
     from pymc_bnn import build_model, fit
 
     X, y = tiny
-    posts = [fit(build_model(X[:n], y[:n], hidden_layer_sizes=(3,), prior="gamma_precision",
-                             random_state=s), n_iter=300, random_seed=s, warn=False)
-             for n, s in ((40, 0), (30, 1))]
+    posts = [
+        fit(
+            build_model(
+                X[:n], y[:n], hidden_layer_sizes=(3,), prior="gamma_precision", random_state=s
+            ),
+            n_iter=300,
+            random_seed=s,
+            warn=False,
+        )
+        for n, s in ((40, 0), (30, 1))
+    ]
     slow = []
     for post in posts:
         assert D.fast_draws_apply(post)
@@ -378,7 +422,8 @@ def test_vi_draws_of_transformed_and_deterministic_weights_take_the_fast_path(
         _assert_same_datatree(fast, expected)
         assert _weights_close(
             posterior_predictive(post, n_draws=30, random_seed=2, temperature=temperature),
-            P.from_idata(post.spec, expected))
+            P.from_idata(post.spec, expected),
+        )
     assert not np.allclose(slow[0].posterior["w0"], slow[1].posterior["w0"])
 
 
@@ -401,10 +446,16 @@ def test_vi_draws_of_a_model_recording_data_use_approx_sample(tiny):
     assert "w0_dot_x" in idata.posterior
     expected = np.einsum("i,dij->d", X[0], idata.posterior["w0"].values[0])
     np.testing.assert_allclose(idata.posterior["w0_dot_x"].values[0], expected, rtol=1e-10)
-    plain = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=300,
-                random_seed=0, warn=False)
-    assert _weights_close(posterior_predictive(post, n_draws=20, random_seed=2),
-                          posterior_predictive(plain, n_draws=20, random_seed=2))
+    plain = fit(
+        build_model(X, y, hidden_layer_sizes=(3,), random_state=0),
+        n_iter=300,
+        random_seed=0,
+        warn=False,
+    )
+    assert _weights_close(
+        posterior_predictive(post, n_draws=20, random_seed=2),
+        posterior_predictive(plain, n_draws=20, random_seed=2),
+    )
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.2])
@@ -415,8 +466,12 @@ def test_vi_idata_equals_approx_sample(tiny, temperature, monkeypatch):
     from pymc_bnn import build_model, fit
 
     X, y = tiny
-    post = fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=300,
-               random_seed=0, warn=False)
+    post = fit(
+        build_model(X, y, hidden_layer_sizes=(3,), random_state=0),
+        n_iter=300,
+        random_seed=0,
+        warn=False,
+    )
     with D.tempered(post.approx, temperature) as approx:
         slow = approx.sample(40, random_seed=3)
     _refuse_approx_sample(monkeypatch, post)
@@ -425,8 +480,9 @@ def test_vi_idata_equals_approx_sample(tiny, temperature, monkeypatch):
 
 
 # ------------------------------------------------------------- the wide predictive
-needs_jax = pytest.mark.skipif(FG.backend()[0] != "JAX",
-                               reason="the wide predictive runs on the JAX backend")
+needs_jax = pytest.mark.skipif(
+    FG.backend()[0] != "JAX", reason="the wide predictive runs on the JAX backend"
+)
 
 
 def _numpy_outputs(X, weights, activation="tanh"):
@@ -449,8 +505,9 @@ def test_wide_predictive_equals_numpy_loop_and_is_taken(monkeypatch, n_classes, 
     """A network with a layer wider than UNROLL_MAX goes through compiled_wide: per-draw
     probabilities for sample_proba, the mean over draws for mean_proba and the moments
     for summary, all reduced inside the compiled call, equal to a NumPy loop."""
-    spec = _spec(hidden=(FG.UNROLL_MAX + 8, 5), n_classes=n_classes, n_features=20,
-                 activation=activation)
+    spec = _spec(
+        hidden=(FG.UNROLL_MAX + 8, 5), n_classes=n_classes, n_features=20, activation=activation
+    )
     pred = P.from_idata(spec, _idata(spec))
     assert pred._wide
     reduced = []
@@ -470,8 +527,9 @@ def test_wide_predictive_equals_numpy_loop_and_is_taken(monkeypatch, n_classes, 
         np.testing.assert_allclose(ours[key], theirs[key], rtol=0, atol=2e-5)
     assert reduced == ["none", "mean", "moments"]
     # the diagnostics' float64 outputs (logits) through the same function
-    np.testing.assert_allclose(pred._outputs(X), _numpy_outputs(X, pred.weights, activation),
-                               rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(
+        pred._outputs(X), _numpy_outputs(X, pred.weights, activation), rtol=1e-10, atol=1e-10
+    )
 
 
 @needs_jax
@@ -481,9 +539,17 @@ def test_wide_regression_predictive_equals_numpy_loop(heteroscedastic):
 
     from pymc_bnn.network.model import MIN_NOISE
 
-    spec = NetworkSpec(n_features=20, hidden_layer_sizes=(FG.UNROLL_MAX + 3,), n_classes=0,
-                       activation="tanh", prior_sigma=1.0, n_rows=10, batch_size=None,
-                       likelihood="normal", heteroscedastic=heteroscedastic)
+    spec = NetworkSpec(
+        n_features=20,
+        hidden_layer_sizes=(FG.UNROLL_MAX + 3,),
+        n_classes=0,
+        activation="tanh",
+        prior_sigma=1.0,
+        n_rows=10,
+        batch_size=None,
+        likelihood="normal",
+        heteroscedastic=heteroscedastic,
+    )
     idata = _idata(spec)
     if not heteroscedastic:
         idata.posterior["sigma"] = np.abs(idata.posterior["b0"][..., 0]) + 0.1
@@ -492,8 +558,11 @@ def test_wide_regression_predictive_equals_numpy_loop(heteroscedastic):
     X = np.random.default_rng(8).normal(size=(150, 20))
     out = _numpy_outputs(X, pred.weights)
     mu = out[..., 0]
-    sd = (softplus(out[..., 1]) + MIN_NOISE if heteroscedastic
-          else np.broadcast_to(pred.noise[:, None], mu.shape))
+    sd = (
+        softplus(out[..., 1]) + MIN_NOISE
+        if heteroscedastic
+        else np.broadcast_to(pred.noise[:, None], mu.shape)
+    )
     mean, sd_draws = pred.sample_normal(X)
     np.testing.assert_allclose(mean, mu, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(sd_draws, sd, rtol=1e-5, atol=1e-5)
@@ -514,11 +583,11 @@ def test_wide_predictive_sends_its_weights_once_and_calls_the_program(monkeypatc
     def program_spy(fn):
         program = real_program(fn)
         assert program is not None  # the PyTensor layout this relies on
-        return lambda X, *w: (called.append((X.shape[0], type(w[0]).__module__)),
-                              program(X, *w))[1]
+        return lambda X, *w: (called.append((X.shape[0], type(w[0]).__module__)), program(X, *w))[1]
 
-    monkeypatch.setattr(P._jax_device, "on_device",
-                        lambda arrays: (sent.append(len(arrays)), real_put(arrays))[1])
+    monkeypatch.setattr(
+        P._jax_device, "on_device", lambda arrays: (sent.append(len(arrays)), real_put(arrays))[1]
+    )
     monkeypatch.setattr(P._jax_device, "jitted_program", program_spy)
     spec = _spec(hidden=(FG.UNROLL_MAX + 1,), n_classes=3, n_features=20)
     pred = P.from_idata(spec, _idata(spec))
@@ -542,22 +611,32 @@ def test_wide_predictive_chunks_pad_short_inputs_and_agree(monkeypatch):
     monkeypatch.setattr(P, "WIDE_CHUNK_BYTES", {"cpu": 100 * per_row, "gpu": 100 * per_row})
     sizes = []
     real = P._jax_device.jitted_program
-    monkeypatch.setattr(P._jax_device, "jitted_program", lambda fn: (
-        lambda X, *w: (sizes.append(X.shape[0]), real(fn)(X, *w))[1]))
+    monkeypatch.setattr(
+        P._jax_device,
+        "jitted_program",
+        lambda fn: lambda X, *w: (sizes.append(X.shape[0]), real(fn)(X, *w))[1],
+    )
     assert pred._chunk_rows() == 100
     np.testing.assert_allclose(pred.sample_proba(X), whole, rtol=0, atol=ATOL)
     np.testing.assert_allclose(pred.mean_proba(X), whole.mean(0), rtol=0, atol=ATOL)
     assert sizes == [100] * 10 + [64] + [100] * 10 + [64]
     for lo, hi in [(0, 1), (5, 70), (999, 1030)]:
-        np.testing.assert_allclose(pred.sample_proba(X[lo:hi]), whole[:, lo:hi],
-                                   rtol=0, atol=ATOL)
+        np.testing.assert_allclose(pred.sample_proba(X[lo:hi]), whole[:, lo:hi], rtol=0, atol=ATOL)
     assert [FG.padded_rows(r, 1000) for r in (1, 64, 65, 600, 1000)] == [64, 64, 128, 1000, 1000]
     assert FG.padded_rows(3, 20) == 20
 
 
 def _small_regression():
-    spec = NetworkSpec(n_features=2, hidden_layer_sizes=(3,), n_classes=0, activation="tanh",
-                       prior_sigma=1.0, n_rows=10, batch_size=None, likelihood="normal")
+    spec = NetworkSpec(
+        n_features=2,
+        hidden_layer_sizes=(3,),
+        n_classes=0,
+        activation="tanh",
+        prior_sigma=1.0,
+        n_rows=10,
+        batch_size=None,
+        likelihood="normal",
+    )
     idata = _idata(spec)
     idata.posterior["sigma"] = np.abs(idata.posterior["b0"][..., 0]) + 0.1
     return P.from_idata(spec, idata)

@@ -33,12 +33,21 @@ FIT = (
 
 def _run(tmp_path, script=FIT, **env):
     """(cache directory, last loss, runners read from disk) of a fresh process."""
-    full = {k: v for k, v in os.environ.items()
-            if k not in ("PYMC_BNN_COMPILE_CACHE", "JAX_COMPILATION_CACHE_DIR")}
+    full = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYMC_BNN_COMPILE_CACHE", "JAX_COMPILATION_CACHE_DIR")
+    }
     full["XDG_CACHE_HOME"] = str(tmp_path / "xdg")  # never the caller's
     full.update(env)
-    out = subprocess.run([sys.executable, "-c", script], env=full, capture_output=True,
-                         text=True, check=True, cwd=str(tmp_path))
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        env=full,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=str(tmp_path),
+    )
     return out.stdout.split()
 
 
@@ -80,7 +89,8 @@ def test_second_process_reads_the_cache_and_compiles_nothing_new(tmp_path):
 #: estimator with the evidence step), then prints the entries' folder.
 FIT_MARKED = (
     "import warnings, numpy as np; warnings.simplefilter('ignore');"
-    "from pymc_bnn import build_model, fit, BayesianMLPClassifier; from pymc_bnn._runtime import compile_cache;"
+    "from pymc_bnn import build_model, fit, BayesianMLPClassifier; "
+    "from pymc_bnn._runtime import compile_cache;"
     "X = np.load('X.npy'); y = (X[:, 0] > X[:, 0].mean()).astype(int);"
     "fit(build_model(X, y, hidden_layer_sizes=(3,), random_state=0), n_iter=200, warn=False);"
     "fit(build_model(X, y, hidden_layer_sizes=(3,), batch_size=8, random_state=0),"
@@ -136,7 +146,11 @@ def test_prune_keeps_the_most_recently_used_programs_under_the_cap(tmp_path):
     (tmp_path / "pytensor-runners" / "r.pkl").write_bytes(bytes(500))
     assert compile_cache.prune(tmp_path, max_bytes=250) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        compile_cache.PRUNE_STAMP, "jit_f-1-cache", "jit_f-3-cache", "pytensor-runners"]
+        compile_cache.PRUNE_STAMP,
+        "jit_f-1-cache",
+        "jit_f-3-cache",
+        "pytensor-runners",
+    ]
     assert compile_cache.prune(tmp_path, max_bytes=250) == 0  # under the cap: nothing
     assert compile_cache.prune(tmp_path / "missing") == 0  # no folder: no error
 
@@ -174,8 +188,9 @@ def test_cache_can_be_moved_or_switched_off(tmp_path):
     function in TMPDIR (which also shows that this test sees those files)."""
     tmp_on, tmp_off = tmp_path / "tmp_on", tmp_path / "tmp_off"
     tmp_on.mkdir(), tmp_off.mkdir()
-    where, loss, _ = _run(tmp_path, PYMC_BNN_COMPILE_CACHE=str(tmp_path / "mine"),
-                          TMPDIR=str(tmp_on))
+    where, loss, _ = _run(
+        tmp_path, PYMC_BNN_COMPILE_CACHE=str(tmp_path / "mine"), TMPDIR=str(tmp_on)
+    )
     assert Path(where) == tmp_path / "mine" and _entries(tmp_path / "mine")
     sources = list((tmp_path / "mine" / compile_cache.SOURCE_FOLDER).glob("*.py"))
     assert sources and "def " in sources[0].read_text()
@@ -207,9 +222,11 @@ def test_compiled_functions_keep_their_generated_source_in_the_cache(monkeypatch
 def test_a_cache_folder_this_process_cannot_write_is_not_given_to_jax(tmp_path):
     """A read-only folder (simulated: root writes anywhere) made JAX warn at every
     program it failed to store, dozens a fit: JAX is then given no cache folder."""
-    script = ("import os; os.access = lambda *a, **k: False; "
-              "from pymc_bnn._runtime import compile_cache; import jax; "
-              "print(compile_cache.enable(), jax.config.jax_compilation_cache_dir)")
+    script = (
+        "import os; os.access = lambda *a, **k: False; "
+        "from pymc_bnn._runtime import compile_cache; import jax; "
+        "print(compile_cache.enable(), jax.config.jax_compilation_cache_dir)"
+    )
     assert _run(tmp_path, script) == ["None", "None"]
     writable = script.replace("os.access = lambda *a, **k: False; ", "")
     assert _run(tmp_path, writable) == [str(tmp_path / "xdg" / "pymc_bnn" / "jax")] * 2
@@ -238,13 +255,13 @@ def test_a_cache_jax_already_has_is_left_alone_and_off_stores_nothing_in_it(tmp_
     assert Path(where) == users and Path(jax_dir) == users
     # pymc_bnn's own directory holds only PyTensor's generated source
     ours = tmp_path / "xdg" / "pymc_bnn" / "jax"
-    assert {p.relative_to(ours).parts[0] for p in ours.rglob("*")} == {
-        compile_cache.SOURCE_FOLDER}
+    assert {p.relative_to(ours).parts[0] for p in ours.rglob("*")} == {compile_cache.SOURCE_FOLDER}
     runners = users / compile_cache.ENTRY_FOLDER
     (stored,) = runners.glob("*.pkl")
     before = {p: p.stat().st_mtime_ns for p in runners.iterdir()}
-    off = _run(tmp_path, FIT_JAX_DIR, JAX_COMPILATION_CACHE_DIR=str(users),
-               PYMC_BNN_COMPILE_CACHE="off")
+    off = _run(
+        tmp_path, FIT_JAX_DIR, JAX_COMPILATION_CACHE_DIR=str(users), PYMC_BNN_COMPILE_CACHE="off"
+    )
     assert off == ["None", loss, "0", str(users)]  # compiled, not read; JAX's dir kept
     assert {p: p.stat().st_mtime_ns for p in runners.iterdir()} == before  # nor written
 
@@ -257,8 +274,7 @@ def _own_folder(monkeypatch, folder: Path) -> Path:
 
 
 @pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
-def test_a_folder_of_runners_others_can_write_to_is_made_the_users_alone(monkeypatch,
-                                                                         tmp_path):
+def test_a_folder_of_runners_others_can_write_to_is_made_the_users_alone(monkeypatch, tmp_path):
     """The folder's files are run when read: one the user made open to others (a
     shared cache directory, say) is made owner-only before it is used, and a file in
     it that others can write to, or that is another user's, is not read."""
@@ -330,8 +346,15 @@ def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
 
 
 #: What calls the cache or compiles a graph: a module doing so must be in the digest.
-_CACHE_CALLS = ("compiled_function(", "write_entry(", "load_entry(", "entry_name(",
-                "RUNNERS", "pytensor.function(", "ScanADVI(")
+_CACHE_CALLS = (
+    "compiled_function(",
+    "write_entry(",
+    "load_entry(",
+    "entry_name(",
+    "RUNNERS",
+    "pytensor.function(",
+    "ScanADVI(",
+)
 
 
 def _module_names(paths, package: Path) -> set[str]:
@@ -349,16 +372,39 @@ def test_the_source_digest_covers_the_graph_builders_and_not_downstream():
     estimators, tempering, the command line) keeps the stored functions."""
     package = Path(compile_cache.__file__).parents[1]
     covered = _module_names(compile_cache.graph_sources(), package)
-    callers = _module_names([p for p in package.rglob("*.py") if p.stem != "compile_cache"
-                             and any(c in p.read_text(encoding="utf-8") for c in _CACHE_CALLS)],
-                            package)
+    callers = _module_names(
+        [
+            p
+            for p in package.rglob("*.py")
+            if p.stem != "compile_cache"
+            and any(c in p.read_text(encoding="utf-8") for c in _CACHE_CALLS)
+        ],
+        package,
+    )
     assert callers and callers <= covered, callers - covered
-    assert {"network.model", "network.spec", "_runtime.compile_cache", "inference.evidence",
-            "predictive._predictive"} <= covered
-    downstream = {"estimators", "estimators._classifier", "estimators._regressor",
-                  "policy._tempering", "cli", "cli._main", "tabular", "tabular._transform",
-                  "plotting", "metrics", "plotting.report", "estimators.persistence",
-                  "datasets", "__init__"}
+    assert {
+        "network.model",
+        "network.spec",
+        "_runtime.compile_cache",
+        "inference.evidence",
+        "predictive._predictive",
+    } <= covered
+    downstream = {
+        "estimators",
+        "estimators._classifier",
+        "estimators._regressor",
+        "policy._tempering",
+        "cli",
+        "cli._main",
+        "tabular",
+        "tabular._transform",
+        "plotting",
+        "metrics",
+        "plotting.report",
+        "estimators.persistence",
+        "datasets",
+        "__init__",
+    }
     assert not covered & downstream
 
 
@@ -385,36 +431,54 @@ def test_graph_sources_follow_every_import_form(tmp_path):
     """The modules that import the cache are followed through absolute, relative, lazy
     (in a function) and ``import pymc_bnn.x`` imports, into subpackages (with their
     ``__init__``); ``from pymc_bnn import __version__`` is not followed."""
-    package = _fake_package(tmp_path, {
-        "inference/__init__": "from .vi import fit\n",
-        "inference/vi": "from pymc_bnn import __version__\n"
-                        "from pymc_bnn.compile_cache import enable\n"
-                        "def f():\n    from pymc_bnn.model import g\n",
-        "model": "from . import helper\n",
-        "helper": "import pymc_bnn.deep\nfrom .sub import leaf\n",
-        "deep": "import numpy\n",
-        "sub/__init__": "", "sub/leaf": "", "sub/other": "",
-        "estimator": "from pymc_bnn.inference import f\n",
-    })
+    package = _fake_package(
+        tmp_path,
+        {
+            "inference/__init__": "from .vi import fit\n",
+            "inference/vi": "from pymc_bnn import __version__\n"
+            "from pymc_bnn.compile_cache import enable\n"
+            "def f():\n    from pymc_bnn.model import g\n",
+            "model": "from . import helper\n",
+            "helper": "import pymc_bnn.deep\nfrom .sub import leaf\n",
+            "deep": "import numpy\n",
+            "sub/__init__": "",
+            "sub/leaf": "",
+            "sub/other": "",
+            "estimator": "from pymc_bnn.inference import f\n",
+        },
+    )
     covered = _module_names(compile_cache.graph_sources(package), package)
-    assert covered == {"compile_cache", "inference", "inference.vi", "model", "helper",
-                       "deep", "sub", "sub.leaf"}
+    assert covered == {
+        "compile_cache",
+        "inference",
+        "inference.vi",
+        "model",
+        "helper",
+        "deep",
+        "sub",
+        "sub.leaf",
+    }
 
 
-@pytest.mark.parametrize("line", ["from pymc_bnn import BayesianMLPClassifier",
-                                  "import pymc_bnn"])
+@pytest.mark.parametrize("line", ["from pymc_bnn import BayesianMLPClassifier", "import pymc_bnn"])
 def test_graph_sources_take_everything_through_the_package_init(tmp_path, line):
     """A name from the package's ``__init__`` may be any module: all files count."""
-    package = _fake_package(tmp_path, {
-        "predictive": f"import pymc_bnn.compile_cache\n{line}\n", "estimator": ""})
+    package = _fake_package(
+        tmp_path, {"predictive": f"import pymc_bnn.compile_cache\n{line}\n", "estimator": ""}
+    )
     assert compile_cache.graph_sources(package) == sorted(package.rglob("*.py"))
 
 
 def test_the_source_digest_changes_with_a_graph_builder_only(tmp_path):
     """Editing a covered module changes the digest; editing another does not."""
-    package = _fake_package(tmp_path, {
-        "inference": "from pymc_bnn import compile_cache, model\n",
-        "model": "x = 1\n", "estimator": "y = 1\n"})
+    package = _fake_package(
+        tmp_path,
+        {
+            "inference": "from pymc_bnn import compile_cache, model\n",
+            "model": "x = 1\n",
+            "estimator": "y = 1\n",
+        },
+    )
     before = compile_cache.source_digest(package)
     (package / "estimator.py").write_text("y = 2\n")
     assert compile_cache.source_digest(package) == before
@@ -428,17 +492,40 @@ def test_the_source_digest_survives_moving_code_between_modules(tmp_path):
     functions); changing what the moved code does still changes it."""
     f = "def f(a):\n    return a + 1\n"
     g = "def g(a):\n    return 2 * a\n"
-    before = compile_cache.source_digest(_fake_package(tmp_path / "a", {
-        "inference": "from pymc_bnn import compile_cache\nfrom pymc_bnn.model import f, g\n",
-        "model": f + g}))
-    after = compile_cache.source_digest(_fake_package(tmp_path / "b", {
-        "inference/__init__": "from .vi import f\nfrom pymc_bnn.graphs.network import g\n",
-        "inference/vi": "from pymc_bnn.compile_cache import enable\n" + f,
-        "graphs/__init__": "", "graphs/network": "import numpy\n\n\n" + g}))
+    before = compile_cache.source_digest(
+        _fake_package(
+            tmp_path / "a",
+            {
+                "inference": (
+                    "from pymc_bnn import compile_cache\nfrom pymc_bnn.model import f, g\n"
+                ),
+                "model": f + g,
+            },
+        )
+    )
+    after = compile_cache.source_digest(
+        _fake_package(
+            tmp_path / "b",
+            {
+                "inference/__init__": "from .vi import f\nfrom pymc_bnn.graphs.network import g\n",
+                "inference/vi": "from pymc_bnn.compile_cache import enable\n" + f,
+                "graphs/__init__": "",
+                "graphs/network": "import numpy\n\n\n" + g,
+            },
+        )
+    )
     assert after == before
-    changed = compile_cache.source_digest(_fake_package(tmp_path / "c", {
-        "inference": "from pymc_bnn import compile_cache\nfrom pymc_bnn.model import f, g\n",
-        "model": f.replace("+ 1", "+ 2") + g}))
+    changed = compile_cache.source_digest(
+        _fake_package(
+            tmp_path / "c",
+            {
+                "inference": (
+                    "from pymc_bnn import compile_cache\nfrom pymc_bnn.model import f, g\n"
+                ),
+                "model": f.replace("+ 1", "+ 2") + g,
+            },
+        )
+    )
     assert changed != before
 
 
@@ -454,8 +541,10 @@ def test_the_package_own_digest_survives_a_module_rename(tmp_path):
     (copy / "inference" / "_structure.py").rename(copy / "inference" / "_keys.py")
     for path in copy.rglob("*.py"):
         text = path.read_text(encoding="utf-8")
-        path.write_text(re.sub(r"\bpymc_bnn\.inference\._structure\b", "pymc_bnn.inference._keys",
-                               text), encoding="utf-8")
+        path.write_text(
+            re.sub(r"\bpymc_bnn\.inference\._structure\b", "pymc_bnn.inference._keys", text),
+            encoding="utf-8",
+        )
     assert "_keys.py" in {p.name for p in compile_cache.graph_sources(copy)}
     assert compile_cache.source_digest(copy) == compile_cache.source_digest(package)
 
@@ -470,7 +559,7 @@ def test_a_stored_object_finds_its_class_after_the_class_moved(monkeypatch):
 
     monkeypatch.setitem(compile_cache.STORED_CLASSES, "Moved", Moved)
     # pickle protocol 2: GLOBAL pymc_bnn.gone_module Moved, NEWOBJ, BUILD {"a": 1}
-    data = (b"\x80\x02cpymc_bnn.gone_module\nMoved\n)\x81}X\x01\x00\x00\x00aK\x01sb.")
+    data = b"\x80\x02cpymc_bnn.gone_module\nMoved\n)\x81}X\x01\x00\x00\x00aK\x01sb."
     obj = compile_cache.unpickle(data)
     assert type(obj) is Moved and obj.a == 1
     with pytest.raises((ModuleNotFoundError, AttributeError, pickle.UnpicklingError)):
@@ -501,23 +590,29 @@ def test_the_source_digest_ignores_docstrings_comments_and_layout(tmp_path):
     """Only code counts: documenting or reformatting a graph builder keeps the stored
     functions (each such edit used to cost every machine a cold test run); a change of
     what the code does, a string constant included, does not."""
-    code = ('"""Module doc."""\nimport numpy as np\n\n\n'
-            'class A:\n    """Class doc."""\n    x = "value"\n\n'
-            'def f(a, b=1):\n    """Function doc."""\n    return np.tanh(a) * b  # note\n')
-    package = _fake_package(tmp_path, {
-        "inference": "from pymc_bnn import compile_cache, model\n", "model": code})
+    code = (
+        '"""Module doc."""\nimport numpy as np\n\n\n'
+        'class A:\n    """Class doc."""\n    x = "value"\n\n'
+        'def f(a, b=1):\n    """Function doc."""\n    return np.tanh(a) * b  # note\n'
+    )
+    package = _fake_package(
+        tmp_path, {"inference": "from pymc_bnn import compile_cache, model\n", "model": code}
+    )
     model = package / "model.py"
     before = compile_cache.source_digest(package)
     for same in (
         code.replace("Module doc.", "Another module doc.").replace("Function doc.", "Doc."),
-        code.replace("    \"\"\"Class doc.\"\"\"\n", "").replace("  # note", ""),
+        code.replace('    """Class doc."""\n', "").replace("  # note", ""),
         code.replace("(a, b=1)", "(a,\n      b=1)").replace("\n\n\n", "\n# spacer\n\n\n"),
         code.replace("import numpy as np\n", "import numpy as np\nimport os\n"),
     ):
         model.write_text(same)
         assert compile_cache.source_digest(package) == before, same
-    for other in (code.replace("b=1", "b=2"), code.replace('"value"', '"other"'),
-                  code.replace("np.tanh(a) * b", "np.tanh(a) * b + 0")):
+    for other in (
+        code.replace("b=1", "b=2"),
+        code.replace('"value"', '"other"'),
+        code.replace("np.tanh(a) * b", "np.tanh(a) * b + 0"),
+    ):
         model.write_text(other)
         assert compile_cache.source_digest(package) != before, other
 

@@ -7,7 +7,12 @@ import pandas as pd
 import pytest
 
 from pymc_bnn.tabular._columns import column_kind
-from pymc_bnn.tabular._number_text import DECIMAL_COMMA, THOUSANDS_COMMA, number_notation, read_numbers
+from pymc_bnn.tabular._number_text import (
+    DECIMAL_COMMA,
+    THOUSANDS_COMMA,
+    number_notation,
+    read_numbers,
+)
 
 
 def credit_like(n=60, seed=0):
@@ -16,11 +21,16 @@ def credit_like(n=60, seed=0):
     rng = np.random.default_rng(seed)
     income = rng.gamma(2.0, 80.0, n).round(1)
     assets = rng.gamma(1.5, 3000.0, n).round(2)
-    text = pd.DataFrame({"Income": [f"{v:.1f}".replace(".", ",") for v in income],
-                         "Assets": [f"{v:,.2f}".replace(",", "_").replace(".", ",")
-                                    .replace("_", ".") for v in assets],
-                         "Home": rng.choice(["rent", "owner", "other"], n),
-                         "Age": rng.integers(20, 70, n)})
+    text = pd.DataFrame(
+        {
+            "Income": [f"{v:.1f}".replace(".", ",") for v in income],
+            "Assets": [
+                f"{v:,.2f}".replace(",", "_").replace(".", ",").replace("_", ".") for v in assets
+            ],
+            "Home": rng.choice(["rent", "owner", "other"], n),
+            "Age": rng.integers(20, 70, n),
+        }
+    )
     text.loc[3, "Income"] = None
     return text, income, assets
 
@@ -50,12 +60,15 @@ def test_thousands_commas_and_the_separator_decide_ambiguous_values():
     assert read_numbers(both, ",")[0]["a"].tolist() == [1.25, 2.5]
 
 
-@pytest.mark.parametrize("frame", [
-    pd.DataFrame({"a": ["16,5", "3"], "b": ["1,250.5", "3"]}),  # both notations
-    pd.DataFrame({"a": ["16,5", "17.25"]}),                      # not one notation
-    pd.DataFrame({"a": ["16,5", "n/a"]}),                        # not all numbers
-    pd.DataFrame({"a": ["1.5", "2.25"]}),                        # no comma at all
-])
+@pytest.mark.parametrize(
+    "frame",
+    [
+        pd.DataFrame({"a": ["16,5", "3"], "b": ["1,250.5", "3"]}),  # both notations
+        pd.DataFrame({"a": ["16,5", "17.25"]}),  # not one notation
+        pd.DataFrame({"a": ["16,5", "n/a"]}),  # not all numbers
+        pd.DataFrame({"a": ["1.5", "2.25"]}),  # no comma at all
+    ],
+)
 def test_tables_that_are_not_one_notation_stay_as_they_are(frame):
     out, notation, examples = read_numbers(frame, ";")
     assert notation is None and examples == {} and out is frame

@@ -8,9 +8,9 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
 from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor
+from pymc_bnn.datasets import make_customers
 from pymc_bnn.estimators import persistence
 from pymc_bnn.tabular import pipeline
-from pymc_bnn.datasets import make_customers
 from pymc_bnn.tabular.pipeline import BayesianPipeline
 
 SEED = 0
@@ -32,9 +32,15 @@ def test_doctests():
 
 @pytest.fixture(scope="module")
 def fitted_classifier(customers):
-    pipe = pipeline.make_tabular_pipeline(BayesianMLPClassifier(
-        hidden_layer_sizes=(4,), n_iter=1500, n_draws=100, posterior_temperature=1.0,
-        random_state=SEED))
+    pipe = pipeline.make_tabular_pipeline(
+        BayesianMLPClassifier(
+            hidden_layer_sizes=(4,),
+            n_iter=1500,
+            n_draws=100,
+            posterior_temperature=1.0,
+            random_state=SEED,
+        )
+    )
     return pipe.fit(_features(customers), customers["churned"])
 
 
@@ -49,10 +55,13 @@ def test_the_bayesian_methods_pass_through_the_preprocessing(customers, fitted_c
     for key, value in pipe.predict_uncertainty(rows).items():
         np.testing.assert_array_equal(value, model.predict_uncertainty(Z)[key])
     np.testing.assert_array_equal(pipe.sample_proba(rows), model.sample_proba(Z))
-    np.testing.assert_array_equal(pipe.sample_proba(rows, n_draws=7), model.sample_proba(Z, n_draws=7))
+    np.testing.assert_array_equal(
+        pipe.sample_proba(rows, n_draws=7), model.sample_proba(Z, n_draws=7)
+    )
     y = customers["churned"].iloc[:30]
-    np.testing.assert_array_equal(pipe.log_predictive_density(rows, y),
-                                  model.log_predictive_density(Z, y))
+    np.testing.assert_array_equal(
+        pipe.log_predictive_density(rows, y), model.log_predictive_density(Z, y)
+    )
     # what the classifier does not have, the pipeline does not pretend to have
     assert not hasattr(pipe, "predict_interval") and not hasattr(pipe, "sample_y")
 
@@ -61,19 +70,32 @@ def test_a_regression_pipeline_gives_intervals_and_draws():
     rng = np.random.default_rng(SEED)
     X = rng.normal(size=(80, 3)) * [1.0, 100.0, 0.01]
     y = X[:, 0] + 0.01 * X[:, 1] + rng.normal(0, 0.1, 80)
-    pipe = BayesianPipeline([("scale", StandardScaler()), ("model", BayesianMLPRegressor(
-        (4,), n_iter=3000, posterior_temperature=1.0, random_state=SEED))]).fit(X, y)
+    pipe = BayesianPipeline(
+        [
+            ("scale", StandardScaler()),
+            (
+                "model",
+                BayesianMLPRegressor(
+                    (4,), n_iter=3000, posterior_temperature=1.0, random_state=SEED
+                ),
+            ),
+        ]
+    ).fit(X, y)
     Z = pipe[:-1].transform(X[:10])
     model = pipe[-1]
-    for got, want in zip(pipe.predict_interval(X[:10], coverage=0.8),
-                         model.predict_interval(Z, coverage=0.8)):
+    for got, want in zip(
+        pipe.predict_interval(X[:10], coverage=0.8), model.predict_interval(Z, coverage=0.8)
+    ):
         np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(pipe.predict(X[:10], return_std=True)[1],
-                                  model.predict(Z, return_std=True)[1])
-    np.testing.assert_array_equal(pipe.sample_y(X[:10], n_samples=3),
-                                  model.sample_y(Z, n_samples=3))
-    np.testing.assert_array_equal(pipe.log_predictive_density(X[:10], y[:10]),
-                                  model.log_predictive_density(Z, y[:10]))
+    np.testing.assert_array_equal(
+        pipe.predict(X[:10], return_std=True)[1], model.predict(Z, return_std=True)[1]
+    )
+    np.testing.assert_array_equal(
+        pipe.sample_y(X[:10], n_samples=3), model.sample_y(Z, n_samples=3)
+    )
+    np.testing.assert_array_equal(
+        pipe.log_predictive_density(X[:10], y[:10]), model.log_predictive_density(Z, y[:10])
+    )
     assert not hasattr(pipe, "sample_proba")
     # saving needs the tabular preprocessor, and says so
     with pytest.raises(TypeError, match="TabularPreprocessor"):
@@ -88,18 +110,20 @@ def test_an_unfitted_pipeline_says_so(customers):
         pipe.predict_uncertainty(_features(customers))
 
 
-def test_the_saved_pipeline_loads_with_its_bayesian_methods(tmp_path, customers,
-                                                            fitted_classifier):
+def test_the_saved_pipeline_loads_with_its_bayesian_methods(tmp_path, customers, fitted_classifier):
     path = fitted_classifier.save(tmp_path / "m.nc")
     loaded = BayesianPipeline.load(path)
     assert isinstance(loaded, BayesianPipeline)
     rows = _features(customers).iloc[:20]
-    np.testing.assert_array_equal(loaded.predict_uncertainty(rows)["mutual_info"],
-                                  fitted_classifier.predict_uncertainty(rows)["mutual_info"])
+    np.testing.assert_array_equal(
+        loaded.predict_uncertainty(rows)["mutual_info"],
+        fitted_classifier.predict_uncertainty(rows)["mutual_info"],
+    )
 
 
-def test_pipeline_saves_and_loads_with_identical_predictions(tmp_path, customers,
-                                                            fitted_classifier):
+def test_pipeline_saves_and_loads_with_identical_predictions(
+    tmp_path, customers, fitted_classifier
+):
     pipe = fitted_classifier
     path = pipeline.save_pipeline(pipe, tmp_path / "m.nc", info={"target": "churned"})
     loaded = pipeline.load_pipeline(path)
@@ -113,9 +137,15 @@ def test_pipeline_saves_and_loads_with_identical_predictions(tmp_path, customers
     with pytest.raises(ValueError, match="saved without preprocessing"):
         pipeline.load_pipeline(plain)
     # same seed, same predictions
-    again = pipeline.make_tabular_pipeline(BayesianMLPClassifier(
-        hidden_layer_sizes=(4,), n_iter=1500, n_draws=100, posterior_temperature=1.0,
-        random_state=SEED)).fit(_features(customers), customers["churned"])
+    again = pipeline.make_tabular_pipeline(
+        BayesianMLPClassifier(
+            hidden_layer_sizes=(4,),
+            n_iter=1500,
+            n_draws=100,
+            posterior_temperature=1.0,
+            random_state=SEED,
+        )
+    ).fit(_features(customers), customers["churned"])
     np.testing.assert_array_equal(again.predict_proba(rows), pipe.predict_proba(rows))
 
 
@@ -124,7 +154,6 @@ def test_save_pipeline_refuses_other_pipelines(tmp_path):
     from sklearn.preprocessing import StandardScaler
 
     with pytest.raises(TypeError, match="TabularPreprocessor"):
-        pipeline.save_pipeline(make_pipeline(StandardScaler(), BayesianMLPRegressor()),
-                              tmp_path / "x.nc")
-
-
+        pipeline.save_pipeline(
+            make_pipeline(StandardScaler(), BayesianMLPRegressor()), tmp_path / "x.nc"
+        )

@@ -6,10 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pymc_bnn import BayesianMLPClassifier, BayesianMLPRegressor
-from pymc_bnn.estimators import persistence
-from pymc_bnn.tabular import _transform as tabular
 from pymc_bnn.datasets import make_customers
+from pymc_bnn.tabular import _transform as tabular
 from pymc_bnn.tabular._transform import TabularPreprocessor, infer_task
 
 SEED = 0
@@ -66,8 +64,9 @@ def test_non_string_column_labels_work_like_their_names(customers):
     by_name = features.set_axis([str(c) for c in range(features.shape[1])], axis="columns")
     labels = list(by_position.columns)
     pre = TabularPreprocessor().fit(by_position)
-    np.testing.assert_array_equal(pre.transform(by_position),
-                                  TabularPreprocessor().fit(by_name).transform(by_name))
+    np.testing.assert_array_equal(
+        pre.transform(by_position), TabularPreprocessor().fit(by_name).transform(by_name)
+    )
     assert pre.numeric_columns_ == ["0", "1", "2", "6"]  # age, income, tenure, calls
     assert list(by_position.columns) == labels
     # columns chosen by their integer labels
@@ -89,14 +88,17 @@ def test_unseen_categories_encode_as_zeros_and_are_reported(customers):
     assert pre.unseen_categories(rows) == {"plan": ["platinum"]}
 
 
-@pytest.mark.parametrize("column, values, message", [
-    ("signup", pd.date_range("2024-01-01", periods=30), "dates"),
-    ("signup", [f"2024-01-{d:02d}" for d in range(1, 31)], "dates"),
-    ("user", [f"u{i}" for i in range(30)], "identifier"),
-    ("row", list(range(30)), "row number"),
-    ("empty", [np.nan] * 30, "no values"),
-    ("many", [f"c{i % 12}" for i in range(30)], "distinct values"),
-])
+@pytest.mark.parametrize(
+    "column, values, message",
+    [
+        ("signup", pd.date_range("2024-01-01", periods=30), "dates"),
+        ("signup", [f"2024-01-{d:02d}" for d in range(1, 31)], "dates"),
+        ("user", [f"u{i}" for i in range(30)], "identifier"),
+        ("row", list(range(30)), "row number"),
+        ("empty", [np.nan] * 30, "no values"),
+        ("many", [f"c{i % 12}" for i in range(30)], "distinct values"),
+    ],
+)
 def test_refused_columns_are_named(column, values, message):
     frame = pd.DataFrame({"x": np.sin(np.arange(30.0)), column: values})
     with pytest.raises(ValueError, match=f"column '{column}'.*{message}"):
@@ -108,8 +110,7 @@ def test_bad_values_at_transform_name_the_column(customers):
     rows = _features(customers).iloc[:3].copy()
     rows["age"] = rows["age"].astype(object)
     rows.loc[rows.index[1], "age"] = "forty"
-    with pytest.raises(ValueError,
-                       match=r"column 'age'.*row 2 \(counting from 1\) holds 'forty'"):
+    with pytest.raises(ValueError, match=r"column 'age'.*row 2 \(counting from 1\) holds 'forty'"):
         pre.transform(rows)
     with pytest.raises(ValueError, match="lacks the columns 'plan', 'region'"):
         pre.transform(_features(customers).drop(columns=["plan", "region"]))
@@ -163,18 +164,31 @@ def test_damaged_state_is_refused(customers):
         TabularPreprocessor.from_state({**state, "version": 99})
 
 
-@pytest.mark.parametrize("y, task", [
-    (["a", "b"], "classification"), ([True, False], "classification"),
-    ([0, 1, 2, 3], "classification"), ([1.0, 2.0, 1.0], "classification"),
-    (list(range(11)), "regression"), ([0.5, 1.5], "regression"),
-    (pd.Series(["1", "2", "3"], dtype=object), "classification"),
-])
+@pytest.mark.parametrize(
+    "y, task",
+    [
+        (["a", "b"], "classification"),
+        ([True, False], "classification"),
+        ([0, 1, 2, 3], "classification"),
+        ([1.0, 2.0, 1.0], "classification"),
+        (list(range(11)), "regression"),
+        ([0.5, 1.5], "regression"),
+        (pd.Series(["1", "2", "3"], dtype=object), "classification"),
+    ],
+)
 def test_infer_task(y, task):
     assert infer_task(y) == task
 
 
-@pytest.mark.parametrize("case", ["shuffled sample of ids", "ids in row order",
-                                  "ids in reverse row order", "nearly in row order"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "shuffled sample of ids",
+        "ids in row order",
+        "ids in reverse row order",
+        "nearly in row order",
+    ],
+)
 def test_identifiers_are_refused_whatever_the_split(case):
     """Whole numbers, each once, are refused as identifiers when a split or shuffle of
     ids 1..N would leave them: tightly packed, or following the row order. keep=
@@ -201,8 +215,9 @@ def test_real_integer_measurements_are_not_identifiers():
     """Distinct whole numbers spread over a wide range in no row order (prices), and
     repeating ones (ages), are features."""
     rng = np.random.default_rng(1)
-    frame = pd.DataFrame({"price": rng.choice(10**7, 300, replace=False),
-                          "age": rng.integers(18, 90, 300)})
+    frame = pd.DataFrame(
+        {"price": rng.choice(10**7, 300, replace=False), "age": rng.integers(18, 90, 300)}
+    )
     assert TabularPreprocessor().fit(frame).numeric_columns_ == ["price", "age"]
     with pytest.raises(ValueError, match="lacks the column 'nope'"):
         TabularPreprocessor(keep=["nope"]).fit(frame)
@@ -220,15 +235,24 @@ def test_a_column_that_alone_predicts_the_target_is_named():
     rng = np.random.default_rng(2)
     n = 300
     y = np.sort(rng.normal(3000, 700, n))
-    frame = pd.DataFrame({"rownames": np.arange(n) * 3 + 7, "x": rng.normal(size=n),
-                          "noisy": y + rng.normal(0, 700, n)})
+    frame = pd.DataFrame(
+        {
+            "rownames": np.arange(n) * 3 + 7,
+            "x": rng.normal(size=n),
+            "noisy": y + rng.normal(0, 700, n),
+        }
+    )
     assert [c for c, _ in leaking_columns(frame, y)] == ["rownames"]
     with pytest.warns(TargetLeakageWarning, match="'rownames' \\(rank correlation 1.0000"):
         TabularPreprocessor(keep=["rownames"]).fit(frame, y)
     labels = np.where(rng.random(n) < 0.4, "yes", "no")
-    classes = pd.DataFrame({"code": np.where(labels == "yes", 1.0, 0.0) + rng.normal(0, .01, n),
-                            "plan": np.where(labels == "yes", "gold", "basic"),
-                            "x": rng.normal(size=n)})
+    classes = pd.DataFrame(
+        {
+            "code": np.where(labels == "yes", 1.0, 0.0) + rng.normal(0, 0.01, n),
+            "plan": np.where(labels == "yes", "gold", "basic"),
+            "x": rng.normal(size=n),
+        }
+    )
     assert [c for c, _ in leaking_columns(classes, labels)] == ["code", "plan"]
     with warnings.catch_warnings():
         warnings.simplefilter("error", TargetLeakageWarning)
@@ -240,11 +264,11 @@ def test_row_flags_name_unseen_categories_and_values_outside_the_training_range(
     features = _features(customers)
     pre = TabularPreprocessor().fit(features)
     new = features.iloc[:6].copy()
-    new.iloc[1, new.columns.get_loc("plan")] = "platinum"       # unseen
-    new.iloc[2, new.columns.get_loc("age")] = 500.0              # far above the range
+    new.iloc[1, new.columns.get_loc("plan")] = "platinum"  # unseen
+    new.iloc[2, new.columns.get_loc("age")] = 500.0  # far above the range
     low, high = pre.ranges_["income"]
     new.iloc[3, new.columns.get_loc("income")] = high + 0.05 * (high - low)  # within margin
-    new.iloc[4, new.columns.get_loc("income")] = low - 0.2 * (high - low)    # beyond it
+    new.iloc[4, new.columns.get_loc("income")] = low - 0.2 * (high - low)  # beyond it
     new.iloc[4, new.columns.get_loc("region")] = "atlantis"
     flags = pre.row_flags(new)
     assert flags.index.equals(new.index)

@@ -12,8 +12,8 @@ import pytest
 
 from pymc_bnn import BayesianMLPRegressor
 from pymc_bnn.exceptions import TargetLeakageWarning
-from pymc_bnn.tabular.pipeline import make_tabular_pipeline
 from pymc_bnn.tabular._transform import TabularPreprocessor, leaking_columns
+from pymc_bnn.tabular.pipeline import make_tabular_pipeline
 
 N = 60
 
@@ -30,10 +30,20 @@ def _fit_quietly(frame, **params):
 
 
 # ------------------------------------------------------------------------- dates
-DATE_LAYOUTS = ["2023/01/{d:02d}", "2023-01-{d:02d}T10:00:00+00:00", "2023-01-{d:02d}T10:00:00Z",
-                "2023-01-{d:02d} 10:00:00.123456+00:00", "2023.01.{d:02d}", "{d} Jan 2023",
-                "Jan {d}, 2023", "{d:02d}-Jan-2023", "{d:02d}.01.23", "{d:02d}/01/2023",
-                "2023-01-{d:02d}", "10:{d:02d}"]
+DATE_LAYOUTS = [
+    "2023/01/{d:02d}",
+    "2023-01-{d:02d}T10:00:00+00:00",
+    "2023-01-{d:02d}T10:00:00Z",
+    "2023-01-{d:02d} 10:00:00.123456+00:00",
+    "2023.01.{d:02d}",
+    "{d} Jan 2023",
+    "Jan {d}, 2023",
+    "{d:02d}-Jan-2023",
+    "{d:02d}.01.23",
+    "{d:02d}/01/2023",
+    "2023-01-{d:02d}",
+    "10:{d:02d}",
+]
 
 
 @pytest.mark.parametrize("layout", DATE_LAYOUTS)
@@ -46,11 +56,15 @@ def test_dates_in_common_layouts_are_refused_as_dates(layout, repeated):
         TabularPreprocessor().fit(frame)
 
 
-@pytest.mark.parametrize("make", [
-    lambda i: datetime.date(2023, 1, 1 + i % 5),
-    lambda i: datetime.datetime(2023, 1, 1 + i % 28, 10, 30),
-    lambda i: pd.Timestamp("2023-01-01") + pd.Timedelta(days=i % 3),
-], ids=["date", "datetime", "Timestamp"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda i: datetime.date(2023, 1, 1 + i % 5),
+        lambda i: datetime.datetime(2023, 1, 1 + i % 28, 10, 30),
+        lambda i: pd.Timestamp("2023-01-01") + pd.Timedelta(days=i % 3),
+    ],
+    ids=["date", "datetime", "Timestamp"],
+)
 def test_columns_of_date_objects_are_refused(make):
     """What pyarrow gives for a Parquet date32 column: an object column of dates."""
     values = pd.Series([make(i) for i in range(N)], dtype=object)
@@ -59,14 +73,18 @@ def test_columns_of_date_objects_are_refused(make):
         TabularPreprocessor().fit(_frame("day", values))
 
 
-@pytest.mark.parametrize("values", [
-    [f"{1 + i % 2}.{i % 3}.{i % 5}" for i in range(N)],                # versions 1.2.3
-    [f"{'ABC'[i % 3]}-{10 + i % 4}" for i in range(N)],               # codes A-12
-    [["may", "march", "june", "dec"][i % 4] for i in range(N)],       # words
-    [f"model Mar {i % 4}" for i in range(N)],                          # a month, no date
-    [f"{i % 6}" for i in range(N)],                                    # numbers as text
-    [["20230115", "20230116"][i % 2] for i in range(N)],               # numbers as text
-], ids=["versions", "codes", "month words", "month in text", "digits", "yyyymmdd"])
+@pytest.mark.parametrize(
+    "values",
+    [
+        [f"{1 + i % 2}.{i % 3}.{i % 5}" for i in range(N)],  # versions 1.2.3
+        [f"{'ABC'[i % 3]}-{10 + i % 4}" for i in range(N)],  # codes A-12
+        [["may", "march", "june", "dec"][i % 4] for i in range(N)],  # words
+        [f"model Mar {i % 4}" for i in range(N)],  # a month, no date
+        [f"{i % 6}" for i in range(N)],  # numbers as text
+        [["20230115", "20230116"][i % 2] for i in range(N)],  # numbers as text
+    ],
+    ids=["versions", "codes", "month words", "month in text", "digits", "yyyymmdd"],
+)
 def test_look_alikes_are_not_dates(values):
     pre = _fit_quietly(_frame("c", values))
     assert pre.categorical_columns_ == ["c"]
@@ -79,8 +97,19 @@ def test_a_few_dates_among_words_do_not_make_a_date_column():
 
 
 # ------------------------------------------------------------- identifiers by name
-ID_NAMES = ["customer_no", "account_number", "user_id", "ID", "OrderID", "record_nr", "uuid",
-            "key", "customerNo", "row_index", "Customer ID"]
+ID_NAMES = [
+    "customer_no",
+    "account_number",
+    "user_id",
+    "ID",
+    "OrderID",
+    "record_nr",
+    "uuid",
+    "key",
+    "customerNo",
+    "row_index",
+    "Customer ID",
+]
 
 
 @pytest.mark.parametrize("name", ID_NAMES)
@@ -88,20 +117,40 @@ def test_random_whole_numbers_named_as_identifiers_are_refused(name):
     """300 distinct ids in 100000..999999 in no row order: the value tests cannot tell
     them from measurements, the name can; keep= overrides."""
     rng = np.random.default_rng(0)
-    frame = pd.DataFrame({"x": rng.normal(size=300),
-                          name: rng.choice(np.arange(100_000, 1_000_000), 300, replace=False)})
-    with pytest.raises(ValueError, match=f"column '{name}' looks like a row number or "
-                                         "identifier .*name.*keep it"):
+    frame = pd.DataFrame(
+        {
+            "x": rng.normal(size=300),
+            name: rng.choice(np.arange(100_000, 1_000_000), 300, replace=False),
+        }
+    )
+    with pytest.raises(
+        ValueError, match=f"column '{name}' looks like a row number or identifier .*name.*keep it"
+    ):
         TabularPreprocessor().fit(frame)
     assert _fit_quietly(frame, keep=[name]).numeric_columns_ == ["x", name]
 
 
-@pytest.mark.parametrize("name", ["price", "number_of_rooms", "num_employees", "zip_code",
-                                  "idea_score", "keys_held", "nominal", "paid"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "price",
+        "number_of_rooms",
+        "num_employees",
+        "zip_code",
+        "idea_score",
+        "keys_held",
+        "nominal",
+        "paid",
+    ],
+)
 def test_other_names_with_the_same_values_are_features(name):
     rng = np.random.default_rng(0)
-    frame = pd.DataFrame({"x": rng.normal(size=300),
-                          name: rng.choice(np.arange(100_000, 1_000_000), 300, replace=False)})
+    frame = pd.DataFrame(
+        {
+            "x": rng.normal(size=300),
+            name: rng.choice(np.arange(100_000, 1_000_000), 300, replace=False),
+        }
+    )
     assert _fit_quietly(frame).numeric_columns_ == ["x", name]
 
 
@@ -116,11 +165,15 @@ def test_a_text_copy_of_a_regression_target_is_named():
     rng = np.random.default_rng(0)
     n = 300
     y = rng.integers(0, 41, n).astype(float)
-    frame = pd.DataFrame({"grade": ["grade " + str(int(v)) for v in y],
-                          "plan": rng.choice(["a", "b", "c"], n),
-                          "noisy": ["g%d" % round(v + rng.normal(0, 2)) for v in y],
-                          "uid": [f"u{i}" for i in range(n)],
-                          "x": rng.normal(size=n)})
+    frame = pd.DataFrame(
+        {
+            "grade": ["grade " + str(int(v)) for v in y],
+            "plan": rng.choice(["a", "b", "c"], n),
+            "noisy": ["g%d" % round(v + rng.normal(0, 2)) for v in y],
+            "uid": [f"u{i}" for i in range(n)],
+            "x": rng.normal(size=n),
+        }
+    )
     leaks = leaking_columns(frame, y)
     assert [c for c, _ in leaks] == ["grade"]
     assert "R² 1.0000" in leaks[0][1]
@@ -129,12 +182,15 @@ def test_a_text_copy_of_a_regression_target_is_named():
 
 
 # ------------------------------------------------ infinite and float32-overflowing
-@pytest.mark.parametrize("value, message", [
-    (np.inf, r"holds an infinite value \(inf\) in row 4 \(counting from 1\)"),
-    (-np.inf, r"holds an infinite value \(-inf\) in row 4 \(counting from 1\)"),
-    (1e300, r"holds 1e\+300 in row 4 \(counting from 1\), beyond float32's range"),
-    (-5e38, r"holds -5e\+38 in row 4 \(counting from 1\), beyond float32's range"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (np.inf, r"holds an infinite value \(inf\) in row 4 \(counting from 1\)"),
+        (-np.inf, r"holds an infinite value \(-inf\) in row 4 \(counting from 1\)"),
+        (1e300, r"holds 1e\+300 in row 4 \(counting from 1\), beyond float32's range"),
+        (-5e38, r"holds -5e\+38 in row 4 \(counting from 1\), beyond float32's range"),
+    ],
+)
 def test_values_beyond_float32_are_refused_at_fit_and_transform(value, message):
     rng = np.random.default_rng(0)
     frame = pd.DataFrame({"x": rng.normal(size=50), "z": rng.normal(size=50)})
@@ -162,10 +218,15 @@ def test_the_leak_check_never_fails_on_huge_or_infinite_values():
     rng = np.random.default_rng(0)
     n = 300
     x = rng.normal(size=n)
-    frame = pd.DataFrame({"huge": x * 1e160, "inf": np.where(np.arange(n) == 5, np.inf, x),
-                          "big": np.where(np.arange(n) == 7, 1e300, x),
-                          "mixed": pd.Series([1, "a", 2.5, None] * (n // 4), dtype=object),
-                          "x": rng.normal(size=n)})
+    frame = pd.DataFrame(
+        {
+            "huge": x * 1e160,
+            "inf": np.where(np.arange(n) == 5, np.inf, x),
+            "big": np.where(np.arange(n) == 7, 1e300, x),
+            "mixed": pd.Series([1, "a", 2.5, None] * (n // 4), dtype=object),
+            "x": rng.normal(size=n),
+        }
+    )
     classes = np.where(x > 0, "up", "down")
     assert [c for c, _ in leaking_columns(frame, classes)] == ["huge", "inf", "big"]
     assert [c for c, _ in leaking_columns(frame, x * 3.0)] == ["huge", "inf", "big"]
@@ -175,8 +236,9 @@ def test_the_leak_check_never_fails_on_huge_or_infinite_values():
 def test_rows_of_a_relabelled_frame_are_named_by_their_labels():
     frame = pd.DataFrame({"z": np.arange(30.0) % 7}, index=[f"r{i}" for i in range(30)])
     frame.loc["r5", "z"] = np.inf
-    with pytest.raises(ValueError, match="column 'z' holds an infinite value .* in the row "
-                                         "labelled 'r5'"):
+    with pytest.raises(
+        ValueError, match="column 'z' holds an infinite value .* in the row labelled 'r5'"
+    ):
         TabularPreprocessor().fit(frame)
 
 
@@ -187,9 +249,12 @@ def test_a_numeric_column_with_a_stray_word_is_refused_with_its_rows():
     x1[11] = "unknown"
     frame = pd.DataFrame({"x1": x1, "x2": rng.normal(size=300)})
     kept = frame.copy()
-    with pytest.raises(ValueError, match=r"column 'x1' holds numbers except in row 12 "
-                                         r"\(counting from 1\): 'unknown'\. Blank those cells "
-                                         r".*as_categorical=\['x1'\].*--categorical x1"):
+    with pytest.raises(
+        ValueError,
+        match=r"column 'x1' holds numbers except in row 12 "
+        r"\(counting from 1\): 'unknown'\. Blank those cells "
+        r".*as_categorical=\['x1'\].*--categorical x1",
+    ):
         TabularPreprocessor().fit(frame)
     pd.testing.assert_frame_equal(frame, kept)
     # blanked (even in an object column, as in Python), it is a numeric column
@@ -203,8 +268,11 @@ def test_few_codes_with_a_question_mark_are_not_one_hot_encoded_silently():
     codes = pd.Series(rng.integers(0, 6, 300), dtype=object)
     codes[[20, 40, 41]] = "?"
     frame = pd.DataFrame({"level": codes, "x": rng.normal(size=300)})
-    with pytest.raises(ValueError, match=r"column 'level' holds numbers except in rows 21, "
-                                         r"41, 42 \(counting from 1\): '\?', '\?', '\?'"):
+    with pytest.raises(
+        ValueError,
+        match=r"column 'level' holds numbers except in rows 21, "
+        r"41, 42 \(counting from 1\): '\?', '\?', '\?'",
+    ):
         TabularPreprocessor().fit(frame)
     # declared categorical: "?" is one more category
     pre = _fit_quietly(frame, as_categorical=["level"])
@@ -218,8 +286,9 @@ def test_few_codes_with_a_question_mark_are_not_one_hot_encoded_silently():
 
 def test_too_many_categories_names_both_ways_to_raise_the_limit():
     frame = _frame("many", [f"c{i % 12}" for i in range(N)])
-    with pytest.raises(ValueError, match="max_categories in Python, --max-categories on the "
-                                         "command line"):
+    with pytest.raises(
+        ValueError, match="max_categories in Python, --max-categories on the command line"
+    ):
         TabularPreprocessor(max_categories=10).fit(frame)
 
 
@@ -227,12 +296,21 @@ def test_too_many_categories_names_both_ways_to_raise_the_limit():
 def test_constant_columns_are_left_out_with_a_warning_and_the_state_keeps_them():
     rng = np.random.default_rng(0)
     n = 40
-    frame = pd.DataFrame({"x": rng.normal(size=n), "const": 7,
-                          "region": "EU", "plan": rng.choice(["a", "b"], n),
-                          "flag": np.where(np.arange(n) % 3 == 0, 1.0, np.nan)})
+    frame = pd.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "const": 7,
+            "region": "EU",
+            "plan": rng.choice(["a", "b"], n),
+            "flag": np.where(np.arange(n) % 3 == 0, 1.0, np.nan),
+        }
+    )
     kept = frame.copy()
-    with pytest.warns(UserWarning, match=r"columns 'const' \(7\), 'flag' \(1\), 'region' "
-                                         r"\('EU'\) hold a single value"):
+    with pytest.warns(
+        UserWarning,
+        match=r"columns 'const' \(7\), 'flag' \(1\), 'region' "
+        r"\('EU'\) hold a single value",
+    ):
         pre = TabularPreprocessor().fit(frame)
     pd.testing.assert_frame_equal(frame, kept)
     assert pre.numeric_columns_ == ["x"] and pre.categorical_columns_ == ["plan"]
@@ -243,24 +321,26 @@ def test_constant_columns_are_left_out_with_a_warning_and_the_state_keeps_them()
     new["const"] = [7, 8, 7, np.nan]
     new["region"] = ["EU", "EU", "US", None]
     Z = pre.transform(new)
-    np.testing.assert_array_equal(Z, pre.transform(new.drop(columns=["const", "region",
-                                                                     "flag"])))
+    np.testing.assert_array_equal(Z, pre.transform(new.drop(columns=["const", "region", "flag"])))
     flags = pre.row_flags(new)
     assert flags["outside_training_range"].tolist() == ["", "const", "", ""]
     assert flags["unseen_categories"].tolist() == ["", "", "region", ""]
     assert pre.unseen_categories(new) == {"region": ["US"]}
     # the plain-data state keeps them, through JSON
     state = json.loads(json.dumps(pre.get_state()))
-    assert state["constant"] == [{"name": "const", "kind": "numeric", "value": 7.0},
-                                 {"name": "flag", "kind": "numeric", "value": 1.0},
-                                 {"name": "region", "kind": "categorical", "value": "EU"}]
+    assert state["constant"] == [
+        {"name": "const", "kind": "numeric", "value": 7.0},
+        {"name": "flag", "kind": "numeric", "value": 1.0},
+        {"name": "region", "kind": "categorical", "value": "EU"},
+    ]
     again = TabularPreprocessor.from_state(state)
     assert again.constant_columns_ == pre.constant_columns_
     assert again.row_flags(new).equals(flags)
     np.testing.assert_array_equal(again.transform(new), Z)
     with pytest.raises(ValueError, match="malformed preprocessing state"):
-        TabularPreprocessor.from_state({**state, "constant": [{"name": "x", "kind": "numeric",
-                                                               "value": 1.0}]})
+        TabularPreprocessor.from_state(
+            {**state, "constant": [{"name": "x", "kind": "numeric", "value": 1.0}]}
+        )
 
 
 def test_states_without_constant_columns_load_as_before():
@@ -278,8 +358,10 @@ def test_states_without_constant_columns_load_as_before():
 
 def test_a_table_of_constant_columns_leaves_nothing_to_learn():
     frame = pd.DataFrame({"a": [1.0] * 10, "b": ["x"] * 10})
-    with pytest.warns(UserWarning, match="single value"), \
-            pytest.raises(ValueError, match="every column holds a single value"):
+    with (
+        pytest.warns(UserWarning, match="single value"),
+        pytest.raises(ValueError, match="every column holds a single value"),
+    ):
         TabularPreprocessor().fit(frame)
 
 
