@@ -24,6 +24,7 @@ MODULES = (
     "predictive._predictive",
     "plotting.report",
     "policy._tempering",
+    "policy._choice",
     # the modules of the inference package that hold examples
     "inference._concurrency",
     "inference.diagnostics",

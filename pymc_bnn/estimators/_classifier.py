@@ -11,7 +11,6 @@ from pymc_bnn.dask import is_dask_collection
 from pymc_bnn.estimators import persistence
 from pymc_bnn.estimators._base import BayesianMLPBase
 from pymc_bnn.inference import METHODS
-from pymc_bnn.policy._ensemble import AUTO_ENSEMBLE_MAX_ROWS
 from pymc_bnn.policy._settings import LAPLACE_ENSEMBLE, MIXTURE
 from pymc_bnn.policy.thresholds import AUTO_MIXTURE_MAX_FLOPS, AUTO_MIXTURE_MAX_ROWS
 from pymc_bnn.predictive._composed import composed_idata
@@ -274,27 +273,12 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
     is omitted, are predicted with the population-level weights ``w_mu``.
     """
 
+    _TASK = "classification"
+
     _parameter_constraints: dict = {
         **BayesianMLPBase._parameter_constraints,
         "inference": [StrOptions({"auto", *METHODS, "laplace", MIXTURE, LAPLACE_ENSEMBLE})],
     }
-
-    def _inference_for_data(self, shape, target_kwargs, *, grouped: bool) -> str:
-        """``inference="auto"``: the mixture of Laplace approximations
-        (:data:`LAPLACE_ENSEMBLE`) where it applies: no groups, the Normal prior at its
-        default scale, no setting given that only variational inference uses, and at
-        most :data:`~pymc_bnn.policy._ensemble.AUTO_ENSEMBLE_MAX_ROWS` rows; else as
-        resolved."""
-        eligible = (
-            self.inference == "auto"
-            and self.inference_ == "advi"
-            and not grouped
-            and self.prior == "normal"
-            and self.prior_sigma in ("auto", "evidence")
-            and not self._vi_settings_given()
-            and shape[0] <= AUTO_ENSEMBLE_MAX_ROWS
-        )
-        return LAPLACE_ENSEMBLE if eligible else self.inference_
 
     def _laplace_hidden_sigmas(self, shape, target_kwargs):
         """A mixture's Laplace half over the output layer only (:func:`laplace_structure`):
@@ -333,18 +317,6 @@ class BayesianMLPClassifier(ClassifierMixin, BayesianMLPBase):
                 f"{self.classes_.tolist()})."
             ) from None
         return codes, 0.0
-
-    def _temperature_folds(self, y_model, seed):
-        from sklearn.model_selection import StratifiedKFold
-
-        n_splits = min(self._TEMPERATURE_FOLDS, int(np.bincount(y_model).min()))
-        if n_splits < 2:
-            return None
-        return list(
-            StratifiedKFold(n_splits, shuffle=True, random_state=seed).split(
-                np.zeros(len(y_model)), y_model
-            )
-        )
 
     def _target_metadata(self):
         classes, dtype = persistence.jsonable_labels(self.classes_)

@@ -13,35 +13,13 @@ from pymc_bnn.dask import is_dask_collection
 from pymc_bnn.estimators._base import BayesianMLPBase
 from pymc_bnn.inference import METHODS
 from pymc_bnn.network.spec import NetworkSpec
-from pymc_bnn.policy._ensemble import AUTO_ENSEMBLE_MAX_ROWS
 from pymc_bnn.policy._settings import LAPLACE_ENSEMBLE, MIXTURE
 from pymc_bnn.policy._tempering import MIXTURE_WEIGHTS
 from pymc_bnn.policy.thresholds import (
-    AUTO_NUTS_CHAINS,
-    AUTO_NUTS_DRAWS,
-    AUTO_NUTS_MAX_CHAINS,
-    AUTO_NUTS_MAX_WORK,
-    AUTO_NUTS_TUNE,
     LAPLACE_STARTS,
 )
 
 __all__ = ["BayesianMLPRegressor"]
-
-
-def auto_nuts_chains(work: int) -> int:
-    """Chains of ``inference="auto"``'s short run for ``work`` training rows x
-    network parameters (within :data:`AUTO_NUTS_MAX_WORK`):
-    :data:`AUTO_NUTS_MAX_CHAINS` where that many fit the budget of
-    :data:`AUTO_NUTS_CHAINS` at the limit, else :data:`AUTO_NUTS_CHAINS`.
-
-    Examples
-    --------
-    >>> auto_nuts_chains(100_000), auto_nuts_chains(400_000)
-    (4, 2)
-    """
-    if AUTO_NUTS_MAX_CHAINS * work <= AUTO_NUTS_CHAINS * AUTO_NUTS_MAX_WORK:
-        return AUTO_NUTS_MAX_CHAINS
-    return AUTO_NUTS_CHAINS
 
 
 class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
@@ -203,6 +181,8 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
     ((3,), True)
     """
 
+    _TASK = "regression"
+
     _parameter_constraints: dict = {
         **BayesianMLPBase._parameter_constraints,
         "heteroscedastic": ["boolean"],
@@ -328,66 +308,6 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
             log_jacobian = log_jacobian + y
         return (y - self.y_mean_) / self.y_scale_, log_jacobian
 
-    def _n_network_params(self, shape) -> int:
-        """Weights and biases of the network for data of ``shape`` (one output)."""
-        from pymc_bnn.network._flat import n_params
-
-        widths = (shape[1], *self._hidden_tuple(), 1)
-        return n_params(tuple(zip(widths[:-1], widths[1:])))
-
-    def _plain_auto(self, grouped: bool) -> bool:
-        """Whether ``inference="auto"`` resolved to ADVI for the plain model the
-        regressor's own defaults were measured on (Neal's prior, one noise scale, no
-        groups, no setting only ADVI uses): where the short NUTS run and the Laplace
-        half may apply."""
-        return (
-            self.inference == "auto"
-            and self.inference_ == "advi"
-            and self.prior == "gamma_precision"
-            and not self.heteroscedastic
-            and not grouped
-            and not self._vi_settings_given()
-        )
-
-    def _inference_for_data(self, shape, target_kwargs, *, grouped: bool) -> str:
-        """``inference="auto"``: NUTS, a short run, where it is affordable
-        (:data:`AUTO_NUTS_MAX_WORK`); above that, the mixture of Laplace approximations
-        (:data:`LAPLACE_ENSEMBLE`) on at most
-        :data:`~pymc_bnn.policy._ensemble.AUTO_ENSEMBLE_MAX_ROWS` rows; else as resolved.
-        Sets ``nuts_run_``."""
-        from pymc_bnn.inference import default_nuts_sampler
-
-        work = shape[0] * self._n_network_params(shape)
-        sampler = self.nuts_sampler or default_nuts_sampler()
-        auto = (
-            self._plain_auto(grouped)
-            and self.kl_weight in (1, 1.0)
-            and sampler == "numpyro"
-            and work <= AUTO_NUTS_MAX_WORK
-        )
-        if auto:
-            self.nuts_run_ = {
-                "chains": auto_nuts_chains(work),
-                "tune": AUTO_NUTS_TUNE,
-                "draws": AUTO_NUTS_DRAWS,
-                "chosen": "auto",
-                "rows_x_parameters": int(work),
-                "limit": AUTO_NUTS_MAX_WORK,
-            }
-            return "nuts"
-        self.nuts_run_ = (
-            {"chains": self.chains, "tune": self.tune, "draws": self.n_draws, "chosen": "given"}
-            if self.inference_ == "nuts"
-            else None
-        )
-        if (
-            self._plain_auto(grouped)
-            and self.kl_weight in (1, 1.0)
-            and shape[0] <= AUTO_ENSEMBLE_MAX_ROWS
-        ):
-            return LAPLACE_ENSEMBLE
-        return self.inference_
-
     def _fit_streamed(self, X, y, groups, use_evidence):
         if self.target_scale == "log":
             raise ValueError(
@@ -434,17 +354,6 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
             batch_size=None,
             likelihood="normal",
             noise_scale=target_kwargs["noise_scale"],
-        )
-
-    def _temperature_folds(self, y_model, seed):
-        from sklearn.model_selection import KFold
-
-        if len(y_model) < 2 * self._TEMPERATURE_FOLDS:
-            return None
-        return list(
-            KFold(self._TEMPERATURE_FOLDS, shuffle=True, random_state=seed).split(
-                np.zeros(len(y_model))
-            )
         )
 
     def _target_metadata(self):

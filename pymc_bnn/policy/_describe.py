@@ -24,8 +24,8 @@ from __future__ import annotations
 import math
 
 from pymc_bnn.inference.evidence import SIGMA_RANGE
+from pymc_bnn.policy._choice import MIXTURE, default_obstacle
 from pymc_bnn.policy._nuts_words import nuts_run_text
-from pymc_bnn.policy._settings import MIXTURE
 from pymc_bnn.policy._tempering import TEMPERATURES
 
 __all__ = ["describe"]
@@ -139,34 +139,24 @@ _METHOD_NAMES = {"advi": "mean-field ADVI", "nuts": "NUTS", "fullrank_advi": "fu
 
 def _not_the_ensemble(estimator) -> str | None:
     """An ``inference="auto"`` fit that is not the mixture of Laplace approximations:
-    which method ran, and why (the regressor's short NUTS run on a small table is its
-    default too, said by its own line)."""
+    which method ran, and why (:func:`pymc_bnn.policy._choice.default_obstacle`, the
+    choice's own words; the regressor's short NUTS run on a small table is its default
+    too, said by its own line)."""
     method = getattr(estimator, "inference_", None)
     if getattr(estimator, "inference", None) != "auto" or method not in _METHOD_NAMES:
         return None
-    from pymc_bnn.policy._ensemble import AUTO_ENSEMBLE_MAX_ROWS
-
     regressor = hasattr(estimator, "y_scale_")
     run = getattr(estimator, "nuts_run_", None) if regressor else None
     if run is not None and run.get("chosen") == "auto":
         return None  # the default on a small table: its own line says so
+    grouped = getattr(estimator, "groups_", None) is not None
+    if regressor and not grouped and estimator.heteroscedastic:
+        return "fit: mean-field ADVI, as the noise sd varies with the features (heteroscedastic)"
     post = getattr(estimator, "posterior_", None)
     rows = getattr(getattr(post, "spec", None), "n_rows", 0) or 0
-    default_prior = "gamma_precision" if regressor else "normal"
-    if getattr(estimator, "groups_", None) is not None:
-        why = "a hierarchical network (groups=)"
-    elif regressor and estimator.heteroscedastic:
-        return "fit: mean-field ADVI, as the noise sd varies with the features (heteroscedastic)"
-    elif estimator.prior != default_prior:
-        why = f"prior={estimator.prior!r}" if regressor else "Neal's prior"
-    elif not regressor and estimator.prior_sigma not in ("auto", "evidence"):
-        why = "a fixed prior_sigma"
-    elif estimator._vi_settings_given() or getattr(estimator, "kl_weight", 1.0) not in (1, 1.0):
-        why = "settings only ADVI uses were given"
-    elif rows > AUTO_ENSEMBLE_MAX_ROWS:
-        why = f"more than {AUTO_ENSEMBLE_MAX_ROWS:,} rows"
-    else:
-        why = "the rows were streamed (dask input)"
+    task = "regression" if regressor else "classification"
+    why = default_obstacle(estimator.get_params(), task, grouped=grouped, n_rows=rows)
+    why = why or "the rows were streamed (dask input)"
     return f"fit: {_METHOD_NAMES[method]}, not the default mixture of Laplace approximations: {why}"
 
 

@@ -12,22 +12,24 @@ is orchestrated there.
 from __future__ import annotations
 
 import functools
+from numbers import Integral
 
 import numpy as np
 
 from pymc_bnn.inference import fit_concurrently
-from pymc_bnn.policy._tempering import choose_mixture_temperatures, choose_temperature
+from pymc_bnn.policy._choice import (
+    LAPLACE_ENSEMBLE,
+    MIXTURE,
+    auto_inference,
+    vi_settings_given,
+    vi_step_settings,
+)
+from pymc_bnn.policy._tempering import (
+    choose_mixture_temperatures,
+    choose_temperature,
+    temperature_folds,
+)
 from pymc_bnn.policy.thresholds import KL_WEIGHTS, LAPLACE_STARTS_MIN_WEIGHT
-
-#: ``inference`` of the mixture of a mean-field ADVI fit and a linearised Laplace fit:
-#: the classifier's half the predictive draws from each, the regressor's the Laplace
-#: share stacked on the folds (:attr:`FitSettingsMixin._MIXTURE_WEIGHTS`), the halves'
-#: temperatures cross-fitted together (``research/notes/calibration-log.md``,
-#: ``research/notes/uci_regression.md``).
-MIXTURE = "advi+laplace"
-#: ``inference`` of the mixture of last-layer Laplace approximations around several MAP
-#: fits (:mod:`pymc_bnn.inference._map_ensemble`): the classifier's default.
-LAPLACE_ENSEMBLE = "laplace_ensemble"
 
 
 class FitSettingsMixin:
@@ -60,9 +62,36 @@ class FitSettingsMixin:
         return "advi" if self.inference_ == MIXTURE else self.inference_
 
     def _inference_for_data(self, shape, target_kwargs, *, grouped: bool) -> str:
-        """``inference_`` once the data are known (the classifier's ``"auto"`` may take
-        the ADVI + Laplace mixture where it is affordable); here: unchanged."""
-        return self.inference_
+        """``inference_`` once the data are known
+        (:func:`pymc_bnn.policy._choice.auto_inference`): the mixture of Laplace
+        approximations, or the regressor's short NUTS run, where ``"auto"`` takes them;
+        else as resolved. Sets the regressor's ``nuts_run_``."""
+        regression = self._TASK == "regression"
+        sampler, n_params = "", 0
+        if regression:
+            from pymc_bnn.inference import default_nuts_sampler
+            from pymc_bnn.network._flat import n_params as count_params
+
+            sampler = self.nuts_sampler or default_nuts_sampler()
+            hidden = self.hidden_layer_sizes
+            hidden = (hidden,) if isinstance(hidden, Integral) else tuple(hidden)
+            widths = (shape[1], *(int(h) for h in hidden), 1)
+            n_params = count_params(tuple(zip(widths[:-1], widths[1:])))
+        method, run = auto_inference(
+            self.get_params(),
+            self._TASK,
+            resolved=self.inference_,
+            grouped=grouped,
+            n_rows=shape[0],
+            n_params=n_params,
+            nuts_sampler=sampler,
+        )
+        if regression:
+            if run is None and self.inference_ == "nuts":
+                run = {"chains": self.chains, "tune": self.tune, "draws": self.n_draws}
+                run["chosen"] = "given"
+            self.nuts_run_ = run
+        return method
 
     def _mixture_component(
         self, posterior, fold_scores, folds, n_rows, *, advi_fold_scores=()
@@ -322,24 +351,14 @@ class FitSettingsMixin:
         }
 
     def _vi_step_settings(self) -> dict:
-        """The settings of ADVI's steps that were given (``n_iter``, ``learning_rate``,
-        ``batch_size`` other than None / ``"auto"``), by name."""
-        given = {
-            "n_iter": self.n_iter,
-            "learning_rate": self.learning_rate,
-            "batch_size": None if self.batch_size == "auto" else self.batch_size,
-        }
-        return {name: value for name, value in given.items() if value is not None}
+        """The settings of ADVI's steps that were given, by name
+        (:func:`pymc_bnn.policy._choice.vi_step_settings`)."""
+        return vi_step_settings(self.get_params())
 
     def _vi_settings_given(self) -> bool:
-        """Whether a setting only variational inference uses was given (``n_iter``,
-        ``learning_rate``, ``batch_size``, a ``posterior_temperature`` other than
-        ``"auto"`` / 1, ``n_init`` > 1): then ``inference="auto"`` is ADVI."""
-        return (
-            bool(self._vi_step_settings())
-            or self.posterior_temperature not in ("auto", 1, 1.0)
-            or self.n_init != 1
-        )
+        """Whether a setting only variational inference uses was given
+        (:func:`pymc_bnn.policy._choice.vi_settings_given`)."""
+        return vi_settings_given(self.get_params())
 
     def _check_temperature_for_inference(self) -> None:
         """Refuse a temperature with NUTS before anything is fit."""
@@ -379,8 +398,9 @@ class FitSettingsMixin:
         self.posterior_temperature_ = selection.temperature
 
     def _temperature_folds(self, y_model, seed):
-        """Folds for the temperature choice, or None when the data are too few."""
-        raise NotImplementedError
+        """The folds of the cross-fitted temperature
+        (:func:`pymc_bnn.policy._tempering.temperature_folds`), or None."""
+        return temperature_folds(self._TASK, y_model, seed, self._TEMPERATURE_FOLDS)
 
 
 def _refuse(given: dict, why: str) -> None:

@@ -36,6 +36,7 @@ from pymc_bnn.predictive._predictive import (
 )
 
 __all__ = [
+    "temperature_folds",
     "MIXTURE_WEIGHTS",
     "TEMPERATURES",
     "FoldScores",
@@ -451,3 +452,21 @@ def _same_rows(first: Sequence[FoldScores], second: Sequence[FoldScores]):
         if a.nll.shape[1] != b.nll.shape[1] or a.scale != b.scale:
             raise ValueError("the two fits' folds were scored on different rows")
         yield a, b
+
+
+def temperature_folds(task: str, y_model: np.ndarray, seed: int, n_folds: int = 3):
+    """The folds of the cross-fitted temperature, as ``(train, held-out)`` index pairs,
+    or None where too few rows (of the rarest class) can be held out: stratified by
+    class for classification (``y_model`` the class codes), plain shuffled folds for
+    regression."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    rows = np.zeros(len(y_model))
+    if task == "classification":
+        n_splits = min(n_folds, int(np.bincount(y_model).min()))
+        if n_splits < 2:
+            return None
+        return list(StratifiedKFold(n_splits, shuffle=True, random_state=seed).split(rows, y_model))
+    if len(y_model) < 2 * n_folds:
+        return None
+    return list(KFold(n_folds, shuffle=True, random_state=seed).split(rows))
