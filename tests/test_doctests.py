@@ -25,6 +25,7 @@ MODULES = (
     "plotting.report",
     "policy._tempering",
     "policy._choice",
+    "uncertainty._conformal",
     # the modules of the inference package that hold examples
     "inference._concurrency",
     "inference.diagnostics",

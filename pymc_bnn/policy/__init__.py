@@ -1,7 +1,11 @@
 """The default policy: how the estimators' ``fit`` chooses what to run, and says so.
 
-- :mod:`~pymc_bnn.policy._settings`: the inference method, the KL weight, the prior
-  scales and the fits a default makes (:class:`FitSettingsMixin`).
+- :mod:`~pymc_bnn.policy.thresholds`: every tuned number of the default, one line each
+  with a link to its measurement.
+- :mod:`~pymc_bnn.policy._choice`: what ``inference="auto"`` fits, as plain functions of
+  an estimator's ``get_params()`` and the data's size.
+- :mod:`~pymc_bnn.policy._settings`: the KL weight, the prior scales, the temperature
+  and the fits a default makes (:class:`FitSettingsMixin`).
 - :mod:`~pymc_bnn.policy._ensemble`: the default fits made of several MAP networks and
   their Laplace approximations (classifier and regressor).
 - :mod:`~pymc_bnn.policy._tempering`: the posterior temperature by cross-fitting.

@@ -58,6 +58,21 @@ def test_quick_start_regression_block_runs():
     assert np.all(std > 0) and np.all(lower < mean) and np.all(mean < upper)
 
 
+@pytest.mark.slow  # two short NUTS runs
+def test_the_conformal_block_runs_after_the_regression_block():
+    """The conformal section's block, on the regression block's data: its intervals
+    are the posterior's, widened or narrowed by one calibrated factor."""
+    (regression,) = [b for b in _blocks("Quick start") if "BayesianMLPRegressor" in b]
+    (code,) = _blocks("Guaranteed coverage: conformal intervals and sets")
+    ns, _ = _run(regression + code)
+    conf, X = ns["conf"], ns["X"]
+    mean, std = ns["reg"].predict(X[:5], return_std=True)
+    lower, upper = ns["lower"], ns["upper"]
+    np.testing.assert_allclose((lower + upper) / 2, mean)
+    np.testing.assert_allclose((upper - lower) / (2 * std), (upper - lower)[0] / (2 * std[0]))
+    assert len(conf.scores_) == len(X) - 300
+
+
 @pytest.mark.slow  # a default fit of 800 rows
 def test_the_cli_sections_python_block_runs_on_the_example_tables(tmp_path, monkeypatch):
     """The command-line section's Python equivalent runs on the tables ``pymc-bnn
