@@ -344,7 +344,7 @@ def test_same_seed_identical_predictions_different_seed_different(tiny, fast_clf
 def test_same_seed_identical_predictions_across_processes(tiny, fast_clf):
     X, _ = tiny
     code = (
-        "import numpy as np, sys; sys.path.insert(0, 'tests');"
+        "import numpy as np, sys; sys.path[:0] = ['tests/estimators', 'tests'];"
         "from test_estimator import fast;"
         "rng = np.random.default_rng(0); X = rng.normal(size=(40, 2));"
         "y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int);"

@@ -149,7 +149,7 @@ def test_fit_binary_prints_summary_and_notes(churn_model):
 
 
 def test_predict_binary_csv_matches_the_python_pipeline(churn_model, work):
-    from pymc_bnn.tabular import _transform as tabular
+    from pymc_bnn import tabular
 
     run("predict", "churn.nc", "churn_new.csv", "--id", "customer_id", "-o", "pred.csv", cwd=work)
     pred = pd.read_csv(work / "pred.csv")
@@ -270,7 +270,7 @@ def test_regression_intervals_and_scores(spend_model, work):
     )
     assert 0.6 < scores["coverage"] < 0.95  # nominal 0.8, 120 rows
     # nll: the model's own predictive density (not a Normal of its mean and sd)
-    from pymc_bnn.tabular import _transform as tabular
+    from pymc_bnn import tabular
 
     new = pd.read_csv(work / "spend_new.csv")
     density = tabular.load_pipeline(path).log_predictive_density(new, new["monthly_spend"])
@@ -539,7 +539,7 @@ def test_categorical_codes_are_categories_in_fit_the_file_and_predict(work):
     """--categorical: integer codes 1..4 are one-hot encoded in fit, kept in the model
     file, and read the same in predict, where the column holds integers (in training,
     with missing values, floats)."""
-    from pymc_bnn.tabular import _transform as tabular
+    from pymc_bnn import tabular
 
     codes = {"north": 1, "south": 2, "east": 3, "west": 4}
     train = make_customers(150, random_state=7).drop(columns=["customer_id"])

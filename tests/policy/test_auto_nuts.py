@@ -1,5 +1,5 @@
 """The regressor's ``inference="auto"`` samples small tables with a short NUTS run
-(:data:`pymc_bnn.estimators._regressor.AUTO_NUTS_MAX_WORK`): when it is taken, that it is
+(:data:`pymc_bnn.policy.thresholds.AUTO_NUTS_MAX_WORK`): when it is taken, that it is
 ``inference="nuts"`` with the short run's settings draw for draw, and when it is not."""
 
 import warnings
@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from pymc_bnn import BayesianMLPRegressor
-from pymc_bnn.estimators import _regressor as R
+from pymc_bnn.policy import _choice
+from pymc_bnn.policy import thresholds as R
 
 pytest.importorskip("numpyro")
 
@@ -124,7 +125,7 @@ def test_more_chains_only_where_they_fit_the_budget_of_two_at_the_limit():
     for rows, chains in [(half, 4), (half + 1, 2), (R.AUTO_NUTS_MAX_WORK // n_params, 2)]:
         reg.inference_ = _decision(reg, (rows, 8))  # as the fit sets it
         assert reg.inference_ == "nuts"
-        assert reg.nuts_run_["chains"] == chains == R.auto_nuts_chains(rows * n_params)
+        assert reg.nuts_run_["chains"] == chains == _choice.auto_nuts_chains(rows * n_params)
         assert reg._run_settings(False)["chains"] == chains  # what the sampler is given
 
 
