@@ -59,7 +59,7 @@ class BayesianMLPRegressor(RegressorMixin, BayesianMLPBase):
         numpyro installed; on the UCI tables it predicted better than every cheaper
         method tried (``research/notes/uci_regression.md``,
         ``research/notes/laplace-ensemble.md``). Above that limit, on at most
-        :data:`~pymc_bnn.policy._ensemble.AUTO_ENSEMBLE_MAX_ROWS` rows, ``"auto"`` is
+        :data:`~pymc_bnn.policy.thresholds.AUTO_ENSEMBLE_MAX_ROWS` rows, ``"auto"`` is
         ``"laplace_ensemble"``. Both need the default ``prior``, a homoscedastic
         network, no groups and no setting only ADVI uses (``n_iter``,
         ``learning_rate``, ``batch_size``, ``n_init`` > 1, a fixed temperature other
