@@ -79,8 +79,19 @@ def test_minibatch_advi_reaches_95_percent_on_moons(minibatch_clf, moons):
 @pytest.mark.slow
 @pytest.mark.extended  # ~1 minute: make test-extended (CI runs it)
 def test_nuts_defaults_reach_95_percent_on_moons(moons):
+    """The defaults' accuracy; a divergence or two is the sampler's to report, not this
+    test's to fail on (with numpyro 0.22 / JAX 0.12 this seed has one in 1,000 draws,
+    with the versions before none): at most 1 % of the draws."""
+    import warnings
+
+    from pymc_bnn.exceptions import SamplingWarning
+
     X_train, X_test, y_train, y_test = moons
-    clf = BayesianMLPClassifier(inference="nuts", random_state=0).fit(X_train, y_train)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SamplingWarning)
+        clf = BayesianMLPClassifier(inference="nuts", random_state=0).fit(X_train, y_train)
+    d = clf.diagnostics_
+    assert d["n_divergences"] <= 0.01 * d["n_chains"] * d["n_draws"]
     assert clf.prior_sigma_ == 1.0 and clf.evidence_ is None  # "auto" with NUTS
     assert clf.idata_.posterior.sizes["chain"] == 2
     assert clf.score(X_test, y_test) >= 0.95
