@@ -12,7 +12,6 @@ is orchestrated there.
 from __future__ import annotations
 
 import functools
-from numbers import Integral
 
 import numpy as np
 
@@ -70,12 +69,11 @@ class FitSettingsMixin:
         sampler, n_params = "", 0
         if regression:
             from pymc_bnn.inference import default_nuts_sampler
+            from pymc_bnn.network._checks import check_hidden_layer_sizes
             from pymc_bnn.network._flat import n_params as count_params
 
             sampler = self.nuts_sampler or default_nuts_sampler()
-            hidden = self.hidden_layer_sizes
-            hidden = (hidden,) if isinstance(hidden, Integral) else tuple(hidden)
-            widths = (shape[1], *(int(h) for h in hidden), 1)
+            widths = (shape[1], *check_hidden_layer_sizes(self.hidden_layer_sizes), 1)
             n_params = count_params(tuple(zip(widths[:-1], widths[1:])))
         method, run = auto_inference(
             self.get_params(),
